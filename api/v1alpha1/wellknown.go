@@ -1,0 +1,88 @@
+package v1alpha1
+
+// Names that the webhooks, the reconciler and the CSI driver must agree on.
+// They are the Stackable listener operator's names, so objects written for it
+// keep working here.
+const (
+	// AnnotationListenerClass on a PersistentVolumeClaim asks for a Listener of
+	// that class, created for (and owned by) the claim. On a StatefulSet it picks
+	// the class of the injected claim template.
+	AnnotationListenerClass = "listeners.stackable.tech/listener-class"
+
+	// AnnotationListenerName on a PersistentVolumeClaim binds the claim to an
+	// existing Listener of that name in the claim's namespace. On a StatefulSet
+	// it makes every replica share that Listener.
+	AnnotationListenerName = "listeners.stackable.tech/listener-name"
+
+	// AnnotationDefaultClass marks the ListenerClass used when a claim names
+	// neither a class nor a listener. On a Namespace, its value names the
+	// default class for claims in that namespace.
+	AnnotationDefaultClass = "listeners.stackable.tech/is-default-class"
+
+	// DriverName is the CSI driver name and the name of the StorageClass that
+	// listener volumes use.
+	DriverName = "listeners.stackable.tech"
+
+	// StorageClassName is the StorageClass of listener volumes.
+	StorageClassName = DriverName
+
+	// TopologyKeyHostname is the CSI topology key (and PersistentVolume node
+	// affinity key) that pins a listener volume to a node.
+	TopologyKeyHostname = "listeners.stackable.tech/hostname"
+
+	// PodSelectorLabelPrefix prefixes the per-Listener label that the Service
+	// of a Listener selects pods by (see names.PodSelectorLabel). It is the
+	// Stackable operator's prefix, so pods labelled by it stay selected.
+	PodSelectorLabelPrefix = "listener.stackable.tech/mnt."
+
+	// PodSelectorLabelValue is the value of the per-Listener pod selector label.
+	PodSelectorLabelValue = "true"
+
+	// LabelEnabled opts a StatefulSet (or a bare Pod) into listener volume
+	// injection when set to "true".
+	LabelEnabled = "listeners.stackable.tech/enabled"
+
+	// VolumeName is the name of the injected listener volume (and claim template).
+	VolumeName = "listener"
+
+	// MountPath is where the injected listener volume is mounted in containers.
+	MountPath = "/stackable/listener"
+
+	// FieldManager is the field manager (and app.kubernetes.io/managed-by value)
+	// of every object the operator writes.
+	FieldManager = "listener-operator"
+
+	// PodListenersNamePrefix prefixes the name of a pod's PodListeners object;
+	// the rest is the pod's UID.
+	PodListenersNamePrefix = "pod-"
+)
+
+// Keys of the CSI volume context and parameters set by Kubernetes components.
+const (
+	// ParamPVCName and ParamPVCNamespace are passed to CreateVolume by the
+	// external-provisioner with --extra-create-metadata.
+	ParamPVCName      = "csi.storage.k8s.io/pvc/name"
+	ParamPVCNamespace = "csi.storage.k8s.io/pvc/namespace"
+	ParamPVName       = "csi.storage.k8s.io/pv/name"
+
+	// ContextPodName and ContextPodNamespace are passed to NodePublishVolume
+	// by kubelet when the CSIDriver has podInfoOnMount: true.
+	ContextPodName      = "csi.storage.k8s.io/pod.name"
+	ContextPodNamespace = "csi.storage.k8s.io/pod.namespace"
+	ContextPodUID       = "csi.storage.k8s.io/pod.uid"
+)
+
+// Ready condition reasons on a Listener.
+const (
+	// ConditionReady is the condition type that says whether a Listener's
+	// Service exists and its addresses are published.
+	ConditionReady = "Ready"
+
+	ReasonReady                = "Ready"
+	ReasonClassNotFound        = "ClassNotFound"
+	ReasonNoClass              = "NoClass"
+	ReasonForeignService       = "ForeignService"
+	ReasonAwaitingLoadBalancer = "AwaitingLoadBalancer"
+	ReasonNoNodes              = "NoNodes"
+	ReasonInvalid              = "Invalid"
+)

@@ -1,0 +1,16 @@
+// Package testenv starts a real control plane for tests: etcd and
+// kube-apiserver (through controller-runtime's envtest) with the project's
+// CRDs installed, and, on request, kube-controller-manager running chosen
+// controllers (garbage collector, StatefulSet, …). The binaries are the ones
+// hack/build-k8s.sh builds from the Go module proxy into bin/k8s/<version>/.
+//
+// A test package starts one environment in TestMain and shares it:
+//
+//	var env *testenv.Env
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+//
+// With -short no control plane is started and Require skips the tests that
+// need one, saying why; otherwise a control plane that cannot start fails the
+// whole package.
+package testenv
