@@ -33,9 +33,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers into config/.
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=config/crd/bases
-	@if grep -rqs '+kubebuilder:rbac' --include='*.go' cmd reconcile webhooks csi certs; then \
-	  $(CONTROLLER_GEN) rbac:roleName=listener-operator paths=./... output:rbac:artifacts:config=config/rbac; fi
-	@if grep -rqs '+kubebuilder:webhook' --include='*.go' webhooks; then \
+	@# The manager (reconcilers, webhooks, certificates) and the CSI driver run
+	@# as different service accounts, each with only the verbs its code uses.
+	@pkgs=$$(for d in reconcile webhooks certs; do grep -rlqs '+kubebuilder:rbac' --include='*.go' $$d && printf './%s/...;' $$d; done); \
+	  if [ -n "$$pkgs" ]; then $(CONTROLLER_GEN) rbac:roleName=listener-operator paths="$${pkgs%;}" output:rbac:artifacts:config=config/rbac; fi
+	@if grep -rlqs '+kubebuilder:rbac' --include='*.go' csi; then \
+	  $(CONTROLLER_GEN) rbac:roleName=listener-operator-csi paths=./csi/... output:rbac:artifacts:config=config/csi/rbac; fi
+	@if grep -rlqs '+kubebuilder:webhook' --include='*.go' webhooks; then \
 	  $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
 
 .PHONY: fmt

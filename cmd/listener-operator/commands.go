@@ -19,7 +19,8 @@ type command struct {
 // commands lists every subcommand; files that add one register it here.
 func commands() map[string]command {
 	return map[string]command{
-		"version": versionCommand(),
+		"version":    versionCommand(),
+		"controller": controllerCommand(),
 	}
 }
 

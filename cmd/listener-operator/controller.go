@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// controllerOptions are the flags of `listener-operator controller`.
+type controllerOptions struct {
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	leaderElectionID string
+	webhookPort      int
+	webhookCertDir   string
+	gracefulShutdown time.Duration
+	zap              zap.Options
+	namespace        string // the operator's own namespace
+}
+
+func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles; every replica serves webhooks.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the operator's namespace).")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "listener-operator.listeners.stackable.tech", "Name of the leader election Lease.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
+	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for runnables to stop.")
+	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
+	o.zap.BindFlags(fs)
+}
+
+// complete fills in defaults that depend on other flags.
+func (o *controllerOptions) complete() error {
+	if o.leaderElectionNS == "" {
+		o.leaderElectionNS = o.namespace
+	}
+	if o.leaderElect && o.leaderElectionNS == "" {
+		return fmt.Errorf("leader election needs a namespace: set --namespace (or POD_NAMESPACE) or --leader-election-namespace")
+	}
+	return nil
+}
+
+// newScheme has every type the manager reads or writes.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func controllerCommand() command {
+	o := &controllerOptions{}
+	return command{
+		summary: "run the manager: reconcilers (leader only) and admission webhooks (every replica)",
+		setup: func(fs *flag.FlagSet, _ io.Writer) func(context.Context) error {
+			o.addFlags(fs)
+			return func(ctx context.Context) error {
+				if err := o.complete(); err != nil {
+					return err
+				}
+				return o.run(ctx)
+			}
+		},
+	}
+}
+
+func (o *controllerOptions) run(ctx context.Context) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	log := ctrl.Log.WithName("setup")
+	scheme, err := newScheme()
+	if err != nil {
+		return fmt.Errorf("build scheme: %w", err)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionNamespace:       o.leaderElectionNS,
+		LeaderElectionID:              o.leaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.gracefulShutdown,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port:    o.webhookPort,
+			CertDir: o.webhookCertDir,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("add ready check: %w", err)
+	}
+
+	// Components register here: reconcilers, webhooks, certificates.
+
+	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
