@@ -26,33 +26,49 @@ func ServiceName(listenerName string) string {
 	if len(validation.IsDNS1035Label(listenerName)) == 0 {
 		return listenerName
 	}
-	var b strings.Builder
-	for _, r := range strings.ToLower(listenerName) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	base := b.String()
+	base := strings.ToLower(listenerName)
 	if base == "" || base[0] < 'a' || base[0] > 'z' {
 		base = "l-" + base
 	}
-	sum := sha256.Sum256([]byte(listenerName))
-	suffix := "-" + hex.EncodeToString(sum[:])[:hashLen]
-	if max := validation.DNS1035LabelMaxLength - len(suffix); len(base) > max {
-		base = base[:max]
-	}
-	return strings.TrimRight(base, "-") + suffix
+	return hashed(base, listenerName, validation.DNS1035LabelMaxLength, func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+	})
 }
 
-// PodSelectorLabel is the label that pods of the Listener with this UID carry
-// and that its Service selects on. Deriving it from the UID keeps the key
-// within the 63-character limit whatever the Listener's name, and a Listener
-// deleted and recreated under the same name never selects stale pods.
-func PodSelectorLabel(listenerUID types.UID) string {
-	return v1alpha1.PodSelectorLabelPrefix + string(listenerUID)
+// PodSelectorLabel is the label key that pods of the Listener named
+// listenerName carry (with value v1alpha1.PodSelectorLabelValue) and that its
+// Service selects on. It derives from the name, not the UID, because the pod
+// webhook labels pods at admission, before a per-claim Listener may exist.
+// Names that do not fit a label key are shortened with a hash, as ServiceName
+// does.
+func PodSelectorLabel(listenerName string) string {
+	const mnt = "mnt."
+	if len(validation.IsQualifiedName(v1alpha1.PodSelectorLabelPrefix+listenerName)) == 0 {
+		return v1alpha1.PodSelectorLabelPrefix + listenerName
+	}
+	return v1alpha1.PodSelectorLabelPrefix + hashed(mnt+listenerName, listenerName, validation.LabelValueMaxLength, func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_'
+	})[len(mnt):]
+}
+
+// hashed turns base into a name of at most maxLen characters that keeps only
+// the runes keep allows (others become '-') and ends in a hash of original,
+// so that distinct originals never share a result.
+func hashed(base, original string, maxLen int, keep func(rune) bool) string {
+	sum := sha256.Sum256([]byte(original))
+	suffix := "-" + hex.EncodeToString(sum[:])[:hashLen]
+	var b strings.Builder
+	for _, r := range base {
+		if b.Len() >= maxLen-len(suffix) {
+			break
+		}
+		if keep(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return strings.TrimRight(b.String(), "-._") + suffix
 }
 
 // PodListenersName is the name of the PodListeners object of the pod with

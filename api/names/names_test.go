@@ -43,13 +43,36 @@ func TestServiceName(t *testing.T) {
 	}
 }
 
-func TestPodSelectorLabelIsValidKey(t *testing.T) {
-	key := PodSelectorLabel(types.UID("0b5c1a9e-8f6e-4c55-a0a4-7d5b2d9d9c11"))
-	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-		t.Fatalf("PodSelectorLabel = %q is not a valid label key: %v", key, errs)
+func TestPodSelectorLabel(t *testing.T) {
+	tests := []struct {
+		listener string
+		want     string // empty: only check validity
+	}{
+		{listener: "kafka-broker-0", want: "listener.stackable.tech/mnt.kafka-broker-0"},
+		{listener: "my.listener", want: "listener.stackable.tech/mnt.my.listener"},
+		{listener: strings.Repeat("a", 59), want: "listener.stackable.tech/mnt." + strings.Repeat("a", 59)},
+		{listener: strings.Repeat("a", 60)},
+		{listener: strings.Repeat("x.", 120) + "y"},
 	}
-	if want := "listener.stackable.tech/mnt.0b5c1a9e-8f6e-4c55-a0a4-7d5b2d9d9c11"; key != want {
-		t.Fatalf("PodSelectorLabel = %q, want %q", key, want)
+	seen := map[string]string{}
+	for _, tt := range tests {
+		key := PodSelectorLabel(tt.listener)
+		if tt.want != "" && key != tt.want {
+			t.Errorf("PodSelectorLabel(%q) = %q, want %q", tt.listener, key, tt.want)
+		}
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			t.Errorf("PodSelectorLabel(%q) = %q is not a valid label key: %v", tt.listener, key, errs)
+		}
+		if other, ok := seen[key]; ok {
+			t.Errorf("PodSelectorLabel(%q) = PodSelectorLabel(%q) = %q", tt.listener, other, key)
+		}
+		seen[key] = tt.listener
+	}
+}
+
+func TestPodListenersName(t *testing.T) {
+	if got, want := PodListenersName(types.UID("0b5c1a9e")), "pod-0b5c1a9e"; got != want {
+		t.Errorf("PodListenersName = %q, want %q", got, want)
 	}
 }
 
@@ -58,9 +81,11 @@ func FuzzServiceName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		got := ServiceName(name)
-		if errs := validation.IsDNS1035Label(got); len(errs) > 0 {
-			t.Fatalf("ServiceName(%q) = %q: %v", name, got, errs)
+		if got := ServiceName(name); len(validation.IsDNS1035Label(got)) > 0 {
+			t.Fatalf("ServiceName(%q) = %q: %v", name, got, validation.IsDNS1035Label(got))
+		}
+		if got := PodSelectorLabel(name); len(validation.IsQualifiedName(got)) > 0 {
+			t.Fatalf("PodSelectorLabel(%q) = %q: %v", name, got, validation.IsQualifiedName(got))
 		}
 	})
 }

@@ -31,8 +31,7 @@ const (
 	TopologyKeyHostname = "listeners.stackable.tech/hostname"
 
 	// PodSelectorLabelPrefix prefixes the per-Listener label that the Service
-	// of a Listener selects pods by (see names.PodSelectorLabel). It is the
-	// Stackable operator's prefix, so pods labelled by it stay selected.
+	// of a Listener selects pods by (see names.PodSelectorLabel).
 	PodSelectorLabelPrefix = "listener.stackable.tech/mnt."
 
 	// PodSelectorLabelValue is the value of the per-Listener pod selector label.
