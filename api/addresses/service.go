@@ -1,0 +1,93 @@
+package addresses
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// ServicePorts maps a Service's port names to their port numbers: what a
+// ClusterIP or LoadBalancer address is reachable on.
+func ServicePorts(svc *corev1.Service) map[string]int32 {
+	ports := make(map[string]int32, len(svc.Spec.Ports))
+	for _, p := range svc.Spec.Ports {
+		ports[p.Name] = p.Port
+	}
+	return ports
+}
+
+// NodePorts maps a Service's port names to the node ports allocated for
+// them; ports without a node port (yet) are left out.
+func NodePorts(svc *corev1.Service) map[string]int32 {
+	ports := make(map[string]int32, len(svc.Spec.Ports))
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			ports[p.Name] = p.NodePort
+		}
+	}
+	return ports
+}
+
+// ClusterDNSName is the in-cluster DNS name of a Service.
+func ClusterDNSName(svc *corev1.Service, clusterDomain string) string {
+	return fmt.Sprintf("%s.%s.svc.%s", svc.Name, svc.Namespace, clusterDomain)
+}
+
+// ClusterIPIngress is what a ClusterIP Listener publishes: every cluster IP
+// of the Service (both families on a dual-stack Service) when IPs are
+// preferred, else the Service's DNS name. A headless Service or one whose IPs
+// are not allocated yet falls back to the DNS name, which always resolves.
+func ClusterIPIngress(svc *corev1.Service, pref v1alpha1.AddressType, clusterDomain string) []v1alpha1.ListenerIngress {
+	ports := ServicePorts(svc)
+	if pref == v1alpha1.AddressTypeIP {
+		ips := svc.Spec.ClusterIPs
+		if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+			ips = []string{svc.Spec.ClusterIP}
+		}
+		var ings []v1alpha1.ListenerIngress
+		for _, ip := range ips {
+			if ip == "" || ip == corev1.ClusterIPNone {
+				continue
+			}
+			ings = append(ings, v1alpha1.ListenerIngress{Address: ip, AddressType: v1alpha1.AddressTypeIP, Ports: maps.Clone(ports)})
+		}
+		if len(ings) > 0 {
+			return ings
+		}
+	}
+	return []v1alpha1.ListenerIngress{{Address: ClusterDNSName(svc, clusterDomain), AddressType: v1alpha1.AddressTypeHostname, Ports: ports}}
+}
+
+// LoadBalancerIngress is what a LoadBalancer Listener publishes: one address
+// per entry of the Service's status.loadBalancer.ingress, its IP or hostname
+// by preference (falling back to the other). Empty until the load balancer
+// is provisioned.
+func LoadBalancerIngress(svc *corev1.Service, pref v1alpha1.AddressType) []v1alpha1.ListenerIngress {
+	ports := ServicePorts(svc)
+	var ings []v1alpha1.ListenerIngress
+	for _, lb := range svc.Status.LoadBalancer.Ingress {
+		addr, typ, ok := Pick(pref, lb.IP, lb.Hostname)
+		if !ok {
+			continue
+		}
+		ings = append(ings, v1alpha1.ListenerIngress{Address: addr, AddressType: typ, Ports: maps.Clone(ports)})
+	}
+	return Sort(ings)
+}
+
+// NodePortIngress is what a NodePort Listener publishes: one address per
+// node that serves it, with the Service's node ports, in a stable order.
+// Nodes without a usable address are skipped.
+func NodePortIngress(svc *corev1.Service, nodes []*corev1.Node, pref v1alpha1.AddressType) []v1alpha1.ListenerIngress {
+	ports := NodePorts(svc)
+	var ings []v1alpha1.ListenerIngress
+	for _, n := range nodes {
+		if ing, ok := NodeIngress(n, pref, maps.Clone(ports)); ok {
+			ings = append(ings, ing)
+		}
+	}
+	return Sort(ings)
+}
