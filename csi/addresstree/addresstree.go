@@ -1,0 +1,242 @@
+package addresstree
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+const (
+	// AddressesDir is the directory with one subdirectory per address.
+	AddressesDir = "addresses"
+	// DefaultAddress links to the directory of the first address.
+	DefaultAddress = "default-address"
+	// AddressFile holds the address itself inside an address directory.
+	AddressFile = "address"
+	// PortsDir holds one file per named port inside an address directory.
+	PortsDir = "ports"
+
+	// dataLink points at the current generation of the tree. Names starting
+	// with ".." cannot clash with addresses (DNS names and IPs never start
+	// with a dot).
+	dataLink    = "..data"
+	dataLinkTmp = "..data_tmp"
+	genPrefix   = ".."
+
+	dirMode  fs.FileMode = 0o755
+	fileMode fs.FileMode = 0o644
+)
+
+// ErrInvalid is matched (with errors.Is) by every error that Validate and
+// Write return for bad input, as opposed to trouble with the disk.
+var ErrInvalid = errors.New("invalid listener address")
+
+// InvalidError says which value was refused and why.
+type InvalidError struct {
+	// Field names what the value is ("address", "port name", "port").
+	Field string
+	// Value is the refused value.
+	Value string
+	// Reason says what a valid value looks like.
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Validate checks that every address is an IP or a DNS name (RFC 1123
+// subdomain), every port name a DNS label and every port number within
+// 1..65535, and that there is at least one address.
+func Validate(addrs []v1alpha1.ListenerIngress) error {
+	if len(addrs) == 0 {
+		return &InvalidError{Field: "address list", Value: "", Reason: "at least one address is needed"}
+	}
+	for _, a := range addrs {
+		if err := validateAddress(a.Address); err != nil {
+			return err
+		}
+		for name, port := range a.Ports {
+			if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+				return &InvalidError{Field: "port name", Value: name, Reason: strings.Join(errs, "; ")}
+			}
+			if port < 1 || port > 65535 {
+				return &InvalidError{Field: "port", Value: strconv.Itoa(int(port)), Reason: fmt.Sprintf("port %s must be between 1 and 65535", name)}
+			}
+		}
+	}
+	return nil
+}
+
+func validateAddress(addr string) error {
+	if ip, err := netip.ParseAddr(addr); err == nil {
+		// A zone ("fe80::1%eth0") is node-local and "%" has no place in a name.
+		if ip.Zone() != "" {
+			return &InvalidError{Field: "address", Value: addr, Reason: "IPv6 zones are not allowed"}
+		}
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(addr); len(errs) > 0 {
+		return &InvalidError{Field: "address", Value: addr, Reason: "must be an IP address or a DNS name: " + strings.Join(errs, "; ")}
+	}
+	return nil
+}
+
+// Write replaces the tree under target (an existing directory) with one for
+// addrs, atomically. The first address becomes default-address; later
+// duplicates of an address are dropped. Bad input returns an error matching
+// ErrInvalid and leaves target untouched; a failed write leaves the previous
+// tree in place.
+func Write(target string, addrs []v1alpha1.ListenerIngress) error {
+	if err := Validate(addrs); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(target)
+	if err != nil {
+		return fmt.Errorf("open target %s: %w", target, err)
+	}
+	defer root.Close()
+
+	gen, err := newGenerationName()
+	if err != nil {
+		return err
+	}
+	if err := writeGeneration(root, gen, addrs); err != nil {
+		_ = root.RemoveAll(gen)
+		return fmt.Errorf("write address tree into %s: %w", target, err)
+	}
+	old, _ := root.Readlink(dataLink)
+	if err := replaceSymlink(root, gen, dataLink); err != nil {
+		_ = root.RemoveAll(gen)
+		return fmt.Errorf("switch %s to the new tree: %w", target, err)
+	}
+	for _, name := range []string{AddressesDir, DefaultAddress} {
+		if err := ensureSymlink(root, dataLink+"/"+name, name); err != nil {
+			return fmt.Errorf("link %s in %s: %w", name, target, err)
+		}
+	}
+	if err := removeStaleGenerations(root, gen); err != nil {
+		return fmt.Errorf("remove the previous tree (%s) from %s: %w", old, target, err)
+	}
+	return nil
+}
+
+// Remove deletes target and everything under it. A missing target is fine.
+func Remove(target string) error {
+	if err := os.RemoveAll(target); err != nil {
+		return fmt.Errorf("remove %s: %w", target, err)
+	}
+	return nil
+}
+
+func newGenerationName() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("name a new tree: %w", err)
+	}
+	return genPrefix + hex.EncodeToString(b[:]), nil
+}
+
+func writeGeneration(root *os.Root, gen string, addrs []v1alpha1.ListenerIngress) error {
+	if err := root.Mkdir(gen, dirMode); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(addrs))
+	first := ""
+	for _, a := range addrs {
+		if seen[a.Address] {
+			continue
+		}
+		seen[a.Address] = true
+		if first == "" {
+			first = a.Address
+		}
+		dir := gen + "/" + AddressesDir + "/" + a.Address
+		if err := root.MkdirAll(dir+"/"+PortsDir, dirMode); err != nil {
+			return err
+		}
+		if err := root.WriteFile(dir+"/"+AddressFile, []byte(a.Address), fileMode); err != nil {
+			return err
+		}
+		names := make([]string, 0, len(a.Ports))
+		for n := range a.Ports {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if err := root.WriteFile(dir+"/"+PortsDir+"/"+n, []byte(strconv.Itoa(int(a.Ports[n]))), fileMode); err != nil {
+				return err
+			}
+		}
+	}
+	return root.Symlink(AddressesDir+"/"+first, gen+"/"+DefaultAddress)
+}
+
+// replaceSymlink points name at dest with a rename over name, so that name
+// never goes missing.
+func replaceSymlink(root *os.Root, dest, name string) error {
+	tmp := dataLinkTmp
+	if name != dataLink {
+		tmp = genPrefix + name + "_tmp"
+	}
+	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := root.Symlink(dest, tmp); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
+}
+
+// ensureSymlink makes name a symlink to dest unless it is one already. A
+// directory of the same name (a tree written by something else) is replaced.
+func ensureSymlink(root *os.Root, dest, name string) error {
+	if cur, err := root.Readlink(name); err == nil && cur == dest {
+		return nil
+	}
+	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
+		if err := root.RemoveAll(name); err != nil {
+			return err
+		}
+	}
+	return replaceSymlink(root, dest, name)
+}
+
+// removeStaleGenerations deletes every hidden generation directory except
+// the current one: the previous tree, and any left by an interrupted write.
+func removeStaleGenerations(root *os.Root, current string) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, genPrefix) || n == current || n == dataLink || !e.IsDir() {
+			continue
+		}
+		if err := root.RemoveAll(n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
