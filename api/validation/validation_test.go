@@ -1,0 +1,236 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+var classes = NewClassNames("external-unstable", "cluster-internal", "external-stable")
+
+// messages renders errs the way kubectl shows them, one per line.
+func messages(errs field.ErrorList) string {
+	var b []string
+	for _, e := range errs {
+		b = append(b, e.Error())
+	}
+	return strings.Join(b, "\n")
+}
+
+func check(t *testing.T, errs field.ErrorList, want string) {
+	t.Helper()
+	if got := messages(errs); got != want {
+		t.Errorf("errors:\n got: %s\nwant: %s", got, want)
+	}
+}
+
+func TestClassNames(t *testing.T) {
+	if got := classes.String(); got != "cluster-internal, external-stable, external-unstable" {
+		t.Errorf("String() = %q", got)
+	}
+	if !classes.Has("external-stable") || classes.Has("external") {
+		t.Errorf("Has is wrong for %v", classes)
+	}
+	if got := NewClassNames().String(); got != "none (create a ListenerClass first)" {
+		t.Errorf("empty String() = %q", got)
+	}
+}
+
+func TestListenerClass(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.ListenerClassSpec
+		want string
+	}{
+		{"plain NodePort", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", PinnedNodePorts: ptr(true)}, ""},
+		{"load balancer class on LoadBalancer", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerClass: ptr("example.com/lb")}, ""},
+		{"load balancer class on NodePort", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", LoadBalancerClass: ptr("example.com/lb")},
+			`spec.loadBalancerClass: Invalid value: "example.com/lb": only applies to serviceType LoadBalancer, not NodePort; remove it or set serviceType: LoadBalancer`},
+		{"bad load balancer class", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerClass: ptr("a b")},
+			`spec.loadBalancerClass: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
+		{"pinned ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", PinnedNodePorts: ptr(true)},
+			`spec.pinnedNodePorts: Invalid value: true: only NodePort addresses depend on the node, so pinning needs serviceType NodePort, not ClusterIP; set pinnedNodePorts: false or serviceType: NodePort`},
+		{"traffic policy on ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyLocal)},
+			`spec.serviceExternalTrafficPolicy: Invalid value: "Local": only applies to NodePort and LoadBalancer services; remove it or change serviceType`},
+		{"bad annotation", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceAnnotations: map[string]string{"no way/x/y": "1"}},
+			`spec.serviceAnnotations: Invalid value: "no way/x/y": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`},
+		{"harmless overrides", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", ServiceOverrides: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Service","spec":{"type":"NodePort","externalTrafficPolicy":"Local"}}`)}}, ""},
+		{"overrides change type and selector", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", ServiceOverrides: &runtime.RawExtension{Raw: []byte(`{"spec":{"type":"LoadBalancer","selector":{"app":"x"}}}`)}},
+			"spec.serviceOverrides.spec.type: Forbidden: would change the Service type from NodePort to LoadBalancer behind the operator's back; set spec.serviceType: LoadBalancer instead\n" +
+				"spec.serviceOverrides.spec.selector: Forbidden: the operator selects the pods that mount the Listener's volume; remove spec.selector (a Listener's spec.extraPodSelectorLabels narrows the selection)"},
+		{"overrides of identity", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceOverrides: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x","namespace":"y"}}`)}},
+			"spec.serviceOverrides.apiVersion: Invalid value: \"apps/v1\": overrides apply to a v1 Service; remove apiVersion or set it to \"v1\"\n" +
+				"spec.serviceOverrides.kind: Invalid value: \"Deployment\": overrides apply to a Service; remove kind or set it to \"Service\"\n" +
+				"spec.serviceOverrides.metadata.name: Forbidden: the operator names each Listener's Service; remove metadata.name\n" +
+				"spec.serviceOverrides.metadata.namespace: Forbidden: a Service lives in its Listener's namespace; remove metadata.namespace"},
+		{"overrides not an object", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceOverrides: &runtime.RawExtension{Raw: []byte(`[1]`)}},
+			`spec.serviceOverrides: Invalid value: "[1]": must be a partial Service object, e.g. {"spec": {"externalTrafficPolicy": "Local"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			check(t, ListenerClass(&v1alpha1.ListenerClass{Spec: tc.spec}), tc.want)
+		})
+	}
+}
+
+func TestListenerClassDeletion(t *testing.T) {
+	check(t, ListenerClassDeletion("lb", nil), "")
+	check(t, ListenerClassDeletion("lb", []string{"Listener a/x", "PersistentVolumeClaim b/y"}),
+		`metadata.name: Forbidden: ListenerClass "lb" is still used by Listener a/x, PersistentVolumeClaim b/y; delete them or move them to another class first`)
+	var many []string
+	for range 13 {
+		many = append(many, "Listener a/x")
+	}
+	got := messages(ListenerClassDeletion("lb", many))
+	if !strings.HasSuffix(got, "Listener a/x and 3 more; delete them or move them to another class first") || strings.Count(got, "Listener a/x") != 10 {
+		t.Errorf("long user list not shortened: %s", got)
+	}
+}
+
+func TestListener(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.ListenerSpec
+		want string
+	}{
+		{"valid", v1alpha1.ListenerSpec{ClassName: ptr("external-stable"), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}, {Name: "dns", Port: 53, Protocol: "UDP"}, {Name: "dns-tcp", Port: 53}}}, ""},
+		{"no class is left to the reconciler", v1alpha1.ListenerSpec{}, ""},
+		{"unknown class", v1alpha1.ListenerSpec{ClassName: ptr("foo")},
+			`spec.className: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`},
+		{"empty class", v1alpha1.ListenerSpec{ClassName: ptr("")},
+			`spec.className: Required value: name a ListenerClass, one of: cluster-internal, external-stable, external-unstable`},
+		{"duplicate port name", v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}, {Name: "http", Port: 8080}}},
+			`spec.ports[1].name: Invalid value: "http": spec.ports[0] already has this name; pods read ports by name, so rename one of them`},
+		{"duplicate port number", v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}, {Name: "web", Port: 80, Protocol: "TCP"}}},
+			`spec.ports[1].port: Invalid value: 80: spec.ports[0] ("http") already exposes 80/TCP and a Service cannot expose it twice; remove one or change its number`},
+		{"bad port", v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "Http", Port: 0, Protocol: "ICMP"}}},
+			"spec.ports[0].name: Invalid value: \"Http\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')\n" +
+				"spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive\n" +
+				`spec.ports[0].protocol: Unsupported value: "ICMP": supported values: "TCP", "UDP", "SCTP"`},
+		{"reserved selector label", v1alpha1.ListenerSpec{ExtraPodSelectorLabels: map[string]string{"listener.stackable.tech/mnt.x": "true"}},
+			`spec.extraPodSelectorLabels[listener.stackable.tech/mnt.x]: Invalid value: "listener.stackable.tech/mnt.x": labels starting with "listener.stackable.tech/mnt." are set by the operator on the pods of each Listener; pick another key`},
+		{"bad selector label value", v1alpha1.ListenerSpec{ExtraPodSelectorLabels: map[string]string{"app": "a b"}},
+			`spec.extraPodSelectorLabels: Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+		{"override without kind", v1alpha1.ListenerSpec{ObjectOverrides: []runtime.RawExtension{{Raw: []byte(`{"metadata":{"name":"x"}}`)}}},
+			`spec.objectOverrides[0].kind: Required value: an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)`},
+		{"override not an object", v1alpha1.ListenerSpec{ObjectOverrides: []runtime.RawExtension{{Raw: []byte(`"x"`)}}},
+			`spec.objectOverrides[0]: Invalid value: "\"x\"": must be a partial object with apiVersion, kind and metadata, e.g. {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "..."}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			check(t, Listener(&v1alpha1.Listener{Spec: tc.spec}, classes), tc.want)
+		})
+	}
+}
+
+func claimSpec(mutate func(*corev1.PersistentVolumeClaimSpec)) *corev1.PersistentVolumeClaimSpec {
+	s := &corev1.PersistentVolumeClaimSpec{
+		StorageClassName: ptr(v1alpha1.StorageClassName),
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	return s
+}
+
+func TestClaim(t *testing.T) {
+	facts := ClaimFacts{Namespace: "ns", Classes: classes, Listeners: map[string]bool{"shared": true}}
+	byClass := map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		spec        *corev1.PersistentVolumeClaimSpec
+		want        string
+	}{
+		{"by class", byClass, claimSpec(nil), ""},
+		{"by name", map[string]string{v1alpha1.AnnotationListenerName: "shared"}, claimSpec(nil), ""},
+		{"both", map[string]string{v1alpha1.AnnotationListenerName: "shared", v1alpha1.AnnotationListenerClass: "external-stable"}, claimSpec(nil),
+			`metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "shared": set only one of listeners.stackable.tech/listener-class (a Listener for this claim) and listeners.stackable.tech/listener-name (an existing Listener shared by several claims)`},
+		{"neither", nil, claimSpec(nil),
+			`metadata.annotations[listeners.stackable.tech/listener-class]: Required value: a listener claim needs listeners.stackable.tech/listener-class (one of: cluster-internal, external-stable, external-unstable) or listeners.stackable.tech/listener-name (an existing Listener), and no default ListenerClass is set (annotate one with listeners.stackable.tech/is-default-class: "true")`},
+		{"unknown class", map[string]string{v1alpha1.AnnotationListenerClass: "foo"}, claimSpec(nil),
+			`metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`},
+		{"empty class", map[string]string{v1alpha1.AnnotationListenerClass: ""}, claimSpec(nil),
+			`metadata.annotations[listeners.stackable.tech/listener-class]: Required value: name a ListenerClass, one of: cluster-internal, external-stable, external-unstable`},
+		{"unknown listener", map[string]string{v1alpha1.AnnotationListenerName: "web"}, claimSpec(nil),
+			`metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": Listener "web" not found in namespace "ns"; create it first, or use listeners.stackable.tech/listener-class to get a Listener for this claim`},
+		{"other storage class", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = ptr("standard") }),
+			`spec.storageClassName: Invalid value: "standard": listener claims use storageClassName "listeners.stackable.tech"; set it, or remove the listeners.stackable.tech/listener-class and listeners.stackable.tech/listener-name annotations`},
+		{"no storage class", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = nil }),
+			`spec.storageClassName: Invalid value: "<unset>": listener claims use storageClassName "listeners.stackable.tech"; set it, or remove the listeners.stackable.tech/listener-class and listeners.stackable.tech/listener-name annotations`},
+		{"no access modes", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.AccessModes = nil }),
+			`spec.accessModes: Required value: set accessModes: [ReadWriteMany] (every pod of the claim reads the same addresses)`},
+		{"block, cloned, selected", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) {
+			s.VolumeMode = ptr(corev1.PersistentVolumeBlock)
+			s.DataSourceRef = &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim", Name: "x"}
+			s.Selector = &metav1.LabelSelector{}
+			s.AccessModes = []corev1.PersistentVolumeAccessMode{"Sometimes"}
+		}),
+			"spec.accessModes[0]: Unsupported value: \"Sometimes\": supported values: \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadOnlyMany\", \"ReadWriteOncePod\"\n" +
+				"spec.volumeMode: Unsupported value: \"Block\": supported values: \"Filesystem\"\n" +
+				"spec.dataSourceRef: Forbidden: a listener volume holds addresses that the operator writes for the pod and cannot be cloned or restored; remove it\n" +
+				"spec.selector: Forbidden: listener volumes are provisioned for each claim and never pre-exist; remove spec.selector"},
+		{"too big", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) {
+			s.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("10Gi")
+		}),
+			`spec.resources.requests.storage: Invalid value: "10Gi": a listener volume holds a few small files; request at most 1Gi ("1" is customary)`},
+		{"1Gi is fine", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) {
+			s.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("1Gi")
+		}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			check(t, Claim(tc.annotations, tc.spec, facts, nil), tc.want)
+		})
+	}
+}
+
+func TestClaimTemplatePaths(t *testing.T) {
+	got := Claim(map[string]string{v1alpha1.AnnotationListenerClass: "foo"}, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = ptr("x") }),
+		ClaimFacts{Classes: classes}, field.NewPath("spec", "volumeClaimTemplates").Index(2))
+	check(t, got, `spec.volumeClaimTemplates[2].metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`+"\n"+
+		`spec.volumeClaimTemplates[2].spec.storageClassName: Invalid value: "x": listener claims use storageClassName "listeners.stackable.tech"; set it, or remove the listeners.stackable.tech/listener-class and listeners.stackable.tech/listener-name annotations`)
+}
+
+func TestVolumes(t *testing.T) {
+	facts := ClaimFacts{Namespace: "ns", Classes: classes}
+	vols := []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "other-csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "secrets.example.com"}}},
+		{Name: "inline", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: v1alpha1.DriverName}}},
+		{Name: "other-ephemeral", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			Spec: *claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = ptr("standard") })}}}},
+		{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerName: "web"}},
+			Spec:       *claimSpec(nil)}}}},
+	}
+	check(t, Volumes(vols, facts, field.NewPath("spec", "volumes")),
+		`spec.volumes[2].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes of the listener driver are not supported; use a generic ephemeral volume instead: ephemeral: {volumeClaimTemplate: {metadata: {annotations: {listeners.stackable.tech/listener-class: <class>}}, spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}}}`+"\n"+
+			`spec.volumes[4].ephemeral.volumeClaimTemplate.metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": Listener "web" not found in namespace "ns"; create it first, or use listeners.stackable.tech/listener-class to get a Listener for this claim`)
+}
+
+func TestIsListenerClaim(t *testing.T) {
+	for _, tc := range []struct {
+		ann  map[string]string
+		sc   *string
+		want bool
+	}{
+		{nil, nil, false},
+		{nil, ptr("standard"), false},
+		{nil, ptr(v1alpha1.StorageClassName), true},
+		{map[string]string{v1alpha1.AnnotationListenerName: "x"}, nil, true},
+		{map[string]string{v1alpha1.AnnotationListenerClass: "x"}, ptr("standard"), true},
+	} {
+		if got := IsListenerClaim(tc.ann, tc.sc); got != tc.want {
+			t.Errorf("IsListenerClaim(%v, %v) = %v", tc.ann, tc.sc, got)
+		}
+	}
+}
