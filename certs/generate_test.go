@@ -125,9 +125,18 @@ func TestGenerateRejectsBadInput(t *testing.T) {
 		wantErr string
 	}{
 		{"no hosts", func() error { _, _, err := GenerateServing(caCert, caKey, nil, testNow, time.Hour); return err }, "at least one host"},
-		{"too short", func() error { _, _, err := GenerateServing(caCert, caKey, []string{"a"}, testNow, time.Second); return err }, "too short"},
-		{"CA garbage", func() error { _, _, err := GenerateServing([]byte("x"), caKey, []string{"a"}, testNow, time.Hour); return err }, "read CA certificate"},
-		{"CA key garbage", func() error { _, _, err := GenerateServing(caCert, []byte("x"), []string{"a"}, testNow, time.Hour); return err }, "read CA key"},
+		{"too short", func() error {
+			_, _, err := GenerateServing(caCert, caKey, []string{"a"}, testNow, time.Second)
+			return err
+		}, "too short"},
+		{"CA garbage", func() error {
+			_, _, err := GenerateServing([]byte("x"), caKey, []string{"a"}, testNow, time.Hour)
+			return err
+		}, "read CA certificate"},
+		{"CA key garbage", func() error {
+			_, _, err := GenerateServing(caCert, []byte("x"), []string{"a"}, testNow, time.Hour)
+			return err
+		}, "read CA key"},
 		{"CA too short", func() error { _, _, err := GenerateCA("ca", testNow, time.Minute); return err }, "too short"},
 	}
 	for _, tt := range tests {
