@@ -1,0 +1,170 @@
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serveTLS serves the TLS settings the controller gives the webhook server
+// on a loopback listener until the test ends.
+func serveTLS(t *testing.T, opts []func(*tls.Config)) string {
+	t.Helper()
+	cfg := &tls.Config{NextProtos: []string{"h2"}} // controller-runtime's starting point
+	for _, o := range opts {
+		o(cfg)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return l.Addr().String()
+}
+
+func issue(t *testing.T, caCert, caKey []byte) (certPEM, keyPEM []byte, leaf *x509.Certificate) {
+	t.Helper()
+	certPEM, keyPEM, err := GenerateServing(caCert, caKey, []string{"127.0.0.1"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ = ParseCertificate(certPEM)
+	return certPEM, keyPEM, leaf
+}
+
+func TestFilesModeWaitsForTheCertificateAndFollowsChanges(t *testing.T) {
+	caCert, caKey, err := GenerateCA("files-ca", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watcher{Dir: t.TempDir(), Poll: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = w.Start(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	addr := serveTLS(t, TLSOptions(tls.VersionTLS12, false, w.GetCertificate))
+	ready := w.ReadyCheck(nil)
+
+	// Nothing mounted yet: not ready, and the handshake fails with a
+	// message that names the directory rather than crashing the server.
+	if err := ready(&http.Request{}); err == nil || !strings.Contains(err.Error(), "no webhook serving certificate loaded from "+w.Dir) {
+		t.Fatalf("readiness without files: %v", err)
+	}
+	if _, err := served(addr, caCert); err == nil {
+		t.Fatal("handshake succeeded without a certificate")
+	}
+
+	certPEM, keyPEM, first := issue(t, caCert, caKey)
+	if _, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "first certificate served", func() error {
+		got, err := served(addr, caCert)
+		if err != nil {
+			return err
+		}
+		if got.SerialNumber.Cmp(first.SerialNumber) != 0 {
+			return errSerial(got, first)
+		}
+		return nil
+	})
+	if err := ready(&http.Request{}); err != nil {
+		t.Fatalf("readiness with a valid certificate: %v", err)
+	}
+
+	certPEM, keyPEM, second := issue(t, caCert, caKey)
+	if changed, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil || !changed {
+		t.Fatalf("write renewed pair: changed=%v err=%v", changed, err)
+	}
+	if changed, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil || changed {
+		t.Fatalf("rewriting the same pair: changed=%v err=%v, want no change", changed, err)
+	}
+	eventually(t, "renewed certificate served", func() error {
+		got, err := served(addr, caCert)
+		if err != nil {
+			return err
+		}
+		if got.SerialNumber.Cmp(second.SerialNumber) != 0 {
+			return errSerial(got, second)
+		}
+		return nil
+	})
+
+	// A clock past the certificate's end makes the replica unready.
+	late := &Watcher{Dir: w.Dir, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
+	late.cw = w.cw
+	if err := late.ReadyCheck(nil)(&http.Request{}); err == nil || !strings.Contains(err.Error(), "not now") {
+		t.Errorf("readiness with an expired certificate: %v", err)
+	}
+}
+
+func errSerial(got, want *x509.Certificate) error {
+	return fmt.Errorf("serving %s, want %s", got.SerialNumber, want.SerialNumber)
+}
+
+func TestTLSSettingsOfTheWebhookServer(t *testing.T) {
+	caCert, caKey, err := GenerateCA("tls-ca", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, _ := issue(t, caCert, caKey)
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caCert)
+	dial := func(addr string, maxVersion uint16) (tls.ConnectionState, error) {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS10, MaxVersion: maxVersion, NextProtos: []string{"h2", "http/1.1"}})
+		if err != nil {
+			return tls.ConnectionState{}, err
+		}
+		defer conn.Close()
+		return conn.ConnectionState(), nil
+	}
+
+	tests := []struct {
+		name        string
+		min         uint16
+		http2       bool
+		clientMax   uint16
+		wantErr     bool
+		wantVersion uint16
+		wantProto   string
+	}{
+		{name: "TLS 1.1 client refused", min: tls.VersionTLS12, clientMax: tls.VersionTLS11, wantErr: true},
+		{name: "TLS 1.2 client served HTTP/1.1 only", min: tls.VersionTLS12, clientMax: tls.VersionTLS12, wantVersion: tls.VersionTLS12, wantProto: "http/1.1"},
+		{name: "min 1.3 refuses a 1.2 client", min: tls.VersionTLS13, clientMax: tls.VersionTLS12, wantErr: true},
+		{name: "HTTP/2 when enabled", min: tls.VersionTLS12, http2: true, clientMax: tls.VersionTLS13, wantVersion: tls.VersionTLS13, wantProto: "h2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := serveTLS(t, TLSOptions(tt.min, tt.http2, get))
+			st, err := dial(addr, tt.clientMax)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("handshake succeeded with version %x", st.Version)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Version != tt.wantVersion || st.NegotiatedProtocol != tt.wantProto {
+				t.Errorf("negotiated version %x protocol %q, want %x %q", st.Version, st.NegotiatedProtocol, tt.wantVersion, tt.wantProto)
+			}
+		})
+	}
+}
