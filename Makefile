@@ -85,3 +85,25 @@ tools: $(CONTROLLER_GEN) ## Build the code generators into bin/tools.
 .PHONY: clean
 clean: ## Remove built binaries (keeps the cached control plane).
 	rm -f $(BIN)/listener-operator $(BIN)/test.log $(BIN)/bench.log
+
+##@ Local cluster (root; loopback and the private bridge listener0 only; state in .work/cluster)
+
+CLUSTER := hack/cluster/cluster.sh
+
+.PHONY: cluster-up
+cluster-up: ## Build what is missing and start a single-node cluster from source (containerd, kubelet, kube-proxy).
+	$(CLUSTER) up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and restore the host (processes, mounts, iptables, bridge, cgroups, sysctls).
+	$(CLUSTER) down
+
+.PHONY: demo
+demo: ## One command for newcomers: cluster, operator, examples/, and what the pods see.
+	$(CLUSTER) demo
+
+.PHONY: e2e
+e2e: ## Run test/e2e against the local cluster (brings it up and deploys the operator first).
+	$(CLUSTER) up
+	$(CLUSTER) deploy
+	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

@@ -1,0 +1,13 @@
+// Package cluster is the module of the local single-node cluster (make
+// cluster-up, make demo, make e2e). Its commands are small static binaries that
+// stand in for images the offline machine cannot pull, and the image builder
+// that packs them:
+//
+//   - pause: the pod sandbox image.
+//   - demo-server: the HTTP server of examples/, answering with its pod name.
+//   - registrar: registers a CSI driver with kubelet (what node-driver-registrar
+//     does; its module versions are refused by the module proxy).
+//   - images: writes OCI image tarballs for `ctr images import`.
+//
+// cluster.sh starts and stops the cluster itself.
+package cluster
