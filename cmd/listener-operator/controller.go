@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/webhooks"
 )
 
 // controllerOptions are the flags of `listener-operator controller`.
@@ -121,6 +122,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 
 	// Components register here: reconcilers, webhooks, certificates.
+	if err := webhooks.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up webhooks: %w", err)
+	}
 
 	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)
 	if err := mgr.Start(ctx); err != nil {

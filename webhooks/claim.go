@@ -1,0 +1,127 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
+)
+
+// +kubebuilder:webhook:path=/mutate-v1-persistentvolumeclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create,versions=v1,name=claims.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/validate-v1-persistentvolumeclaim,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create;update,versions=v1,name=claims.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+
+// claimView is the part of a PersistentVolumeClaim the handlers read.
+type claimView struct {
+	Metadata struct {
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec *corev1.PersistentVolumeClaimSpec `json:"spec"`
+}
+
+func decodeClaim(raw []byte) (*claimView, error) {
+	var c claimView
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("decode PersistentVolumeClaim: %w", err)
+	}
+	if c.Spec == nil {
+		c.Spec = &corev1.PersistentVolumeClaimSpec{}
+	}
+	return &c, nil
+}
+
+// claimMutator fills in what a listener claim leaves out: the ListenerClass
+// (the default class) when it names neither a class nor a Listener, and the
+// listener storage class when it has a listener annotation but no class.
+type claimMutator struct{ lookup *lookup }
+
+func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	c, err := decodeClaim(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if !validation.IsListenerClaim(c.Metadata.Annotations, c.Spec.StorageClassName) {
+		return admission.Allowed("")
+	}
+	var p patch
+	_, hasClass := c.Metadata.Annotations[v1alpha1.AnnotationListenerClass]
+	_, hasName := c.Metadata.Annotations[v1alpha1.AnnotationListenerName]
+	if !hasClass && !hasName {
+		class, err := m.lookup.defaultClass(ctx, req.Namespace)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		// Without a default class the claim stays as it is and validation
+		// explains what to add.
+		if class != "" {
+			exists := c.Metadata.Annotations != nil
+			p.setMapEntry("/metadata/annotations", &exists, v1alpha1.AnnotationListenerClass, class)
+		}
+	}
+	sc := c.Spec.StorageClassName
+	switch {
+	case sc == nil:
+		p.add("/spec/storageClassName", v1alpha1.StorageClassName)
+	case *sc != v1alpha1.StorageClassName && *sc != "":
+		// The DefaultStorageClass admission plugin runs before webhooks and
+		// fills in the cluster's default class; a claim that asks for a
+		// listener by annotation meant ours.
+		isDefault, err := m.lookup.isDefaultStorageClass(ctx, *sc)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		if isDefault {
+			p.add("/spec/storageClassName", v1alpha1.StorageClassName)
+		}
+	}
+	if len(p) == 0 {
+		return admission.Allowed("")
+	}
+	return admission.Patched("", p...)
+}
+
+// claimValidator refuses listener claims that cannot work, with a message
+// that says how to fix them.
+type claimValidator struct{ lookup *lookup }
+
+func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	c, err := decodeClaim(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if !validation.IsListenerClaim(c.Metadata.Annotations, c.Spec.StorageClassName) {
+		return admission.Allowed("")
+	}
+	var old *claimView
+	if req.Operation == admissionv1.Update {
+		if old, err = decodeClaim(req.OldObject.Raw); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		// The spec of a claim is immutable, and what matters about its
+		// annotations was checked when it was created: only a change of
+		// the listener annotations is checked again.
+		if old.Metadata.Annotations[v1alpha1.AnnotationListenerClass] == c.Metadata.Annotations[v1alpha1.AnnotationListenerClass] &&
+			old.Metadata.Annotations[v1alpha1.AnnotationListenerName] == c.Metadata.Annotations[v1alpha1.AnnotationListenerName] {
+			return admission.Allowed("")
+		}
+	}
+	facts, err := v.lookup.claimFacts(ctx, req.Namespace, []string{c.Metadata.Annotations[v1alpha1.AnnotationListenerName]})
+	if err != nil {
+		return lookupFailed(err)
+	}
+	errs := validation.Claim(c.Metadata.Annotations, c.Spec, facts, nil)
+	if old != nil {
+		errs = ratchet(errs, validation.Claim(old.Metadata.Annotations, old.Spec, facts, nil))
+	}
+	if len(errs) > 0 {
+		return invalid(req, errs)
+	}
+	return admission.Allowed("")
+}
+

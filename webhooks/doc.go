@@ -1,0 +1,23 @@
+// Package webhooks holds the listener-operator's admission webhooks.
+//
+// Mutating:
+//   - StatefulSets labelled listeners.stackable.tech/enabled=true get a
+//     "listener" volumeClaimTemplate and a read-only mount of it at
+//     /stackable/listener in every container;
+//   - pods that mount listener volumes get the Service selector label of each
+//     Listener they belong to, required node affinity to the node a pinned
+//     volume lives on, and the mount in containers that other webhooks added;
+//     bare pods with the opt-in label get an ephemeral listener volume;
+//   - listener claims get their ListenerClass (the default class) or their
+//     storage class filled in.
+//
+// Validating: ListenerClasses, Listeners, listener claims and the pod
+// templates of workloads, with the rules of api/validation.
+//
+// Mutations are computed as JSON patch operations on exactly the fields they
+// change, from small views of the request that decode only what the handlers
+// read: fields this build does not know survive untouched. Nothing is written
+// during admission (sideEffects: None), so dry runs are safe. Lookups go
+// through the manager's cache and fall back to a live read when the cache does
+// not have an object yet.
+package webhooks

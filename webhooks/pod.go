@@ -1,0 +1,288 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
+)
+
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pods.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=2,reinvocationPolicy=IfNeeded,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+
+// podMutator prepares pods that mount listener volumes: it adds the Service
+// selector label of each Listener the pod belongs to (so that the CSI node
+// never has to patch pods), requires the node a pinned volume lives on, and
+// mounts the listener volume in containers that other webhooks added. Bare
+// pods with the opt-in label get an ephemeral listener volume.
+//
+// The webhook fails open (failurePolicy: Ignore, so that an unavailable
+// operator does not stop every pod with a claim in the cluster), and so does
+// the handler when a lookup fails: the reconciler labels pods it finds
+// unlabelled, and the scheduler honours a pinned volume's node affinity on
+// its own.
+type podMutator struct{ lookup *lookup }
+
+func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var pod podTemplateView
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Pod: %w", err))
+	}
+	podName := pod.Metadata.Name
+	if podName == "" {
+		podName = req.Name
+	}
+	var (
+		p          patch
+		warnings   []string
+		listeners  []string
+		nodes      []string
+		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
+		hasNamed   bool
+	)
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		hasNamed = hasNamed || v.Name == v1alpha1.VolumeName
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			listener, node, ok, err := m.claim(ctx, req.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if err != nil {
+				m.failOpen(ctx, err)
+			}
+			if ok {
+				listenerOf[v.Name] = true
+				listeners = append(listeners, listener)
+				if node != "" {
+					nodes = append(nodes, node)
+				}
+			}
+		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
+			t := v.Ephemeral.VolumeClaimTemplate
+			if !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+				continue
+			}
+			listenerOf[v.Name] = true
+			if l := ephemeralListener(t.Metadata.Annotations, podName, v.Name); l != "" {
+				listeners = append(listeners, l)
+			}
+		}
+	}
+
+	optedIn := pod.Metadata.Labels[v1alpha1.LabelEnabled] == "true"
+	if optedIn && !hasNamed {
+		ann, errs, err := claimAnnotations(ctx, m.lookup, req.Namespace, pod.Metadata.Annotations, field.NewPath("metadata", "annotations"))
+		switch {
+		case err != nil:
+			m.failOpen(ctx, err)
+		case errs != nil:
+			return invalid(req, errs)
+		default:
+			n := len(pod.Spec.Volumes)
+			if pod.Spec.Volumes == nil {
+				n = -1
+			}
+			p.appendTo("/spec/volumes", &n, ephemeralVolume(ann))
+			hasNamed = true
+			listenerOf[v1alpha1.VolumeName] = true
+			if l := ephemeralListener(ann, podName, v1alpha1.VolumeName); l != "" {
+				listeners = append(listeners, l)
+			}
+		}
+	}
+
+	// The volume to mount in every container: the opt-in volume, or a
+	// listener volume that some container already mounts at the well-known
+	// path (a container injected later by another webhook lacks it).
+	spread := ""
+	if optedIn && hasNamed {
+		spread = v1alpha1.VolumeName
+	} else {
+		for _, c := range pod.Spec.Containers {
+			for _, vm := range c.VolumeMounts {
+				if vm.MountPath == v1alpha1.MountPath && listenerOf[vm.Name] {
+					spread = vm.Name
+				}
+			}
+		}
+	}
+	if spread != "" {
+		mountEverywhere(&p, "/spec", &pod, spread)
+	}
+
+	exists := pod.Metadata.Labels != nil
+	for _, l := range listeners {
+		key := names.PodSelectorLabel(l)
+		if pod.Metadata.Labels[key] == v1alpha1.PodSelectorLabelValue {
+			continue
+		}
+		p.setMapEntry("/metadata/labels", &exists, key, v1alpha1.PodSelectorLabelValue)
+		if pod.Metadata.Labels == nil {
+			pod.Metadata.Labels = make(map[string]string, len(listeners))
+		}
+		pod.Metadata.Labels[key] = v1alpha1.PodSelectorLabelValue
+	}
+
+	nodes = dedupe(nodes)
+	if len(nodes) > 1 {
+		warnings = append(warnings, fmt.Sprintf("the pod mounts listener volumes pinned to different nodes (%s) and cannot be scheduled; mount volumes pinned to one node only", joinSorted(nodes)))
+	}
+	requireNodes(&p, pod.Spec.Affinity, nodes)
+
+	if len(p) == 0 {
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	return admission.Patched("", p...).WithWarnings(warnings...)
+}
+
+// failOpen records a lookup that failed: the pod is admitted without what
+// the lookup would have added.
+func (m *podMutator) failOpen(ctx context.Context, err error) {
+	failOpen.WithLabelValues("pods.mutate").Inc()
+	logf.FromContext(ctx).Error(err, "admitting the pod without the mutation that needed this lookup")
+}
+
+// claim looks up the claim name in namespace and says whether it is a
+// listener claim, which Listener it belongs to and the node its volume is
+// pinned to, if any.
+func (m *podMutator) claim(ctx context.Context, namespace, name string) (listener, node string, ok bool, err error) {
+	var c corev1.PersistentVolumeClaim
+	if err := m.lookup.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			// A pod may be created before its claim; the reconciler
+			// labels it once the claim exists.
+			return "", "", false, nil
+		}
+		return "", "", false, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
+	}
+	if !validation.IsListenerClaim(c.Annotations, c.Spec.StorageClassName) {
+		return "", "", false, nil
+	}
+	listener = c.Annotations[v1alpha1.AnnotationListenerName]
+	if listener == "" {
+		listener = names.ClaimListenerName(name)
+	}
+	if c.Spec.VolumeName == "" {
+		return listener, "", true, nil
+	}
+	var pv corev1.PersistentVolume
+	if err := m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, &pv); err != nil {
+		if apierrors.IsNotFound(err) {
+			return listener, "", true, nil
+		}
+		return listener, "", true, fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
+	}
+	return listener, PinnedNode(&pv), true, nil
+}
+
+// PinnedNode is the node a listener volume is pinned to ("" if none): the
+// value of its node affinity on listeners.stackable.tech/hostname.
+func PinnedNode(pv *corev1.PersistentVolume) string {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == v1alpha1.TopologyKeyHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+				return e.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// ephemeralListener is the Listener an ephemeral listener volume of the pod
+// belongs to, or "" when it cannot be known yet: a per-claim Listener is
+// named after the claim, "<pod>-<volume>", and a pod created with only
+// generateName has no name at admission. The reconciler labels such pods
+// once they exist.
+func ephemeralListener(annotations map[string]string, podName, volume string) string {
+	if l := annotations[v1alpha1.AnnotationListenerName]; l != "" {
+		return l
+	}
+	if podName == "" {
+		return ""
+	}
+	return names.ClaimListenerName(podName + "-" + volume)
+}
+
+// ephemeralVolume is the listener volume added to opted-in bare pods.
+func ephemeralVolume(annotations map[string]string) corev1.Volume {
+	return corev1.Volume{Name: v1alpha1.VolumeName, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+			Spec:       claimSpec(),
+		},
+	}}}
+}
+
+// requireNodes adds required node affinity to each node in nodes, ANDed
+// into every existing node selector term (terms are ORed, so each must
+// carry it). Terms that already require a node are left alone.
+func requireNodes(p *patch, a *affinityView, nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	exprs := make([]corev1.NodeSelectorRequirement, len(nodes))
+	for i, n := range nodes {
+		exprs[i] = corev1.NodeSelectorRequirement{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n}}
+	}
+	required := map[string]any{"nodeSelectorTerms": []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}
+	const base = "/spec/affinity"
+	switch {
+	case a == nil:
+		p.add(base, map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": required}})
+	case a.NodeAffinity == nil:
+		p.add(base+"/nodeAffinity", map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": required})
+	case a.NodeAffinity.Required == nil || len(a.NodeAffinity.Required.NodeSelectorTerms) == 0:
+		p.add(base+"/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution", required)
+	default:
+		for j, t := range a.NodeAffinity.Required.NodeSelectorTerms {
+			path := index(base+"/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms", j, "/matchExpressions")
+			n := len(t.MatchExpressions)
+			if t.MatchExpressions == nil {
+				n = -1
+			}
+			for _, e := range exprs {
+				if !hasRequirement(t.MatchExpressions, e) {
+					p.appendTo(path, &n, e)
+				}
+			}
+		}
+	}
+}
+
+func hasRequirement(have []corev1.NodeSelectorRequirement, want corev1.NodeSelectorRequirement) bool {
+	for _, h := range have {
+		if h.Key == want.Key && h.Operator == want.Operator && len(h.Values) == 1 && h.Values[0] == want.Values[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// dedupe removes repeated names, keeping the first occurrence.
+func dedupe(s []string) []string {
+	if len(s) < 2 {
+		return s
+	}
+	out := s[:0]
+	seen := make(map[string]bool, len(s))
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
+)
+
+// Webhook configuration names and the Service that fronts the handlers; the
+// certificate component injects the CA bundle into these.
+const (
+	MutatingConfigurationName   = "listener-operator-mutating"
+	ValidatingConfigurationName = "listener-operator-validating"
+	ServiceName                 = "listener-operator-webhook"
+)
+
+// Paths the handlers are served on.
+const (
+	PathMutatePod          = "/mutate-v1-pod"
+	PathMutateClaim        = "/mutate-v1-persistentvolumeclaim"
+	PathMutateStatefulSet  = "/mutate-apps-v1-statefulset"
+	PathValidateClass      = "/validate-listeners-stackable-tech-v1alpha1-listenerclass"
+	PathValidateListener   = "/validate-listeners-stackable-tech-v1alpha1-listener"
+	PathValidateClaim      = "/validate-v1-persistentvolumeclaim"
+	PathValidatePod        = "/validate-v1-pod"
+	PathValidateWorkload   = "/validate-apps-v1-workload"
+	defaultStorageClassAnn = "storageclass.kubernetes.io/is-default-class"
+)
+
+// AnnotationMountInitContainers on a pod (or pod template) names, comma
+// separated, the init containers that also get the /stackable/listener mount;
+// "*" names all of them. Init containers usually run before the address is
+// needed, so they only get it when asked.
+const AnnotationMountInitContainers = "listeners.stackable.tech/mount-init-containers"
+
+// The handlers read these; they write nothing.
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses;listeners,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+
+// +kubebuilder:webhookconfiguration:mutating=true,name=listener-operator-mutating
+// +kubebuilder:webhookconfiguration:mutating=false,name=listener-operator-validating
+
+// failOpen counts admissions that a handler let through unchanged because a
+// lookup failed, on webhooks whose failurePolicy is Ignore.
+var failOpen = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "listener_operator_webhook_fail_open_total",
+	Help: "Admissions let through without (part of) their mutation because a lookup failed.",
+}, []string{"webhook"})
+
+func init() {
+	metrics.Registry.MustRegister(failOpen)
+}
+
+// SetupWithManager registers every handler on the manager's webhook server.
+// It runs on every replica, leader or not.
+func SetupWithManager(mgr ctrl.Manager) error {
+	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader()}
+	// Start the informers now, so that the first admission does not wait
+	// for a cache to fill.
+	ctx := context.Background()
+	for _, obj := range []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &corev1.Namespace{}, &storagev1.StorageClass{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("start informer for %T: %w", obj, err)
+		}
+	}
+	srv := mgr.GetWebhookServer()
+	log := mgr.GetLogger().WithName("webhooks")
+	for path, h := range map[string]admission.Handler{
+		PathMutatePod:         &podMutator{lookup: l},
+		PathMutateClaim:       &claimMutator{lookup: l},
+		PathMutateStatefulSet: &statefulSetMutator{lookup: l},
+		PathValidateClass:     &classValidator{lookup: l},
+		PathValidateListener:  &listenerValidator{lookup: l},
+		PathValidateClaim:     &claimValidator{lookup: l},
+		PathValidatePod:       &workloadValidator{lookup: l},
+		PathValidateWorkload:  &workloadValidator{lookup: l},
+	} {
+		wh := &admission.Webhook{Handler: h, RecoverPanic: ptr(true)}
+		wh.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
+			return admission.DefaultLogConstructor(log.WithValues("webhook", path), req)
+		}
+		srv.Register(path, wh)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// lookup reads through the manager's cache and falls back to a live read
+// when the cache does not have an object yet (created a moment ago).
+type lookup struct {
+	cache client.Reader
+	live  client.Reader
+}
+
+func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	err := l.cache.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = l.live.Get(ctx, key, obj)
+	}
+	return err
+}
+
+// classes lists the ListenerClasses.
+func (l *lookup) classes(ctx context.Context) ([]v1alpha1.ListenerClass, error) {
+	var list v1alpha1.ListenerClassList
+	if err := l.cache.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list ListenerClasses: %w", err)
+	}
+	return list.Items, nil
+}
+
+// classNames lists the names of the ListenerClasses.
+func (l *lookup) classNames(ctx context.Context) (validation.ClassNames, error) {
+	items, err := l.classes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(items))
+	for i := range items {
+		names[i] = items[i].Name
+	}
+	return validation.NewClassNames(names...), nil
+}
+
+// defaultClass is the ListenerClass a claim in namespace gets when it names
+// none: the namespace's listeners.stackable.tech/is-default-class annotation,
+// else the class annotated listeners.stackable.tech/is-default-class: "true"
+// (the newest, if several are, as Kubernetes does for StorageClasses). ""
+// means there is none.
+func (l *lookup) defaultClass(ctx context.Context, namespace string) (string, error) {
+	var ns corev1.Namespace
+	if err := l.get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get namespace %s: %w", namespace, err)
+	}
+	if c := ns.Annotations[v1alpha1.AnnotationDefaultClass]; c != "" {
+		return c, nil
+	}
+	classes, err := l.classes(ctx)
+	if err != nil {
+		return "", err
+	}
+	return DefaultClass(classes), nil
+}
+
+// DefaultClass picks the cluster's default ListenerClass from classes: the
+// newest annotated listeners.stackable.tech/is-default-class: "true", ties
+// broken by name. "" means none is annotated.
+func DefaultClass(classes []v1alpha1.ListenerClass) string {
+	var best *v1alpha1.ListenerClass
+	for i := range classes {
+		c := &classes[i]
+		if c.Annotations[v1alpha1.AnnotationDefaultClass] != "true" {
+			continue
+		}
+		if best == nil || best.CreationTimestamp.Before(&c.CreationTimestamp) ||
+			best.CreationTimestamp.Equal(&c.CreationTimestamp) && c.Name < best.Name {
+			best = c
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Name
+}
+
+// claimFacts gathers what validation.Claim needs for claims in namespace
+// that refer to the given Listener names.
+func (l *lookup) claimFacts(ctx context.Context, namespace string, listenerNames []string) (validation.ClaimFacts, error) {
+	classes, err := l.classNames(ctx)
+	if err != nil {
+		return validation.ClaimFacts{}, err
+	}
+	facts := validation.ClaimFacts{Namespace: namespace, Classes: classes}
+	for _, name := range listenerNames {
+		if name == "" {
+			continue
+		}
+		if facts.Listeners == nil {
+			facts.Listeners = make(map[string]bool, len(listenerNames))
+		}
+		var li v1alpha1.Listener
+		err := l.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &li)
+		switch {
+		case err == nil:
+			facts.Listeners[name] = true
+		case !apierrors.IsNotFound(err):
+			return facts, fmt.Errorf("get Listener %s/%s: %w", namespace, name, err)
+		}
+	}
+	return facts, nil
+}
+
+// invalid is the denial for errs: a Kubernetes Invalid error that kubectl
+// shows with each field path and message.
+func invalid(req admission.Request, errs field.ErrorList) admission.Response {
+	gk := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	name := req.Name
+	st := apierrors.NewInvalid(gk, name, errs).Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+}
+
+// lookupFailed is the answer of a handler on a failurePolicy Fail webhook
+// when it cannot read what it needs: the API server refuses the request and
+// the client can retry.
+func lookupFailed(err error) admission.Response {
+	return admission.Errored(http.StatusServiceUnavailable, err)
+}
+
+// ratchet drops from errs the errors that old already had, so that an
+// update of an object that became invalid (its class was deleted, a rule
+// got stricter) is only refused for what the update itself breaks. Without
+// it, removing a finalizer from such an object would be refused.
+func ratchet(errs, old field.ErrorList) field.ErrorList {
+	if len(errs) == 0 || len(old) == 0 {
+		return errs
+	}
+	seen := make(map[string]bool, len(old))
+	for _, e := range old {
+		seen[e.Error()] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if !seen[e.Error()] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// isDefaultStorageClass reports whether the StorageClass name is the
+// cluster's default, which the DefaultStorageClass admission plugin writes
+// into claims without a class before webhooks see them.
+func (l *lookup) isDefaultStorageClass(ctx context.Context, name string) (bool, error) {
+	var sc storagev1.StorageClass
+	err := l.get(ctx, types.NamespacedName{Name: name}, &sc)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get StorageClass %s: %w", name, err)
+	}
+	return sc.Annotations[defaultStorageClassAnn] == "true", nil
+}
+
+// joinSorted lists names for a message.
+func joinSorted(names []string) string {
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
