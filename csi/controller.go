@@ -1,0 +1,152 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// controllerServer provisions listener volumes. A volume is only a pointer
+// to a Listener, so nothing is stored: the volume id is the request name and
+// everything NodePublishVolume needs travels in the volume context.
+type controllerServer struct {
+	csi.UnimplementedControllerServer
+	driver string
+	reader client.Reader
+}
+
+var _ csi.ControllerServer = (*controllerServer)(nil)
+
+func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: []*csi.ControllerServiceCapability{{
+		Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{
+			Type: csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		}},
+	}}}, nil
+}
+
+func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume name is required")
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "volume capabilities are required")
+	}
+	for _, c := range req.GetVolumeCapabilities() {
+		if err := checkCapability(c); err != nil {
+			return nil, err
+		}
+	}
+	if req.GetVolumeContentSource() != nil {
+		return nil, status.Error(codes.InvalidArgument, "listener volumes cannot be created from a snapshot or another volume")
+	}
+	params := req.GetParameters()
+	claimKey := client.ObjectKey{Namespace: params[v1alpha1.ParamPVCNamespace], Name: params[v1alpha1.ParamPVCName]}
+	if claimKey.Name == "" || claimKey.Namespace == "" {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"parameters %s and %s are required: run csi-provisioner with --extra-create-metadata",
+			v1alpha1.ParamPVCName, v1alpha1.ParamPVCNamespace)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := s.reader.Get(ctx, claimKey, claim); err != nil {
+		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
+	}
+	ref, err := listenerOfClaim(claim)
+	if err != nil {
+		return nil, err
+	}
+	className := ref.Class
+	if className == "" {
+		listener := &v1alpha1.Listener{}
+		key := client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}
+		if err := s.reader.Get(ctx, key, listener); err != nil {
+			return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("listener %s (named by claim %s)", key, claimKey))
+		}
+		if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
+			return nil, status.Errorf(codes.FailedPrecondition, "listener %s (named by claim %s) has no spec.className", key, claimKey)
+		}
+		className = *listener.Spec.ClassName
+	}
+	class := &v1alpha1.ListenerClass{}
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: className}, class); err != nil {
+		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("ListenerClass %q (used by claim %s)", className, claimKey))
+	}
+
+	vol := &csi.Volume{
+		VolumeId:      req.GetName(),
+		CapacityBytes: 0,
+		VolumeContext: map[string]string{
+			ContextClaimNamespace: claim.Namespace,
+			ContextClaimName:      claim.Name,
+			ContextListenerName:   ref.Name,
+		},
+	}
+	if class.Spec.IsPinned() {
+		node, err := selectedNode(req.GetAccessibilityRequirements())
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "ListenerClass %q pins volumes to a node, but %v: the StorageClass needs volumeBindingMode: WaitForFirstConsumer and csi-provisioner --feature-gates=Topology=true", className, err)
+		}
+		vol.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{v1alpha1.TopologyKeyHostname: node}}}
+	}
+	return &csi.CreateVolumeResponse{Volume: vol}, nil
+}
+
+// selectedNode is the node the scheduler picked for the pod: with delayed
+// binding csi-provisioner puts it first among the preferred topologies.
+func selectedNode(req *csi.TopologyRequirement) (string, error) {
+	for _, list := range [][]*csi.Topology{req.GetPreferred(), req.GetRequisite()} {
+		for _, t := range list {
+			if node := t.GetSegments()[v1alpha1.TopologyKeyHostname]; node != "" {
+				return node, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the request names no node (topology key %s)", v1alpha1.TopologyKeyHostname)
+}
+
+// DeleteVolume has nothing to clean up: the Listener of a claim belongs to
+// the claim (garbage-collected with it) and publishing leaves nothing behind
+// outside the pod's volume directory.
+func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume id is required")
+	}
+	return &csi.DeleteVolumeResponse{}, nil
+}
+
+// ValidateVolumeCapabilities confirms mount capabilities of a volume that
+// exists: a PersistentVolume of this driver whose name and volume handle are
+// the volume id (as csi-provisioner names them).
+func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume id is required")
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "volume capabilities are required")
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: id}, pv); err != nil {
+		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
+	}
+	if src := pv.Spec.CSI; src == nil || src.Driver != s.driver || src.VolumeHandle != id {
+		return nil, status.Errorf(codes.NotFound, "volume %s not found: PersistentVolume %s is not a %s volume with that handle", id, id, s.driver)
+	}
+	for _, c := range req.GetVolumeCapabilities() {
+		if err := checkCapability(c); err != nil {
+			return &csi.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
+		}
+	}
+	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{
+		VolumeContext:      req.GetVolumeContext(),
+		VolumeCapabilities: req.GetVolumeCapabilities(),
+		Parameters:         req.GetParameters(),
+	}}, nil
+}

@@ -1,0 +1,12 @@
+// Package csi is the listener operator's CSI driver. A listener volume holds
+// no data: provisioning it resolves which ListenerClass the claim uses (and,
+// for pinned NodePort classes, ties the volume to the node the scheduler
+// picked), and publishing it writes the addresses the pod is reachable on
+// into the pod's volume directory (see package addresstree).
+//
+// One small struct serves each CSI service (identity, controller, node);
+// Server puts the ones a process needs on one gRPC server, with a logging
+// and metrics interceptor. All Kubernetes reads go through a client.Reader
+// (a cache scoped to what the process needs, falling back to a live read
+// for objects the cache has not seen yet: see FallbackReader).
+package csi

@@ -1,0 +1,245 @@
+package csi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+
+// driver is a running Server with clients connected to it over its socket.
+type driver struct {
+	identity   csi.IdentityClient
+	controller csi.ControllerClient
+	node       csi.NodeClient
+	socket     string
+	metrics    *prometheus.Registry
+}
+
+// startDriver serves both services on a fresh Unix socket until the test
+// ends. opts.Reader defaults to the test environment's (uncached) client.
+func startDriver(t testing.TB, opts Options) *driver {
+	t.Helper()
+	e := testenv.Require(t, env)
+	if opts.Reader == nil {
+		opts.Reader = e.Client
+	}
+	if opts.NodeName == "" {
+		opts.NodeName = "node-unused"
+	}
+	opts.Controller, opts.Node = true, true
+	if opts.Log.GetSink() == nil {
+		opts.Log = testr.New(t.(*testing.T))
+	}
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Metrics = m
+	srv, err := NewServer(opts)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	// Socket paths are limited to ~100 bytes: keep them out of t.TempDir().
+	dir, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "csi.sock")
+	lis, err := Listen("unix://" + socket)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	return &driver{
+		identity:   csi.NewIdentityClient(conn),
+		controller: csi.NewControllerClient(conn),
+		node:       csi.NewNodeClient(conn),
+		socket:     socket,
+		metrics:    reg,
+	}
+}
+
+func uniq(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// fixture is a namespace with a node, a pod on it and listener classes of
+// every kind, all with names unique to the test.
+type fixture struct {
+	t         testing.TB
+	c         client.Client
+	ns        string
+	node      string
+	pod       string
+	clusterIP string // ClusterIP class
+	nodePort  string // NodePort class, not pinned
+	pinned    string // NodePort class, pinned
+	lb        string // LoadBalancer class
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	e := testenv.Require(t, env)
+	ctx := context.Background()
+	f := &fixture{t: t, c: e.Client, ns: uniq("ns"), node: uniq("node"), pod: "pod-0",
+		clusterIP: uniq("cluster-internal"), nodePort: uniq("external-unstable"), pinned: uniq("external-stable"), lb: uniq("lb")}
+	f.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.node}}
+	f.create(ctx, node)
+	node.Status.Addresses = []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "10.1.2.3"},
+		{Type: corev1.NodeHostName, Address: f.node + ".nodes.example"},
+	}
+	if err := f.c.Status().Update(ctx, node); err != nil {
+		t.Fatalf("node status: %v", err)
+	}
+	f.create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: f.pod},
+		Spec:       corev1.PodSpec{NodeName: f.node, Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	})
+	for name, spec := range map[string]v1alpha1.ListenerClassSpec{
+		f.clusterIP: {ServiceType: v1alpha1.ServiceTypeClusterIP},
+		f.nodePort:  {ServiceType: v1alpha1.ServiceTypeNodePort},
+		f.pinned:    {ServiceType: v1alpha1.ServiceTypeNodePort, PinnedNodePorts: ptr.To(true)},
+		f.lb:        {ServiceType: v1alpha1.ServiceTypeLoadBalancer},
+	} {
+		f.create(ctx, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
+	}
+	return f
+}
+
+func (f *fixture) create(ctx context.Context, obj client.Object) {
+	f.t.Helper()
+	if err := f.c.Create(ctx, obj); err != nil {
+		f.t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+	f.t.Cleanup(func() { _ = f.c.Delete(context.Background(), obj) })
+}
+
+// claim creates a listener claim with the given annotations.
+func (f *fixture) claim(name string, annotations map[string]string) *corev1.PersistentVolumeClaim {
+	f.t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Annotations: annotations},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: ptr.To(v1alpha1.StorageClassName),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+		},
+	}
+	f.create(context.Background(), pvc)
+	return pvc
+}
+
+// listener creates a Listener of class with the given status.
+func (f *fixture) listener(name, class string, st v1alpha1.ListenerStatus) *v1alpha1.Listener {
+	f.t.Helper()
+	l := &v1alpha1.Listener{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: v1alpha1.ListenerSpec{
+			ClassName: ptr.To(class),
+			Ports:     []v1alpha1.ListenerPort{{Name: "http", Port: 8080}},
+		},
+	}
+	f.create(context.Background(), l)
+	f.setStatus(l, st)
+	return l
+}
+
+// setStatus plays the reconciler: it publishes a Listener's status.
+func (f *fixture) setStatus(l *v1alpha1.Listener, st v1alpha1.ListenerStatus) {
+	f.t.Helper()
+	ctx := context.Background()
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+		f.t.Fatal(err)
+	}
+	l.Status = st
+	if err := f.c.Status().Update(ctx, l); err != nil {
+		f.t.Fatalf("update status of listener %s: %v", l.Name, err)
+	}
+}
+
+// volumeContext is what kubelet passes to NodePublishVolume for a volume
+// that CreateVolume made for claim, mounted by the fixture's pod.
+func (f *fixture) volumeContext(claim, listener string) map[string]string {
+	return map[string]string{
+		ContextClaimNamespace:        f.ns,
+		ContextClaimName:             claim,
+		ContextListenerName:          listener,
+		v1alpha1.ContextPodName:      f.pod,
+		v1alpha1.ContextPodNamespace: f.ns,
+	}
+}
+
+func mountCap() *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER},
+	}
+}
+
+func blockCap() *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+}
+
+// wantCode fails unless err is a gRPC status with code want whose message
+// contains every one of msgs.
+func wantCode(t testing.TB, err error, want codes.Code, msgs ...string) {
+	t.Helper()
+	st, ok := status.FromError(err)
+	if !ok {
+		t.Fatalf("error %v is not a gRPC status", err)
+	}
+	if st.Code() != want {
+		t.Fatalf("code = %s (%q), want %s", st.Code(), st.Message(), want)
+	}
+	for _, m := range msgs {
+		if !strings.Contains(st.Message(), m) {
+			t.Errorf("message %q does not mention %q", st.Message(), m)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Metrics are the driver's per-call Prometheus metrics.
+type Metrics struct {
+	duration *prometheus.HistogramVec
+	requests *prometheus.CounterVec
+}
+
+// NewMetrics registers the driver's metrics on reg (controller-runtime's
+// metrics.Registry in the binary; a fresh registry in tests).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "listener_operator_csi_request_duration_seconds",
+			Help:    "Duration of CSI calls by method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"method"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listener_operator_csi_requests_total",
+			Help: "CSI calls by method and gRPC result code (OK, or the error's code).",
+		}, []string{"method", "code"}),
+	}
+	for _, c := range []prometheus.Collector{m.duration, m.requests} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register CSI metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// quiet says whether a method is one that sidecars and kubelet poll; those
+// log only at V(1).
+func quiet(method string) bool {
+	switch method {
+	case "Probe", "GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo":
+		return true
+	}
+	return false
+}
+
+// interceptor logs every call (method, volume id, duration, code; never the
+// request, which may carry secrets) and records it in m.
+func interceptor(log logr.Logger, m *Metrics) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		method := path.Base(info.FullMethod)
+		l := log.WithValues("method", method)
+		if v, ok := req.(interface{ GetVolumeId() string }); ok && v.GetVolumeId() != "" {
+			l = l.WithValues("volumeID", v.GetVolumeId())
+		}
+		resp, err := handler(logr.NewContext(ctx, l), req)
+		took := time.Since(start)
+		code := status.Code(err)
+		if m != nil {
+			m.duration.WithLabelValues(method).Observe(took.Seconds())
+			m.requests.WithLabelValues(method, code.String()).Inc()
+		}
+		switch {
+		case err != nil:
+			l.Info("CSI call failed", "duration", took, "code", code.String(), "error", status.Convert(err).Message())
+		case quiet(method):
+			l.V(1).Info("CSI call", "duration", took, "code", codes.OK.String())
+		default:
+			l.Info("CSI call", "duration", took, "code", codes.OK.String())
+		}
+		return resp, err
+	}
+}

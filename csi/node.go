@@ -1,0 +1,169 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/csi/addresstree"
+)
+
+// nodeServer publishes address trees into pods on one node.
+type nodeServer struct {
+	csi.UnimplementedNodeServer
+	nodeName string
+	reader   client.Reader
+}
+
+var _ csi.NodeServer = (*nodeServer)(nil)
+
+func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{
+		NodeId:             s.nodeName,
+		AccessibleTopology: &csi.Topology{Segments: map[string]string{v1alpha1.TopologyKeyHostname: s.nodeName}},
+	}, nil
+}
+
+// NodeGetCapabilities lists nothing: there is no staging, no stats and no
+// expansion for a file tree of addresses.
+func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{}, nil
+}
+
+func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (_ *csi.NodePublishVolumeResponse, err error) {
+	target := req.GetTargetPath()
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, status.Error(codes.InvalidArgument, "volume id is required")
+	case target == "":
+		return nil, status.Error(codes.InvalidArgument, "target path is required")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, err
+	}
+	addrs, err := s.addressesFor(ctx, req.GetVolumeId(), req.GetVolumeContext())
+	if err != nil {
+		return nil, err
+	}
+
+	// kubelet creates the parent; the target itself is ours to create, and
+	// to remove again if this first publish fails (a republish keeps the
+	// previous tree, which the atomic write leaves intact on failure).
+	if _, statErr := os.Lstat(target); errors.Is(statErr, fs.ErrNotExist) {
+		if err := os.Mkdir(target, 0o755); err != nil {
+			return nil, status.Errorf(codes.Internal, "create target path %s: %v", target, err)
+		}
+		defer func() {
+			if err != nil {
+				if rmErr := addresstree.Remove(target); rmErr != nil {
+					logr.FromContextOrDiscard(ctx).Error(rmErr, "clean up after a failed publish", "targetPath", target)
+				}
+			}
+		}()
+	}
+	if err := addresstree.Write(target, addrs); err != nil {
+		if errors.Is(err, addresstree.ErrInvalid) {
+			return nil, status.Errorf(codes.InvalidArgument, "refusing to publish volume %s: %v", req.GetVolumeId(), err)
+		}
+		return nil, status.Errorf(codes.Internal, "publish volume %s: %v", req.GetVolumeId(), err)
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// addressesFor finds the pod and the Listener of a volume and computes the
+// addresses the pod advertises.
+func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map[string]string) ([]v1alpha1.ListenerIngress, error) {
+	podName, podNS := vctx[v1alpha1.ContextPodName], vctx[v1alpha1.ContextPodNamespace]
+	if podName == "" || podNS == "" {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"volume context lacks %s and %s: the CSIDriver object must set podInfoOnMount: true",
+			v1alpha1.ContextPodName, v1alpha1.ContextPodNamespace)
+	}
+	ref, err := s.listenerRef(ctx, volumeID, vctx, podNS)
+	if err != nil {
+		return nil, err
+	}
+
+	pod := &corev1.Pod{}
+	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: podNS, Name: podName}, pod); err != nil {
+		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("pod %s/%s", podNS, podName))
+	}
+	listener := &v1alpha1.Listener{}
+	if err := s.reader.Get(ctx, ref, listener); err != nil {
+		// A per-claim Listener appears once the reconciler has seen the
+		// claim: a short wait, not an error of the user's.
+		return nil, apiError(ctx, err, codes.Unavailable, fmt.Sprintf("listener %s (waiting for it to be created)", ref))
+	}
+	if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "listener %s has no spec.className", ref)
+	}
+	class := &v1alpha1.ListenerClass{}
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: *listener.Spec.ClassName}, class); err != nil {
+		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", *listener.Spec.ClassName, ref))
+	}
+	node := &corev1.Node{}
+	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
+		nodeName := pod.Spec.NodeName
+		if nodeName == "" {
+			nodeName = s.nodeName
+		}
+		if err := s.reader.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("node %s of pod %s/%s", nodeName, podNS, podName))
+		}
+	}
+	return podAddresses(listener, class, node)
+}
+
+// listenerRef names the volume's Listener: from the volume context that
+// CreateVolume wrote, or, for a volume provisioned some other way, from the
+// claim bound to the PersistentVolume.
+func (s *nodeServer) listenerRef(ctx context.Context, volumeID string, vctx map[string]string, podNS string) (client.ObjectKey, error) {
+	if name, ns := vctx[ContextListenerName], vctx[ContextClaimNamespace]; name != "" && ns != "" {
+		return client.ObjectKey{Namespace: ns, Name: name}, nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: volumeID}, pv); err != nil {
+		return client.ObjectKey{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolume %s", volumeID))
+	}
+	if pv.Spec.ClaimRef == nil {
+		return client.ObjectKey{}, status.Errorf(codes.FailedPrecondition, "PersistentVolume %s is not bound to a claim", volumeID)
+	}
+	claimKey := client.ObjectKey{Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name}
+	if claimKey.Namespace == "" {
+		claimKey.Namespace = podNS
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := s.reader.Get(ctx, claimKey, claim); err != nil {
+		return client.ObjectKey{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
+	}
+	cl, err := listenerOfClaim(claim)
+	if err != nil {
+		return client.ObjectKey{}, err
+	}
+	return client.ObjectKey{Namespace: claim.Namespace, Name: cl.Name}, nil
+}
+
+// NodeUnpublishVolume removes the tree; a target that is already gone is
+// fine (kubelet retries after crashes).
+func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, status.Error(codes.InvalidArgument, "volume id is required")
+	case req.GetTargetPath() == "":
+		return nil, status.Error(codes.InvalidArgument, "target path is required")
+	}
+	if err := addresstree.Remove(req.GetTargetPath()); err != nil {
+		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", req.GetVolumeId(), err)
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}

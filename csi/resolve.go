@@ -1,0 +1,113 @@
+package csi
+
+import (
+	"context"
+	"errors"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Keys of the volume context that CreateVolume returns (it ends up in the
+// PersistentVolume's spec.csi.volumeAttributes) and NodePublishVolume reads,
+// so that publishing needs no claim or volume lookup.
+const (
+	ContextClaimName      = "listeners.stackable.tech/claim-name"
+	ContextClaimNamespace = "listeners.stackable.tech/claim-namespace"
+	ContextListenerName   = "listeners.stackable.tech/listener"
+)
+
+// claimListener is the Listener a claim's volume publishes: the one named by
+// the listener-name annotation, or the per-claim Listener that the
+// reconciler creates for a claim with a listener-class annotation.
+type claimListener struct {
+	// Name is the Listener's name, in the claim's namespace.
+	Name string
+	// Class is the class named by the claim; empty when the claim names a
+	// Listener (whose spec then decides the class).
+	Class string
+}
+
+// listenerOfClaim reads the claim's listener annotations. listener-name
+// wins when both are set (the webhook refuses such claims; older ones may
+// exist).
+func listenerOfClaim(claim *corev1.PersistentVolumeClaim) (claimListener, error) {
+	if name := claim.Annotations[v1alpha1.AnnotationListenerName]; name != "" {
+		return claimListener{Name: name}, nil
+	}
+	if class := claim.Annotations[v1alpha1.AnnotationListenerClass]; class != "" {
+		return claimListener{Name: names.ClaimListenerName(claim.Name), Class: class}, nil
+	}
+	return claimListener{}, status.Errorf(codes.FailedPrecondition,
+		"PersistentVolumeClaim %s/%s has neither the %s nor the %s annotation: say which ListenerClass or Listener the volume is for",
+		claim.Namespace, claim.Name, v1alpha1.AnnotationListenerClass, v1alpha1.AnnotationListenerName)
+}
+
+// podAddresses is what a pod on node advertises for listener of class: its
+// own node's address with the node ports for NodePort classes, else every
+// address of the Listener. An error is a gRPC status: Unavailable while the
+// reconciler has not published what is needed yet, so kubelet retries.
+func podAddresses(listener *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.Node) ([]v1alpha1.ListenerIngress, error) {
+	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
+		if len(listener.Status.NodePorts) == 0 && len(listener.Spec.Ports) > 0 {
+			return nil, status.Errorf(codes.Unavailable,
+				"listener %s/%s has no addresses yet: waiting for the node ports of its NodePort Service in status.nodePorts",
+				listener.Namespace, listener.Name)
+		}
+		ing, ok := addresses.NodeIngress(node, class.Spec.EffectiveAddressType(), listener.Status.NodePorts)
+		if !ok {
+			return nil, status.Errorf(codes.Unavailable,
+				"listener %s/%s has no addresses yet: waiting for node %s to report an IP address or hostname in its status",
+				listener.Namespace, listener.Name, node.Name)
+		}
+		return []v1alpha1.ListenerIngress{ing}, nil
+	}
+	if len(listener.Status.IngressAddresses) == 0 {
+		what := "the reconciler to publish status.ingressAddresses"
+		if class.Spec.ServiceType == v1alpha1.ServiceTypeLoadBalancer {
+			what = "the load balancer of its Service to get an address"
+		}
+		return nil, status.Errorf(codes.Unavailable, "listener %s/%s has no addresses yet: waiting for %s",
+			listener.Namespace, listener.Name, what)
+	}
+	return listener.Status.IngressAddresses, nil
+}
+
+// checkCapability accepts mount volumes of any access mode: the tree is
+// read-only data that any number of pods may share. Block volumes make no
+// sense for a file tree.
+func checkCapability(c *csi.VolumeCapability) error {
+	switch {
+	case c == nil:
+		return status.Error(codes.InvalidArgument, "volume capability is required")
+	case c.GetBlock() != nil:
+		return status.Error(codes.InvalidArgument, "listener volumes are file trees: block access is not supported, use a filesystem volume")
+	case c.GetMount() == nil:
+		return status.Error(codes.InvalidArgument, "volume capability needs an access type (mount)")
+	case c.GetAccessMode() == nil || c.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_UNKNOWN:
+		return status.Error(codes.InvalidArgument, "volume capability needs an access mode")
+	}
+	return nil
+}
+
+// apiError turns a failed read of the object described by what into a gRPC
+// status: NotFound names the object; anything else is the API server's
+// trouble and reported Unavailable so that the caller retries.
+func apiError(ctx context.Context, err error, notFound codes.Code, what string) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return status.Errorf(notFound, "%s not found", what)
+	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
+		return status.Errorf(codes.Canceled, "read %s: %v", what, err)
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
+		return status.Errorf(codes.DeadlineExceeded, "read %s: %v", what, err)
+	}
+	return status.Errorf(codes.Unavailable, "read %s: %v", what, err)
+}

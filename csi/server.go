@@ -1,0 +1,143 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// The reads the driver makes; `make manifests` turns these into the
+// listener-operator-csi ClusterRole. Pods and Nodes are watched by the node
+// plugin's cache (scoped to its own node); claims and volumes are only read
+// one at a time.
+//
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners;listenerclasses,verbs=get;list;watch
+
+// Options configure a Server.
+type Options struct {
+	// Controller serves the CSI controller service (CreateVolume and friends).
+	Controller bool
+	// Node serves the CSI node service (NodePublishVolume and friends).
+	Node bool
+	// NodeName is the Kubernetes node this node plugin runs on; required
+	// with Node.
+	NodeName string
+	// DriverName defaults to v1alpha1.DriverName.
+	DriverName string
+	// Version is reported by GetPluginInfo.
+	Version string
+	// Reader reads claims, volumes, pods, nodes, Listeners and classes.
+	Reader client.Reader
+	// Log receives one line per call (method, volume id, duration, code).
+	Log logr.Logger
+	// Metrics, if set, records per-call latency and result codes.
+	Metrics *Metrics
+	// GracefulStopTimeout bounds how long Serve waits for calls in flight
+	// once its context ends (default 10s).
+	GracefulStopTimeout time.Duration
+}
+
+// Server is the driver's gRPC server.
+type Server struct {
+	opts Options
+	grpc *grpc.Server
+}
+
+// NewServer checks opts and registers the requested services.
+func NewServer(opts Options) (*Server, error) {
+	if !opts.Controller && !opts.Node {
+		return nil, errors.New("serve the controller service, the node service, or both")
+	}
+	if opts.Reader == nil {
+		return nil, errors.New("a Kubernetes reader is required")
+	}
+	if opts.Node && opts.NodeName == "" {
+		return nil, errors.New("the node service needs the node name (--node-name or KUBERNETES_NODE_NAME)")
+	}
+	if opts.DriverName == "" {
+		opts.DriverName = v1alpha1.DriverName
+	}
+	if opts.GracefulStopTimeout == 0 {
+		opts.GracefulStopTimeout = 10 * time.Second
+	}
+	s := &Server{opts: opts}
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(interceptor(opts.Log, opts.Metrics)))
+	csi.RegisterIdentityServer(s.grpc, &identityServer{name: opts.DriverName, version: opts.Version, controller: opts.Controller})
+	if opts.Controller {
+		csi.RegisterControllerServer(s.grpc, &controllerServer{driver: opts.DriverName, reader: opts.Reader})
+	}
+	if opts.Node {
+		csi.RegisterNodeServer(s.grpc, &nodeServer{nodeName: opts.NodeName, reader: opts.Reader})
+	}
+	return s, nil
+}
+
+// Serve answers calls on lis until ctx ends, then stops gracefully (calls
+// in flight finish, up to GracefulStopTimeout).
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		stopped := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(s.opts.GracefulStopTimeout):
+			s.grpc.Stop()
+		}
+	}()
+	if err := s.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("serve CSI on %s: %w", lis.Addr(), err)
+	}
+	return nil
+}
+
+// Listen opens the Unix socket of endpoint ("unix:///path", "unix:/path"
+// or a plain path) with mode 0600, replacing a stale socket left by a
+// previous run. It refuses to replace anything that is not a socket.
+func Listen(endpoint string) (net.Listener, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(endpoint, "unix://"), "unix:")
+	if path == "" {
+		return nil, fmt.Errorf("CSI endpoint %q has no socket path", endpoint)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("CSI endpoint %s exists and is not a socket: refusing to replace it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("inspect CSI endpoint %s: %w", path, err)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("restrict %s to its owner: %w", path, err)
+	}
+	return lis, nil
+}

@@ -1,0 +1,88 @@
+package csi
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestListen(t *testing.T) {
+	dir, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "csi.sock")
+	// A socket left behind by a crashed run.
+	stale, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+
+	lis, err := Listen("unix://" + sock)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	defer lis.Close()
+	fi, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	file := filepath.Join(dir, "not-a-socket")
+	if err := os.WriteFile(file, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(file); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+		t.Errorf("Listen over a regular file = %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep me" {
+		t.Errorf("Listen clobbered a regular file")
+	}
+}
+
+func TestNewServerNeedsWhatItServes(t *testing.T) {
+	for _, tt := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "controller service, the node service, or both"},
+		{Options{Controller: true}, "reader is required"},
+		{Options{Node: true, Reader: FallbackReader{}}, "node name"},
+	} {
+		if _, err := NewServer(tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("NewServer(%+v) = %v, want an error about %q", tt.opts, err, tt.want)
+		}
+	}
+}
+
+func TestMetricsCountCallsByCode(t *testing.T) {
+	d := startDriver(t, Options{})
+	ctx := context.Background()
+	_, _ = d.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "a"})
+	_, _ = d.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{})
+	_, _ = d.controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{})
+	want := `
+# HELP listener_operator_csi_requests_total CSI calls by method and gRPC result code (OK, or the error's code).
+# TYPE listener_operator_csi_requests_total counter
+listener_operator_csi_requests_total{code="InvalidArgument",method="DeleteVolume"} 2
+listener_operator_csi_requests_total{code="OK",method="DeleteVolume"} 1
+`
+	if err := testutil.GatherAndCompare(d.metrics, strings.NewReader(want), "listener_operator_csi_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(d.metrics, "listener_operator_csi_request_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("duration histogram has %d series (%v), want 1 (DeleteVolume)", n, err)
+	}
+}
