@@ -16,6 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/webhooks"
 )
@@ -32,6 +34,7 @@ type controllerOptions struct {
 	gracefulShutdown time.Duration
 	zap              zap.Options
 	namespace        string // the operator's own namespace
+	certs            certOptions
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
@@ -44,6 +47,7 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for runnables to stop.")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
+	o.certs.addFlags(fs)
 	o.zap.BindFlags(fs)
 }
 
@@ -55,7 +59,7 @@ func (o *controllerOptions) complete() error {
 	if o.leaderElect && o.leaderElectionNS == "" {
 		return fmt.Errorf("leader election needs a namespace: set --namespace (or POD_NAMESPACE) or --leader-election-namespace")
 	}
-	return nil
+	return o.certs.complete(o.webhookCertDir, o.namespace)
 }
 
 // newScheme has every type the manager reads or writes.
@@ -65,6 +69,9 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := cmv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -109,6 +116,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
+			TLSOpts: o.certs.tlsOptions(),
 		}),
 	})
 	if err != nil {
@@ -122,6 +130,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 
 	// Components register here: reconcilers, webhooks, certificates.
+	if err := o.certs.setup(mgr); err != nil {
+		return err
+	}
 	if err := webhooks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up webhooks: %w", err)
 	}
