@@ -111,7 +111,8 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 			return admission.Allowed("")
 		}
 	}
-	facts, err := v.lookup.claimFacts(ctx, req.Namespace, []string{c.Metadata.Annotations[v1alpha1.AnnotationListenerName]})
+	facts, err := v.lookup.claimFacts(ctx, req.Namespace,
+		[]string{c.Metadata.Annotations[v1alpha1.AnnotationListenerClass]}, []string{c.Metadata.Annotations[v1alpha1.AnnotationListenerName]})
 	if err != nil {
 		return lookupFailed(err)
 	}
@@ -124,4 +125,3 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	}
 	return admission.Allowed("")
 }
-

@@ -88,7 +88,11 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	if err := json.Unmarshal(req.Object.Raw, &l); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Listener: %w", err))
 	}
-	classes, err := v.lookup.classNames(ctx)
+	var want []string
+	if l.Spec.ClassName != nil {
+		want = append(want, *l.Spec.ClassName)
+	}
+	classes, err := v.lookup.classNames(ctx, want...)
 	if err != nil {
 		return lookupFailed(err)
 	}
@@ -160,7 +164,7 @@ func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) a
 		ephemeral   bool
 	}
 	var claims []claim
-	var listenerNames []string
+	var classNames, listenerNames []string
 	for i := range spec.Volumes {
 		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && validation.IsListenerClaim(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
 			claims = append(claims, claim{e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true})
@@ -178,8 +182,9 @@ func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) a
 		if n := c.annotations[v1alpha1.AnnotationListenerName]; n != "" {
 			listenerNames = append(listenerNames, n)
 		}
+		classNames = append(classNames, c.annotations[v1alpha1.AnnotationListenerClass])
 	}
-	facts, err := v.lookup.claimFacts(ctx, req.Namespace, listenerNames)
+	facts, err := v.lookup.claimFacts(ctx, req.Namespace, classNames, listenerNames)
 	if err != nil {
 		return lookupFailed(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -130,15 +131,30 @@ func (l *lookup) classes(ctx context.Context) ([]v1alpha1.ListenerClass, error) 
 	return list.Items, nil
 }
 
-// classNames lists the names of the ListenerClasses.
-func (l *lookup) classNames(ctx context.Context) (validation.ClassNames, error) {
+// classNames lists the names of the ListenerClasses. Each name in want
+// that the cache does not have yet is read live, so that a class created a
+// moment ago counts.
+func (l *lookup) classNames(ctx context.Context, want ...string) (validation.ClassNames, error) {
 	items, err := l.classes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(items))
+	names := make([]string, len(items), len(items)+len(want))
 	for i := range items {
 		names[i] = items[i].Name
+	}
+	for _, w := range want {
+		if w == "" || slices.Contains(names, w) {
+			continue
+		}
+		var lc v1alpha1.ListenerClass
+		err := l.live.Get(ctx, types.NamespacedName{Name: w}, &lc)
+		switch {
+		case err == nil:
+			names = append(names, w)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get ListenerClass %s: %w", w, err)
+		}
 	}
 	return validation.NewClassNames(names...), nil
 }
@@ -186,8 +202,8 @@ func DefaultClass(classes []v1alpha1.ListenerClass) string {
 
 // claimFacts gathers what validation.Claim needs for claims in namespace
 // that refer to the given Listener names.
-func (l *lookup) claimFacts(ctx context.Context, namespace string, listenerNames []string) (validation.ClaimFacts, error) {
-	classes, err := l.classNames(ctx)
+func (l *lookup) claimFacts(ctx context.Context, namespace string, classNames, listenerNames []string) (validation.ClaimFacts, error) {
+	classes, err := l.classNames(ctx, classNames...)
 	if err != nil {
 		return validation.ClaimFacts{}, err
 	}
