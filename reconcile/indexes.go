@@ -1,0 +1,142 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Cache indexes: every lookup a reconcile or a watch mapping makes goes
+// through one of these, never through a list of everything.
+const (
+	// indexListenerClass: Listeners by spec.className.
+	indexListenerClass = "spec.className"
+	// indexListenerService: Listeners by the name of their Service.
+	indexListenerService = "status.serviceName"
+	// indexServiceOwner: Services by the name of the Listener that controls them.
+	indexServiceOwner = "listener.controller"
+	// indexSliceService: EndpointSlices by the Service they belong to.
+	indexSliceService = "endpointslice.service"
+	// indexSliceNode: EndpointSlices by the nodes of their endpoints.
+	indexSliceNode = "endpointslice.node"
+	// indexClaimListener: PersistentVolumeClaims by the Listener they use.
+	indexClaimListener = "claim.listener"
+	// indexPVNode: PersistentVolumes by the nodes they are pinned to.
+	indexPVNode = "pv.pinnedNode"
+	// indexPodClaim: Pods by the claims their volumes use.
+	indexPodClaim = "pod.claim"
+)
+
+func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
+	indexes := []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&v1alpha1.Listener{}, indexListenerClass, func(o client.Object) []string {
+			if c := o.(*v1alpha1.Listener).Spec.ClassName; c != nil {
+				return []string{*c}
+			}
+			return nil
+		}},
+		{&v1alpha1.Listener{}, indexListenerService, func(o client.Object) []string {
+			return []string{names.ServiceName(o.GetName())}
+		}},
+		{&corev1.Service{}, indexServiceOwner, func(o client.Object) []string {
+			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+				return []string{ref.Name}
+			}
+			return nil
+		}},
+		{&discoveryv1.EndpointSlice{}, indexSliceService, func(o client.Object) []string {
+			if s := o.GetLabels()[discoveryv1.LabelServiceName]; s != "" {
+				return []string{s}
+			}
+			return nil
+		}},
+		{&discoveryv1.EndpointSlice{}, indexSliceNode, func(o client.Object) []string {
+			return endpointNodes([]discoveryv1.EndpointSlice{*o.(*discoveryv1.EndpointSlice)}, true)
+		}},
+		{&corev1.PersistentVolumeClaim{}, indexClaimListener, func(o client.Object) []string {
+			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok {
+				return []string{name}
+			}
+			return nil
+		}},
+		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
+			return pinnedNodes(o.(*corev1.PersistentVolume))
+		}},
+		{&corev1.Pod{}, indexPodClaim, func(o client.Object) []string {
+			return podClaims(o.(*corev1.Pod))
+		}},
+	}
+	for _, ix := range indexes {
+		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}
+
+// isListenerClaim reports whether a claim is for a listener volume.
+func isListenerClaim(pvc *corev1.PersistentVolumeClaim) bool {
+	return pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName == v1alpha1.StorageClassName
+}
+
+// claimListener is the Listener a listener claim uses: the one it names, or
+// its own per-claim Listener when it asks for a class.
+func claimListener(pvc *corev1.PersistentVolumeClaim) (string, bool) {
+	if !isListenerClaim(pvc) {
+		return "", false
+	}
+	if name := pvc.Annotations[v1alpha1.AnnotationListenerName]; name != "" {
+		return name, true
+	}
+	if _, ok := pvc.Annotations[v1alpha1.AnnotationListenerClass]; ok {
+		return names.ClaimListenerName(pvc.Name), true
+	}
+	return "", false
+}
+
+// wantsOwnListener reports whether a claim gets a Listener of its own.
+func wantsOwnListener(pvc *corev1.PersistentVolumeClaim) bool {
+	_, hasClass := pvc.Annotations[v1alpha1.AnnotationListenerClass]
+	return isListenerClaim(pvc) && hasClass && pvc.Annotations[v1alpha1.AnnotationListenerName] == ""
+}
+
+// podVolumeClaim is one volume of a pod backed by a claim.
+type podVolumeClaim struct {
+	volume, claim string
+}
+
+// podVolumeClaims lists a pod's volumes that are backed by claims: named
+// claims, and generic ephemeral volumes whose claim Kubernetes names
+// <pod>-<volume>.
+func podVolumeClaims(pod *corev1.Pod) []podVolumeClaim {
+	var out []podVolumeClaim
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, podVolumeClaim{v.Name, v.PersistentVolumeClaim.ClaimName})
+		case v.Ephemeral != nil && pod.Name != "":
+			out = append(out, podVolumeClaim{v.Name, pod.Name + "-" + v.Name})
+		}
+	}
+	return out
+}
+
+func podClaims(pod *corev1.Pod) []string {
+	vcs := podVolumeClaims(pod)
+	out := make([]string, 0, len(vcs))
+	for _, vc := range vcs {
+		out = append(out, vc.claim)
+	}
+	return out
+}

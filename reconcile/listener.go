@@ -1,0 +1,331 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Event reasons of the Listener controller (Ready condition reasons are
+// events too when the condition changes).
+const (
+	EventServiceCreated = "ServiceCreated"
+	EventServiceUpdated = "ServiceUpdated"
+	EventServiceDeleted = "ServiceDeleted"
+)
+
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=update
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// listenerReconciler keeps a Listener's Service and status.
+type listenerReconciler struct {
+	client   client.Client // reads from the cache
+	live     client.Reader // reads from the API server
+	recorder events.EventRecorder
+	opts     Options
+}
+
+func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer observeReconcile(controllerListener, time.Now())
+	l := &v1alpha1.Listener{}
+	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !l.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	st, v, err := r.reconcileService(ctx, l)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	conflict, err := r.updateStatus(ctx, l, st, v)
+	if conflict {
+		// The cache has not caught up with a newer Listener (often our own
+		// last status write): look again once it has.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// conflictRetry is how soon a reconcile that lost an optimistic-concurrency
+// race looks again.
+const conflictRetry = 50 * time.Millisecond
+
+// reconcileService brings the Listener's Service in line and computes the
+// status to publish. Problems with the user's objects become a verdict, not
+// an error: an error means "retry".
+func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerStatus, verdict, error) {
+	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
+		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonNoClass, message: "spec.className is not set"}, nil
+	}
+	class := &v1alpha1.ListenerClass{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound, message: fmt.Sprintf("ListenerClass %q does not exist", *l.Spec.ClassName)}, nil
+		}
+		return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+	}
+	want, err := desiredService(l, class)
+	if err != nil {
+		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}, nil
+	}
+	svcName := want.GetName()
+	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
+		return v1alpha1.ListenerStatus{}, verdict{}, err
+	}
+
+	svc, err := r.existingService(ctx, l.Namespace, svcName)
+	if err != nil {
+		return v1alpha1.ListenerStatus{}, verdict{}, err
+	}
+	if svc != nil && !metav1.IsControlledBy(svc, l) {
+		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonForeignService,
+			message: fmt.Sprintf("Service %s exists and is not controlled by this Listener; refusing to take it over", svcName)}, nil
+	}
+	upToDate := false
+	if svc != nil {
+		if upToDate, err = serviceUpToDate(svc, want); err != nil {
+			return v1alpha1.ListenerStatus{}, verdict{}, err
+		}
+	}
+	if !upToDate {
+		created := svc == nil
+		if svc, err = r.applyService(ctx, l, want, created); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+				// The API server rejected what the class and overrides make:
+				// retrying will not help until someone edits them.
+				return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)}, nil
+			}
+			return v1alpha1.ListenerStatus{}, verdict{}, err
+		}
+		if created {
+			if svc, err = r.awaitAllocations(ctx, svc, class); err != nil {
+				return v1alpha1.ListenerStatus{}, verdict{}, err
+			}
+		}
+	}
+
+	var nodes []*corev1.Node
+	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
+		if nodes, err = r.servingNodes(ctx, l, svcName); err != nil {
+			return v1alpha1.ListenerStatus{}, verdict{}, err
+		}
+	}
+	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	return st, v, nil
+}
+
+// existingService reads the Service from the cache and, when the cache has
+// not seen it (yet), from the API server, so that a lagging cache neither
+// causes a needless write nor hides a foreign Service.
+func (r *listenerReconciler) existingService(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	svc := &corev1.Service{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, svc)
+	if apierrors.IsNotFound(err) {
+		err = r.live.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, svc)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get service %s/%s: %w", namespace, name, err)
+	}
+	return svc, nil
+}
+
+// applyService writes the Service with server-side apply under the
+// operator's field manager, so fields other managers set are kept and fields
+// the operator stopped wanting are removed.
+func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, create bool) (*corev1.Service, error) {
+	u := want.DeepCopy()
+	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	if countWrite(controllerListener, "Service", "apply", err) != nil {
+		return nil, fmt.Errorf("apply service %s/%s for listener %s: %w", l.Namespace, want.GetName(), l.Name, err)
+	}
+	svc := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
+		return nil, fmt.Errorf("read back service %s/%s: %w", l.Namespace, want.GetName(), err)
+	}
+	reason, note := EventServiceUpdated, "Updated Service %s"
+	if create {
+		reason, note = EventServiceCreated, "Created Service %s"
+	}
+	r.recorder.Eventf(l, svc, corev1.EventTypeNormal, reason, "Apply", note, svc.Name)
+	log.FromContext(ctx).V(1).Info("applied service", "service", svc.Name, "created", create)
+	return svc, nil
+}
+
+// awaitAllocations reads a new Service back until the API server has
+// allocated what its addresses derive from (cluster IPs, node ports), for at
+// most CreateWaitDuration; then it goes on with what is there, and the
+// Service's own update event reconciles again later.
+func (r *listenerReconciler) awaitAllocations(ctx context.Context, svc *corev1.Service, class *v1alpha1.ListenerClass) (*corev1.Service, error) {
+	if allocated(svc, class) || r.opts.CreateWaitDuration <= 0 {
+		return svc, nil
+	}
+	latest := svc
+	err := wait.PollUntilContextTimeout(ctx, r.opts.CreatePollInterval, r.opts.CreateWaitDuration, false, func(ctx context.Context) (bool, error) {
+		s := &corev1.Service{}
+		if err := r.live.Get(ctx, client.ObjectKeyFromObject(svc), s); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		latest = s
+		return allocated(s, class), nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("wait for service %s/%s: %w", svc.Namespace, svc.Name, ctx.Err())
+	}
+	return latest, nil
+}
+
+// allocated reports whether a Service has what its class's addresses need.
+func allocated(svc *corev1.Service, class *v1alpha1.ListenerClass) bool {
+	if len(svc.Spec.ClusterIPs) == 0 && svc.Spec.ClusterIP == "" {
+		return false
+	}
+	needNodePorts := class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort ||
+		class.Spec.ServiceType == v1alpha1.ServiceTypeLoadBalancer && (svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts)
+	if needNodePorts && svc.Spec.Type != corev1.ServiceTypeClusterIP {
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// deleteStaleServices removes Services this Listener controls under another
+// name (e.g. left behind by an older naming scheme).
+func (r *listenerReconciler) deleteStaleServices(ctx context.Context, l *v1alpha1.Listener, keep string) error {
+	var owned corev1.ServiceList
+	if err := r.client.List(ctx, &owned, client.InNamespace(l.Namespace), client.MatchingFields{indexServiceOwner: l.Name}); err != nil {
+		return fmt.Errorf("list services of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	for i := range owned.Items {
+		s := &owned.Items[i]
+		if s.Name == keep || !metav1.IsControlledBy(s, l) {
+			continue
+		}
+		err := r.client.Delete(ctx, s, client.Preconditions{UID: &s.UID})
+		if countWrite(controllerListener, "Service", "delete", err) != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete stale service %s/%s of listener %s: %w", s.Namespace, s.Name, l.Name, err)
+		}
+		r.recorder.Eventf(l, s, corev1.EventTypeNormal, EventServiceDeleted, "Delete", "Deleted Service %s, which no longer belongs to this Listener", s.Name)
+	}
+	return nil
+}
+
+// servingNodes are the nodes a NodePort Listener is reachable through: those
+// its volumes are pinned to and those running its endpoints.
+func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Listener, svcName string) ([]*corev1.Node, error) {
+	var slices discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &slices, client.InNamespace(l.Namespace), client.MatchingFields{indexSliceService: svcName}); err != nil {
+		return nil, fmt.Errorf("list endpoint slices of service %s/%s: %w", l.Namespace, svcName, err)
+	}
+	nodeNames := endpointNodes(slices.Items, l.Spec.PublishNotReadyAddresses == nil || *l.Spec.PublishNotReadyAddresses)
+
+	var claims corev1.PersistentVolumeClaimList
+	if err := r.client.List(ctx, &claims, client.InNamespace(l.Namespace), client.MatchingFields{indexClaimListener: l.Name}); err != nil {
+		return nil, fmt.Errorf("list claims of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	for _, c := range claims.Items {
+		if c.Spec.VolumeName == "" {
+			continue
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, pv); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get volume %s of claim %s/%s: %w", c.Spec.VolumeName, c.Namespace, c.Name, err)
+		}
+		if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != "" && pv.Spec.ClaimRef.UID != c.UID {
+			continue // bound to another claim of the same name
+		}
+		nodeNames = append(nodeNames, pinnedNodes(pv)...)
+	}
+
+	seen := map[string]bool{}
+	var nodes []*corev1.Node
+	for _, name := range nodeNames {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		n := &corev1.Node{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get node %s: %w", name, err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+// updateStatus writes the status when it changed, and tells the user (by an
+// event) when the Ready condition changed reason.
+func (r *listenerReconciler) updateStatus(ctx context.Context, l *v1alpha1.Listener, st v1alpha1.ListenerStatus, v verdict) (conflict bool, err error) {
+	st = withCondition(st, l.Status.Conditions, l.Generation, v)
+	if statusEqual(st, l.Status) {
+		return false, nil
+	}
+	var oldReason string
+	if old := findCondition(l.Status.Conditions, v1alpha1.ConditionReady); old != nil {
+		oldReason = old.Reason
+	}
+	updated := l.DeepCopy()
+	updated.Status = st
+	err = r.client.Status().Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controllerListener, "Listener", "update-status", err) != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("update status of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	if oldReason != v.reason {
+		typ := corev1.EventTypeWarning
+		if v.ready {
+			typ = corev1.EventTypeNormal
+		}
+		r.recorder.Eventf(l, nil, typ, v.reason, "Reconcile", "%s", v.message)
+	}
+	return false, nil
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+

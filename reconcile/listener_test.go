@@ -1,0 +1,398 @@
+package reconcile
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func TestListenerGetsServiceAndClusterIPStatus(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	hostClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	ipClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, PreferredAddressType: v1alpha1.PreferredAddressIP})
+
+	web := listener(ns, "web", hostClass.Name, port("http", 8080), v1alpha1.ListenerPort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP})
+	web.Labels = map[string]string{"team": "shop"}
+	web.Spec.ExtraPodSelectorLabels = map[string]string{"app": "web"}
+	create(t, ctx, c, web, listener(ns, "db", ipClass.Name, port("sql", 5432)))
+
+	l := waitReason(t, ctx, c, ns, "web", v1alpha1.ReasonReady)
+	want := []v1alpha1.ListenerIngress{{Address: "web." + ns + ".svc.example.test", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 8080, "dns": 53}}}
+	if !reflect.DeepEqual(l.Status.IngressAddresses, want) || l.Status.ServiceName != "web" || l.Status.ServiceType != v1alpha1.ServiceTypeClusterIP {
+		t.Errorf("status = %+v, want service web, ClusterIP, addresses %+v", l.Status, want)
+	}
+	if len(l.Status.NodePorts) != 0 {
+		t.Errorf("ClusterIP listener publishes node ports %v", l.Status.NodePorts)
+	}
+
+	svc := getService(t, ctx, c, ns, "web", nil)
+	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != l.UID || ref.Kind != "Listener" {
+		t.Errorf("service controller = %+v, want Listener web (%s)", ref, l.UID)
+	}
+	wantLabels := map[string]string{"team": "shop", LabelName: "listener", LabelInstance: "web", LabelManagedBy: v1alpha1.FieldManager}
+	if !reflect.DeepEqual(svc.Labels, wantLabels) {
+		t.Errorf("service labels = %v, want %v", svc.Labels, wantLabels)
+	}
+	wantSelector := map[string]string{"app": "web", names.PodSelectorLabel("web"): v1alpha1.PodSelectorLabelValue}
+	if !reflect.DeepEqual(svc.Spec.Selector, wantSelector) {
+		t.Errorf("service selector = %v, want %v", svc.Spec.Selector, wantSelector)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses || svc.Spec.ExternalTrafficPolicy != "" || svc.Spec.AllocateLoadBalancerNodePorts != nil {
+		t.Errorf("service spec = %+v, want a ClusterIP publishing not-ready addresses, without LB or traffic policy fields", svc.Spec)
+	}
+	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].Name != "http" || svc.Spec.Ports[0].TargetPort.IntValue() != 8080 || svc.Spec.Ports[1].Protocol != corev1.ProtocolUDP {
+		t.Errorf("service ports = %+v", svc.Spec.Ports)
+	}
+
+	db := waitReason(t, ctx, c, ns, "db", v1alpha1.ReasonReady)
+	dbSvc := getService(t, ctx, c, ns, "db", nil)
+	if len(db.Status.IngressAddresses) != 1 || db.Status.IngressAddresses[0].Address != dbSvc.Spec.ClusterIP || db.Status.IngressAddresses[0].AddressType != v1alpha1.AddressTypeIP {
+		t.Errorf("IP-preferring listener addresses = %+v, want the cluster IP %s", db.Status.IngressAddresses, dbSvc.Spec.ClusterIP)
+	}
+
+	// What the controller wrote is what it wants: a resync writes nothing.
+	want2, err := desiredService(l, hostClass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := serviceUpToDate(svc, want2); err != nil || !ok {
+		t.Errorf("serviceUpToDate(service read from the API server) = %v, %v; want true: a steady cluster would be written to", ok, err)
+	}
+	waitEvent(t, ctx, c, ns, "web", EventServiceCreated)
+}
+
+func TestServiceFollowsListenerAndClass(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceAnnotations: map[string]string{"keep": "1", "drop": "1"}})
+	create(t, ctx, c, listener(ns, "app", class.Name, port("http", 80)))
+	waitReason(t, ctx, c, ns, "app", v1alpha1.ReasonReady)
+
+	// Ports change with the Listener.
+	l := &v1alpha1.Listener{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app"}, l); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.Ports = []v1alpha1.ListenerPort{port("https", 443)}
+	if err := c.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	getService(t, ctx, c, ns, "app", func(s *corev1.Service) error {
+		if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Name != "https" || s.Spec.Ports[0].Port != 443 {
+			return fmt.Errorf("ports %+v", s.Spec.Ports)
+		}
+		return nil
+	})
+	waitStatus(t, ctx, c, ns, "app", func(l *v1alpha1.Listener) error {
+		if len(l.Status.IngressAddresses) != 1 || !reflect.DeepEqual(l.Status.IngressAddresses[0].Ports, map[string]int32{"https": 443}) {
+			return fmt.Errorf("addresses %+v", l.Status.IngressAddresses)
+		}
+		return nil
+	})
+
+	// The class changes: an annotation goes away, the type becomes NodePort
+	// with a traffic policy.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil {
+		t.Fatal(err)
+	}
+	class.Spec.ServiceAnnotations = map[string]string{"keep": "2"}
+	class.Spec.ServiceType = v1alpha1.ServiceTypeNodePort
+	class.Spec.ServiceExternalTrafficPolicy = ptr.To(v1alpha1.TrafficPolicyLocal)
+	if err := c.Update(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	svc := getService(t, ctx, c, ns, "app", func(s *corev1.Service) error {
+		if s.Spec.Type != corev1.ServiceTypeNodePort || s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+			return fmt.Errorf("type %s, traffic policy %s", s.Spec.Type, s.Spec.ExternalTrafficPolicy)
+		}
+		if s.Annotations["keep"] != "2" || s.Annotations["drop"] != "" {
+			return fmt.Errorf("annotations %v, want keep=2 and no drop", s.Annotations)
+		}
+		return nil
+	})
+	l = waitStatus(t, ctx, c, ns, "app", func(l *v1alpha1.Listener) error {
+		if l.Status.ServiceType != v1alpha1.ServiceTypeNodePort {
+			return fmt.Errorf("service type %s", l.Status.ServiceType)
+		}
+		return nil
+	})
+	if got := l.Status.NodePorts["https"]; got == 0 || got != svc.Spec.Ports[0].NodePort {
+		t.Errorf("status.nodePorts = %v, want https=%d", l.Status.NodePorts, svc.Spec.Ports[0].NodePort)
+	}
+	if reason, _ := readyReason(l); reason != v1alpha1.ReasonNoNodes {
+		t.Errorf("NodePort listener without endpoints: reason %q, want %s", reason, v1alpha1.ReasonNoNodes)
+	}
+}
+
+func TestOverridePrecedence(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType:        v1alpha1.ServiceTypeClusterIP,
+		ServiceAnnotations: map[string]string{"winner": "serviceAnnotations", "from-annotations": "yes"},
+		ServiceOverrides:   &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"winner":"serviceOverrides","from-class-overrides":"yes"}},"spec":{"sessionAffinity":"ClientIP"}}`)},
+	})
+	l := listener(ns, "ov", class.Name, port("http", 80))
+	l.Spec.ObjectOverrides = []runtime.RawExtension{
+		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"ov","annotations":{"winner":"objectOverrides"}}}`)},
+		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"someone-else","annotations":{"winner":"wrong object"}}}`)},
+		{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ov","annotations":{"winner":"wrong kind"}}}`)},
+	}
+	create(t, ctx, c, l)
+	waitReason(t, ctx, c, ns, "ov", v1alpha1.ReasonReady)
+	svc := getService(t, ctx, c, ns, "ov", nil)
+	for k, want := range map[string]string{"winner": "objectOverrides", "from-annotations": "yes", "from-class-overrides": "yes"} {
+		if svc.Annotations[k] != want {
+			t.Errorf("annotation %s = %q, want %q (all: %v)", k, svc.Annotations[k], want, svc.Annotations)
+		}
+	}
+	if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		t.Errorf("sessionAffinity = %q, want ClientIP from the class's serviceOverrides", svc.Spec.SessionAffinity)
+	}
+}
+
+func TestForeignServiceIsRefused(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	foreign := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns, Labels: map[string]string{"owner": "someone"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}, Selector: map[string]string{"app": "theirs"}},
+	}
+	create(t, ctx, c, foreign)
+	create(t, ctx, c, listener(ns, "taken", class.Name, port("http", 80)))
+	l := waitReason(t, ctx, c, ns, "taken", v1alpha1.ReasonForeignService)
+	if _, ready := readyReason(l); ready || len(l.Status.IngressAddresses) != 0 {
+		t.Errorf("listener with a foreign service: status %+v, want not ready and no addresses", l.Status)
+	}
+	svc := getService(t, ctx, c, ns, "taken", nil)
+	if svc.ResourceVersion != foreign.ResourceVersion || len(svc.OwnerReferences) != 0 {
+		t.Errorf("foreign service was written to: resourceVersion %s -> %s, owners %v", foreign.ResourceVersion, svc.ResourceVersion, svc.OwnerReferences)
+	}
+	ev := waitEvent(t, ctx, c, ns, "taken", v1alpha1.ReasonForeignService)
+	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "not controlled by this Listener") {
+		t.Errorf("event = %s %q", ev.Type, ev.Note)
+	}
+
+	// Once the Service is gone, the Listener takes the name.
+	if err := c.Delete(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, ctx, c, ns, "taken", v1alpha1.ReasonReady)
+}
+
+func TestMalformedListenersDoNotStopOthers(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	bad := listener(ns, "bad", class.Name, port("http", 80))
+	// Valid JSON the API server refuses in a Service.
+	bad.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"bad"},"spec":{"type":"Bogus"}}`)}}
+	create(t, ctx, c, bad,
+		listener(ns, "classless", "no-such-class", port("http", 80)),
+		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "unclassed", Namespace: ns}},
+		listener(ns, "good", class.Name, port("http", 80)))
+
+	l := waitReason(t, ctx, c, ns, "bad", v1alpha1.ReasonInvalid)
+	if c := l.Status.Conditions[0]; !strings.Contains(c.Message, "Bogus") {
+		t.Errorf("invalid listener message %q does not say what was refused", c.Message)
+	}
+	waitReason(t, ctx, c, ns, "classless", v1alpha1.ReasonClassNotFound)
+	waitReason(t, ctx, c, ns, "unclassed", v1alpha1.ReasonNoClass)
+	waitReason(t, ctx, c, ns, "good", v1alpha1.ReasonReady)
+	waitEvent(t, ctx, c, ns, "classless", v1alpha1.ReasonClassNotFound)
+
+	// The class appearing later is picked up.
+	late := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
+	create(t, ctx, c, late)
+	t.Cleanup(func() { _ = c.Delete(ctx, late) })
+	waitReason(t, ctx, c, ns, "classless", v1alpha1.ReasonReady)
+}
+
+func TestLongNamesAndStaleServices(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	long := "a-listener-name-that-is-much-longer-than-a-service-name-may-be.with-dots"
+	create(t, ctx, c, listener(ns, long, class.Name, port("http", 80)))
+	l := waitReason(t, ctx, c, ns, long, v1alpha1.ReasonReady)
+	if l.Status.ServiceName != names.ServiceName(long) || len(l.Status.ServiceName) > 63 {
+		t.Errorf("status.serviceName = %q, want %q", l.Status.ServiceName, names.ServiceName(long))
+	}
+	getService(t, ctx, c, ns, l.Status.ServiceName, nil)
+
+	// A Service this Listener controls under another name is removed.
+	stale := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: long, UID: l.UID, Controller: ptr.To(true),
+		}}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}},
+	}
+	create(t, ctx, c, stale)
+	eventually(t, "stale service deleted", func() error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(stale), &corev1.Service{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (err %v)", err)
+	})
+}
+
+func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	n1 := node(t, ctx, c, ns+"-n1", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.1.0.1"}, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n1"})
+	n2 := node(t, ctx, c, ns+"-n2", corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "203.0.113.2"}, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.1.0.2"})
+	node(t, ctx, c, ns+"-n3", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.1.0.3"})
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
+	l := listener(ns, "np", class.Name, port("http", 80))
+	l.Spec.PublishNotReadyAddresses = ptr.To(false)
+	create(t, ctx, c, l)
+	waitReason(t, ctx, c, ns, "np", v1alpha1.ReasonNoNodes)
+	svc := getService(t, ctx, c, ns, "np", nil)
+	nodePort := svc.Spec.Ports[0].NodePort
+
+	addrs := func(want ...string) func(*v1alpha1.Listener) error {
+		return func(l *v1alpha1.Listener) error {
+			var got []string
+			for _, a := range l.Status.IngressAddresses {
+				if a.Ports["http"] != nodePort {
+					return fmt.Errorf("address %s ports %v, want http=%d", a.Address, a.Ports, nodePort)
+				}
+				got = append(got, a.Address)
+			}
+			if !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+				return fmt.Errorf("addresses %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+
+	// A ready endpoint on n1 and a not-ready one on n3.
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n1.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+			{Addresses: []string{"10.244.0.3"}, NodeName: ptr.To(ns + "-n3"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
+		},
+	}
+	create(t, ctx, c, slice)
+	l = waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1"))
+	if reason, ready := readyReason(l); !ready {
+		t.Errorf("listener with a ready endpoint: reason %s", reason)
+	}
+
+	// A volume of the Listener pinned to n2 adds n2 (its external IP).
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns, Annotations: map[string]string{v1alpha1.AnnotationListenerName: "np"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(v1alpha1.StorageClassName),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceOne()}},
+		},
+	}
+	create(t, ctx, c, claim)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-pv"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:         corev1.ResourceList{corev1.ResourceStorage: *resourceOne()},
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: v1alpha1.StorageClassName,
+			ClaimRef:         &corev1.ObjectReference{Namespace: ns, Name: "data", UID: claim.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: ns + "-pv"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n2.Name}}},
+			}}}},
+		},
+	}
+	create(t, ctx, c, pv)
+	t.Cleanup(func() { _ = c.Delete(ctx, pv) })
+	claim.Spec.VolumeName = pv.Name
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatalf("bind claim: %v", err)
+	}
+	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1", "203.0.113.2"))
+
+	// The endpoint on n1 stops being ready: only the pinned node is left.
+	slice.Endpoints[0].Conditions.Ready = ptr.To(false)
+	if err := c.Update(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ctx, c, ns, "np", addrs("203.0.113.2"))
+
+	// Publishing not-ready addresses brings n1 and n3 back.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.PublishNotReadyAddresses = ptr.To(true)
+	if err := c.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1", "10.1.0.3", "203.0.113.2"))
+
+	// A node's address changes.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(n1), n1); err != nil {
+		t.Fatal(err)
+	}
+	n1.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.1.0.11"}}
+	if err := c.Status().Update(ctx, n1); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.11", "10.1.0.3", "203.0.113.2"))
+
+	// The endpoints go away: the pinned node remains.
+	if err := c.Delete(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ctx, c, ns, "np", addrs("203.0.113.2"))
+}
+
+func TestLoadBalancerStatusBecomesAddresses(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType:                   v1alpha1.ServiceTypeLoadBalancer,
+		LoadBalancerClass:             ptr.To("example.test/lb"),
+		LoadBalancerAllocateNodePorts: ptr.To(false),
+		ServiceExternalTrafficPolicy:  ptr.To(v1alpha1.TrafficPolicyCluster),
+	})
+	create(t, ctx, c, listener(ns, "lb", class.Name, port("http", 80)))
+	l := waitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
+	if len(l.Status.IngressAddresses) != 0 {
+		t.Errorf("addresses before the load balancer exists: %+v", l.Status.IngressAddresses)
+	}
+	svc := getService(t, ctx, c, ns, "lb", nil)
+	if ptr.Deref(svc.Spec.LoadBalancerClass, "") != "example.test/lb" || ptr.Deref(svc.Spec.AllocateLoadBalancerNodePorts, true) || svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster {
+		t.Errorf("LB service spec: class %v, allocate node ports %v, policy %s", svc.Spec.LoadBalancerClass, svc.Spec.AllocateLoadBalancerNodePorts, svc.Spec.ExternalTrafficPolicy)
+	}
+
+	// The load balancer reports a hostname and an IP; the class prefers
+	// hostnames (HostnameConservative on LoadBalancer).
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7", Hostname: "lb.example.test"}, {IP: "198.51.100.8"}}
+	if err := c.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	l = waitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonReady)
+	want := []v1alpha1.ListenerIngress{
+		{Address: "198.51.100.8", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"http": 80}},
+		{Address: "lb.example.test", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}},
+	}
+	if !reflect.DeepEqual(l.Status.IngressAddresses, want) {
+		t.Errorf("addresses = %+v, want %+v", l.Status.IngressAddresses, want)
+	}
+}

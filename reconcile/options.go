@@ -1,0 +1,92 @@
+package reconcile
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Preset names a set of ListenerClasses created at start-up.
+type Preset string
+
+// The presets --listener-class-preset accepts.
+const (
+	// PresetEphemeralNodes: cluster-internal (ClusterIP), external-unstable
+	// (NodePort) and external-stable (LoadBalancer).
+	PresetEphemeralNodes Preset = "ephemeral-nodes"
+	// PresetStableNodes: as ephemeral-nodes, but external-stable is a NodePort
+	// class whose volumes are pinned to their node.
+	PresetStableNodes Preset = "stable-nodes"
+	// PresetNone creates no classes.
+	PresetNone Preset = "none"
+)
+
+// String implements flag.Value.
+func (p *Preset) String() string { return string(*p) }
+
+// Set implements flag.Value.
+func (p *Preset) Set(s string) error {
+	switch Preset(s) {
+	case PresetEphemeralNodes, PresetStableNodes, PresetNone:
+		*p = Preset(s)
+		return nil
+	}
+	return fmt.Errorf("unknown preset %q: want %s, %s or %s", s, PresetEphemeralNodes, PresetStableNodes, PresetNone)
+}
+
+// Options configure the controllers.
+type Options struct {
+	// ClusterDomain is the DNS domain of the cluster, for the hostnames of
+	// ClusterIP Listeners.
+	ClusterDomain string
+	// CreatePollInterval and CreateWaitDuration bound how the Listener
+	// controller waits for a new Service's allocations (cluster IPs, node
+	// ports) before publishing addresses derived from them.
+	CreatePollInterval time.Duration
+	CreateWaitDuration time.Duration
+	// Preset is the set of ListenerClasses created at start-up.
+	Preset Preset
+	// MaxConcurrentReconciles is how many objects each controller
+	// reconciles at once.
+	MaxConcurrentReconciles int
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	domain := os.Getenv("KUBERNETES_CLUSTER_DOMAIN")
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	return Options{
+		ClusterDomain:           domain,
+		CreatePollInterval:      time.Second,
+		CreateWaitDuration:      20 * time.Second,
+		Preset:                  PresetEphemeralNodes,
+		MaxConcurrentReconciles: 4,
+	}
+}
+
+// BindFlags registers the options as flags, with DefaultOptions as defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	*o = DefaultOptions()
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, for ClusterIP Listener hostnames (env KUBERNETES_CLUSTER_DOMAIN).")
+	fs.DurationVar(&o.CreatePollInterval, "k8s-create-poll-interval", o.CreatePollInterval, "How often to read a new Service back while waiting for its allocations.")
+	fs.DurationVar(&o.CreateWaitDuration, "k8s-create-wait-duration", o.CreateWaitDuration, "How long to wait for a new Service's allocations before publishing what is there.")
+	fs.Var(&o.Preset, "listener-class-preset", "ListenerClasses to create at start-up if missing: ephemeral-nodes, stable-nodes or none.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects each controller reconciles at once.")
+}
+
+func (o Options) validate() error {
+	if o.ClusterDomain == "" {
+		return fmt.Errorf("cluster domain must not be empty")
+	}
+	if o.CreatePollInterval <= 0 || o.CreateWaitDuration < 0 {
+		return fmt.Errorf("k8s-create-poll-interval must be positive and k8s-create-wait-duration not negative")
+	}
+	var p Preset
+	if err := p.Set(string(o.Preset)); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=patch
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=podlisteners,verbs=get;list;watch;create;update
+
+// podReconciler labels pods for the Services of their Listeners (when the
+// admission webhook could not) and keeps each pod's PodListeners.
+type podReconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+}
+
+func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
+	r := &podReconciler{client: mgr.GetClient(), recorder: recorder}
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(controllerPodListeners).
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return len(podClaims(o.(*corev1.Pod))) > 0
+		}))).
+		Owns(&v1alpha1.PodListeners{}).
+		// A pod's claim may be created after the pod (generic ephemeral
+		// volumes) or change its Listener.
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return podsOfClaims(ctx, c, o.GetNamespace(), o.GetName())
+		})).
+		// Addresses come from the Listener's status.
+		Watches(&v1alpha1.Listener{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			var claims corev1.PersistentVolumeClaimList
+			if err := c.List(ctx, &claims, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexClaimListener: o.GetName()}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "list claims of listener", "listener", o.GetName())
+				return nil
+			}
+			var reqs []ctrl.Request
+			for _, claim := range claims.Items {
+				reqs = append(reqs, podsOfClaims(ctx, c, claim.Namespace, claim.Name)...)
+			}
+			return reqs
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+func podsOfClaims(ctx context.Context, c client.Reader, namespace, claim string) []ctrl.Request {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingFields{indexPodClaim: claim}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list pods of claim", "claim", claim)
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(pods.Items))
+	for _, p := range pods.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
+	return reqs
+}
+
+// podVolumeListener is a listener volume of a pod and the Listener it uses.
+type podVolumeListener struct {
+	volume, listener string
+}
+
+func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer observeReconcile(controllerPodListeners, time.Now())
+	pod := &corev1.Pod{}
+	if err := r.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pod.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	var vols []podVolumeListener
+	for _, vc := range podVolumeClaims(pod) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: vc.claim}, pvc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // the claim's own event brings the pod back
+			}
+			return ctrl.Result{}, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.claim, pod.Name, err)
+		}
+		if name, ok := claimListener(pvc); ok {
+			vols = append(vols, podVolumeListener{volume: vc.volume, listener: name})
+		}
+	}
+	if len(vols) == 0 {
+		return ctrl.Result{}, nil
+	}
+	if err := r.labelPod(ctx, pod, vols); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return ctrl.Result{}, nil
+	}
+	spec, err := r.podListenersSpec(ctx, pod, vols)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.writePodListeners(ctx, pod, spec)
+}
+
+// missingLabels are the pod selector labels a pod lacks for its Listeners.
+func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string {
+	missing := map[string]string{}
+	for _, v := range vols {
+		key := names.PodSelectorLabel(v.listener)
+		if pod.Labels[key] != v1alpha1.PodSelectorLabelValue {
+			missing[key] = v1alpha1.PodSelectorLabelValue
+		}
+	}
+	return missing
+}
+
+// labelPod adds the selector labels a pod lacks with a merge patch that
+// names only those labels, so that nothing else on the pod is touched.
+func (r *podReconciler) labelPod(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) error {
+	missing := missingLabels(pod, vols)
+	if len(missing) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": missing}})
+	if err != nil {
+		return fmt.Errorf("build label patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	err = r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controllerPodListeners, "Pod", "patch", err) != nil {
+		return client.IgnoreNotFound(fmt.Errorf("label pod %s/%s: %w", pod.Namespace, pod.Name, err))
+	}
+	return nil
+}
+
+// podListenersSpec lists what the pod should advertise per listener
+// volume. Volumes whose Listener has no class or no addresses yet are left
+// out until the Listener's status brings the pod back.
+func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) (v1alpha1.PodListenersSpec, error) {
+	spec := v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{}}
+	for _, v := range vols {
+		l := &v1alpha1.Listener{}
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.listener}, l); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return spec, fmt.Errorf("get listener %s/%s of pod %s: %w", pod.Namespace, v.listener, pod.Name, err)
+		}
+		if l.Status.ServiceType == "" {
+			continue
+		}
+		if l.Status.ServiceType != v1alpha1.ServiceTypeNodePort {
+			spec.Listeners[v.volume] = v1alpha1.PodListener{Scope: v1alpha1.PodListenerScopeCluster, IngressAddresses: l.Status.IngressAddresses}
+			continue
+		}
+		pl := v1alpha1.PodListener{Scope: v1alpha1.PodListenerScopeNode}
+		node := &corev1.Node{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil && !apierrors.IsNotFound(err) {
+			return spec, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+		} else if err == nil {
+			pref, err := r.addressPreference(ctx, l)
+			if err != nil {
+				return spec, err
+			}
+			if ing, ok := addresses.NodeIngress(node, pref, l.Status.NodePorts); ok {
+				pl.IngressAddresses = []v1alpha1.ListenerIngress{ing}
+			}
+		}
+		spec.Listeners[v.volume] = pl
+	}
+	return spec, nil
+}
+
+// addressPreference is the address type the Listener's class prefers,
+// defaulting as the class does when the class is gone.
+func (r *podReconciler) addressPreference(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.AddressType, error) {
+	spec := v1alpha1.ListenerClassSpec{ServiceType: l.Status.ServiceType}
+	if l.Spec.ClassName != nil {
+		class := &v1alpha1.ListenerClass{}
+		err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class)
+		switch {
+		case err == nil:
+			spec = class.Spec
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+		}
+	}
+	return spec.EffectiveAddressType(), nil
+}
+
+func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec) (ctrl.Result, error) {
+	name := names.PodListenersName(pod.UID)
+	existing := &v1alpha1.PodListeners{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		pl := &v1alpha1.PodListeners{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      name,
+				Namespace: pod.Namespace,
+				Labels:    map[string]string{LabelManagedBy: v1alpha1.FieldManager},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+				}},
+			},
+			Spec: spec,
+		}
+		err := r.client.Create(ctx, pl, client.FieldOwner(v1alpha1.FieldManager))
+		if countWrite(controllerPodListeners, "PodListeners", "create", err) != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("create podlisteners %s/%s: %w", pod.Namespace, name, err)
+		}
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get podlisteners %s/%s: %w", pod.Namespace, name, err)
+	}
+	if equality.Semantic.DeepEqual(existing.Spec, spec) {
+		return ctrl.Result{}, nil
+	}
+	updated := existing.DeepCopy()
+	updated.Spec = spec
+	err = r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controllerPodListeners, "PodListeners", "update", err) != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("update podlisteners %s/%s: %w", pod.Namespace, name, err)
+	}
+	return ctrl.Result{}, nil
+}

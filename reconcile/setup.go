@@ -1,0 +1,185 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// SetupWithManager registers the controllers, their cache indexes and the
+// preset task with mgr. The controllers and the presets run on the leader
+// only.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if err := opts.validate(); err != nil {
+		return fmt.Errorf("reconcile options: %w", err)
+	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 1
+	}
+	if err := addIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder(v1alpha1.FieldManager)
+	if err := setupListenerController(mgr, opts, recorder); err != nil {
+		return fmt.Errorf("set up %s controller: %w", controllerListener, err)
+	}
+	if err := setupClaimController(mgr, opts, recorder); err != nil {
+		return fmt.Errorf("set up %s controller: %w", controllerClaim, err)
+	}
+	if err := setupPodController(mgr, opts, recorder); err != nil {
+		return fmt.Errorf("set up %s controller: %w", controllerPodListeners, err)
+	}
+	if err := mgr.Add(&presetCreator{client: mgr.GetClient(), preset: opts.Preset}); err != nil {
+		return fmt.Errorf("add listener class presets: %w", err)
+	}
+	return nil
+}
+
+func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
+	r := &listenerReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, opts: opts}
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(controllerListener).
+		// Status writes (ours) do not change the generation; labels are
+		// copied to the Service, so they count.
+		For(&v1alpha1.Listener{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// Not only owned Services: a foreign Service going away frees its
+		// name for the Listener waiting for it.
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			reqs := listenersOfService(ctx, c, o.GetNamespace(), o.GetName())
+			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+			}
+			return reqs
+		})).
+		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenersOfClass(ctx, c, o.GetName())
+		})).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenerOfSlice(ctx, c, o.(*discoveryv1.EndpointSlice))
+		})).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok {
+				return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+			}
+			return nil
+		})).
+		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenerOfVolume(ctx, c, o.(*corev1.PersistentVolume))
+		})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenersOnNode(ctx, c, o.GetName())
+		}), builder.WithPredicates(nodeAddressesChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// nodeAddressesChanged passes node events that can change a published
+// address: a node appearing, going, or changing its addresses (not the
+// heartbeats that update nodes every few seconds).
+func nodeAddressesChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldN, ok1 := e.ObjectOld.(*corev1.Node)
+			newN, ok2 := e.ObjectNew.(*corev1.Node)
+			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(oldN.Status.Addresses, newN.Status.Addresses)
+		},
+	}
+}
+
+func listenersOfClass(ctx context.Context, c client.Reader, class string) []ctrl.Request {
+	var ls v1alpha1.ListenerList
+	if err := c.List(ctx, &ls, client.MatchingFields{indexListenerClass: class}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list listeners of class", "class", class)
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(ls.Items))
+	for _, l := range ls.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: l.Namespace, Name: l.Name}})
+	}
+	return reqs
+}
+
+// listenersOfService maps a Service to the Listener whose Service it is (or
+// would be).
+func listenersOfService(ctx context.Context, c client.Reader, namespace, svcName string) []ctrl.Request {
+	var ls v1alpha1.ListenerList
+	if err := c.List(ctx, &ls, client.InNamespace(namespace), client.MatchingFields{indexListenerService: svcName}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list listeners of service", "service", svcName)
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(ls.Items))
+	for _, l := range ls.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: l.Namespace, Name: l.Name}})
+	}
+	return reqs
+}
+
+// listenerOfSlice maps an EndpointSlice to the Listener controlling its
+// Service.
+func listenerOfSlice(ctx context.Context, c client.Reader, s *discoveryv1.EndpointSlice) []ctrl.Request {
+	svcName := s.Labels[discoveryv1.LabelServiceName]
+	if svcName == "" {
+		return nil
+	}
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: svcName}, svc); err != nil {
+		return nil
+	}
+	if ref := metav1.GetControllerOf(svc); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}}}
+	}
+	return nil
+}
+
+// listenerOfVolume maps a PersistentVolume to the Listener its claim uses.
+func listenerOfVolume(ctx context.Context, c client.Reader, pv *corev1.PersistentVolume) []ctrl.Request {
+	ref := pv.Spec.ClaimRef
+	if ref == nil || len(pinnedNodes(pv)) == 0 {
+		return nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, pvc); err != nil {
+		return nil
+	}
+	if name, ok := claimListener(pvc); ok {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: pvc.Namespace, Name: name}}}
+	}
+	return nil
+}
+
+// listenersOnNode maps a node to the Listeners it may serve: through
+// endpoints running on it or volumes pinned to it.
+func listenersOnNode(ctx context.Context, c client.Reader, node string) []ctrl.Request {
+	var reqs []ctrl.Request
+	var slices discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &slices, client.MatchingFields{indexSliceNode: node}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list endpoint slices on node", "node", node)
+	}
+	for i := range slices.Items {
+		reqs = append(reqs, listenerOfSlice(ctx, c, &slices.Items[i])...)
+	}
+	var pvs corev1.PersistentVolumeList
+	if err := c.List(ctx, &pvs, client.MatchingFields{indexPVNode: node}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list volumes pinned to node", "node", node)
+	}
+	for i := range pvs.Items {
+		reqs = append(reqs, listenerOfVolume(ctx, c, &pvs.Items[i])...)
+	}
+	return reqs
+}

@@ -1,0 +1,119 @@
+package reconcile
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// observed is what a Listener's status is computed from.
+type observed struct {
+	class         *v1alpha1.ListenerClass
+	svc           *corev1.Service
+	nodes         []*corev1.Node // the nodes that serve a NodePort Listener
+	clusterDomain string
+}
+
+// verdict is a Listener's Ready condition before it is stamped on the object.
+type verdict struct {
+	ready   bool
+	reason  string
+	message string
+}
+
+// serviceStatus computes the status a Listener with a Service publishes.
+func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
+	st := v1alpha1.ListenerStatus{ServiceName: o.svc.Name, ServiceType: o.class.Spec.ServiceType}
+	pref := o.class.Spec.EffectiveAddressType()
+	if o.class.Spec.ServiceType != v1alpha1.ServiceTypeClusterIP {
+		if np := addresses.NodePorts(o.svc); len(np) > 0 {
+			st.NodePorts = np
+		}
+	}
+	switch o.class.Spec.ServiceType {
+	case v1alpha1.ServiceTypeNodePort:
+		st.IngressAddresses = addresses.NodePortIngress(o.svc, o.nodes, pref)
+		if len(st.IngressAddresses) == 0 {
+			return st, verdict{reason: v1alpha1.ReasonNoNodes, message: fmt.Sprintf("no node with an address serves Service %s yet (no ready endpoints and no pinned volumes)", o.svc.Name)}
+		}
+	case v1alpha1.ServiceTypeLoadBalancer:
+		st.IngressAddresses = addresses.LoadBalancerIngress(o.svc, pref)
+		if len(st.IngressAddresses) == 0 {
+			return st, verdict{reason: v1alpha1.ReasonAwaitingLoadBalancer, message: fmt.Sprintf("Service %s has no load balancer ingress yet", o.svc.Name)}
+		}
+	default:
+		st.IngressAddresses = addresses.ClusterIPIngress(o.svc, pref, o.clusterDomain)
+	}
+	return st, verdict{ready: true, reason: v1alpha1.ReasonReady, message: fmt.Sprintf("Service %s publishes %d address(es)", o.svc.Name, len(st.IngressAddresses))}
+}
+
+// endpointNodes are the nodes of a Service's endpoints: ready ones, or all
+// when the Listener publishes addresses of pods that are not ready.
+func endpointNodes(slices_ []discoveryv1.EndpointSlice, publishNotReady bool) []string {
+	seen := map[string]struct{}{}
+	for _, s := range slices_ {
+		for _, ep := range s.Endpoints {
+			if ep.NodeName == nil || *ep.NodeName == "" {
+				continue
+			}
+			// A nil ready condition means unknown, which consumers are told
+			// to treat as ready.
+			if publishNotReady || ptr.Deref(ep.Conditions.Ready, true) {
+				seen[*ep.NodeName] = struct{}{}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// pinnedNodes are the nodes a PersistentVolume's node affinity pins it to
+// through the listener hostname topology key.
+func pinnedNodes(pv *corev1.PersistentVolume) []string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	var out []string
+	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, expr := range term.MatchExpressions {
+			if expr.Key == v1alpha1.TopologyKeyHostname && expr.Operator == corev1.NodeSelectorOpIn {
+				out = append(out, expr.Values...)
+			}
+		}
+	}
+	return out
+}
+
+// withCondition returns st with the Ready condition from v; the transition
+// time only moves when the status of the condition does.
+func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generation int64, v verdict) v1alpha1.ListenerStatus {
+	st.Conditions = make([]metav1.Condition, len(old))
+	copy(st.Conditions, old)
+	status := metav1.ConditionFalse
+	if v.ready {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             v.reason,
+		Message:            v.message,
+		ObservedGeneration: generation,
+	})
+	return st
+}
+
+// statusEqual compares statuses the way a reader would: nil and empty are
+// the same.
+func statusEqual(a, b v1alpha1.ListenerStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
