@@ -328,4 +328,3 @@ func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 	}
 	return nil
 }
-

@@ -310,10 +310,10 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-pv"},
 		Spec: corev1.PersistentVolumeSpec{
-			Capacity:         corev1.ResourceList{corev1.ResourceStorage: *resourceOne()},
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			StorageClassName: v1alpha1.StorageClassName,
-			ClaimRef:         &corev1.ObjectReference{Namespace: ns, Name: "data", UID: claim.UID},
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: *resourceOne()},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName:       v1alpha1.StorageClassName,
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "data", UID: claim.UID},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: ns + "-pv"}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n2.Name}}},
