@@ -5,7 +5,7 @@
 # No Docker engine, no registry, no internet: images are built locally
 # (hack/cluster/images) and imported into containerd.
 #
-# usage: hack/cluster/cluster.sh up|down|status|images|deploy|undeploy
+# usage: hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
 #
 # State lives under .work/cluster (git-ignored). `down` restores the host: it
 # stops the processes it started (by pid), kills the containers (by the pids in
@@ -112,7 +112,7 @@ build_images() {
   for g in "$@"; do
     case $g in
       cluster) specs+=("$IMG_PAUSE=$root/bin/cluster/pause" "$IMG_DEMO=$root/bin/cluster/demo-server,busybox") ;;
-      operator) specs+=("$IMG_OPERATOR=$root/bin/listener-operator,busybox"
+      operator) specs+=("$IMG_OPERATOR=$root/bin/listener-operator,busybox,user=65532:65532"
         "$IMG_PROVISIONER=$root/bin/sidecars/csi-provisioner"
         "$IMG_REGISTRAR=$root/bin/cluster/registrar") ;;
     esac
@@ -391,6 +391,85 @@ up() {
 EOF
 }
 
+# ---------------------------------------------------------------- operator
+
+OPERATOR_NS=listener-operator
+
+require_cluster() {
+  running kube-apiserver && running kubelet || die "the cluster is not running: make cluster-up"
+}
+
+# deploy installs the operator with the project's own manifests (the
+# config/selfsigned install through the overlay in hack/cluster/deploy), as
+# images, not as host processes, so the install itself is tested.
+deploy() {
+  require_cluster
+  build_operator_binaries
+  local built
+  built=$(build_images operator 2>&1 | tee /dev/stderr | grep -c 'built$' || true)
+  import_images
+  say "rendering hack/cluster/deploy (config/selfsigned for this cluster) into $work/deploy.yaml"
+  kubectl kustomize "$root/hack/cluster/deploy" | sed "s#/var/lib/kubelet#$KUBELET_DIR#g" >"$work/deploy.yaml"
+  say "applying the operator's manifests"
+  kc apply --server-side --force-conflicts -f "$work/deploy.yaml" >/dev/null
+  if [ "$built" -gt 0 ]; then
+    # Same tags, new content: restart so the pods run what was just built.
+    kc -n "$OPERATOR_NS" rollout restart deployment,daemonset >/dev/null 2>&1 || true
+  fi
+  say "waiting for the operator, the CSI driver and the webhooks (about 30 s)"
+  local w
+  for w in $(kc -n "$OPERATOR_NS" get deployment,daemonset -o name); do
+    kc -n "$OPERATOR_NS" rollout status "$w" --timeout=300s >/dev/null || {
+      kc -n "$OPERATOR_NS" get pods -o wide >&2; die "$w did not become ready"; }
+  done
+  wait_for "the preset ListenerClasses" 120 kc get listenerclass cluster-internal
+  # The webhooks answer once the API server trusts their certificate.
+  wait_for "the admission webhooks" 120 kc apply --dry-run=server -f "$root/hack/cluster/webhook-probe.yaml"
+  say "operator deployed"
+}
+
+undeploy() {
+  require_cluster
+  [ -e "$work/deploy.yaml" ] || return 0
+  kc delete --ignore-not-found --wait=false -f "$work/deploy.yaml" >/dev/null
+}
+
+# demo shows what a user sees: Listeners and, per pod, the tree it reads and
+# the answer at that address.
+demo() {
+  up
+  deploy
+  say "applying examples/ (a StatefulSet with the opt-in label)"
+  kc apply -f "$root/examples/statefulset.yaml" >/dev/null
+  kc rollout status statefulset/hello --timeout=300s >/dev/null || { kc get pods -o wide >&2; die "the example did not start"; }
+  echo
+  echo "== ListenerClasses"
+  kc get listenerclasses -o custom-columns='NAME:.metadata.name,SERVICE TYPE:.spec.serviceType,PINNED:.spec.pinnedNodePorts'
+  echo
+  echo "== Listeners (one per claim, so each pod keeps its address across restarts)"
+  kc get listeners -o custom-columns='NAME:.metadata.name,CLASS:.spec.className,TYPE:.status.serviceType,ADDRESSES:.status.ingressAddresses[*].address,PORTS:.status.ingressAddresses[*].ports'
+  local pod addr port
+  for pod in $(kc get pods -l app=hello -o jsonpath='{.items[*].metadata.name}'); do
+    echo
+    echo "== $pod: what it reads under /stackable/listener (kubectl exec $pod -- ...)"
+    kc exec "$pod" -- sh -c 'cd /stackable/listener && for f in $(find -L . -type f | grep -v "/\.\." | sort); do printf "   /stackable/listener/%s = %s\n" "${f#./}" "$(cat "$f")"; done'
+    addr=$(kc exec "$pod" -- cat /stackable/listener/default-address/address)
+    port=$(kc exec "$pod" -- cat /stackable/listener/default-address/ports/http)
+    echo "   curl http://$addr:$port/  ->  $(curl -s --max-time 3 "http://$addr:$port/" || echo "(no answer)")"
+  done
+  cat <<EOF
+
+== Explore
+   export KUBECONFIG=$KUBECONFIG_OUT PATH=$k8sbin:\$PATH
+   kubectl get listeners,podlisteners,svc
+   kubectl delete pod hello-0      # it comes back with the same address
+   kubectl get pods -n $OPERATOR_NS
+
+== Tear down
+   make cluster-down               # stops everything and restores the host
+EOF
+}
+
 # ---------------------------------------------------------------- teardown
 
 stop_pid() { # name
@@ -509,5 +588,8 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   images) build_cluster_binaries; build_operator_binaries; build_images cluster operator ;;
-  *) echo "usage: $0 up|down|status|images" >&2; exit 2 ;;
+  deploy) deploy ;;
+  undeploy) undeploy ;;
+  demo) demo ;;
+  *) echo "usage: $0 up|down|status|images|deploy|undeploy|demo" >&2; exit 2 ;;
 esac
