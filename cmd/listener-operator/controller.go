@@ -19,6 +19,7 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile"
 	"github.com/listener-operator/listener-operator/webhooks"
 )
 
@@ -35,6 +36,7 @@ type controllerOptions struct {
 	zap              zap.Options
 	namespace        string // the operator's own namespace
 	certs            certOptions
+	reconcile        reconcile.Options
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
@@ -48,6 +50,7 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for runnables to stop.")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
 	o.certs.addFlags(fs)
+	o.reconcile.BindFlags(fs)
 	o.zap.BindFlags(fs)
 }
 
@@ -135,6 +138,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 	if err := webhooks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up webhooks: %w", err)
+	}
+	if err := reconcile.SetupWithManager(mgr, o.reconcile); err != nil {
+		return fmt.Errorf("set up reconcilers: %w", err)
 	}
 
 	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)
