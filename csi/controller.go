@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -20,6 +21,7 @@ type controllerServer struct {
 	csi.UnimplementedControllerServer
 	driver string
 	reader client.Reader
+	live   client.Reader
 }
 
 var _ csi.ControllerServer = (*controllerServer)(nil)
@@ -55,7 +57,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 			v1alpha1.ParamPVCName, v1alpha1.ParamPVCNamespace)
 	}
 	claim := &corev1.PersistentVolumeClaim{}
-	if err := s.reader.Get(ctx, claimKey, claim); err != nil {
+	if err := s.live.Get(ctx, claimKey, claim); err != nil {
 		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
 	}
 	ref, err := listenerOfClaim(claim)
@@ -122,8 +124,8 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 }
 
 // ValidateVolumeCapabilities confirms mount capabilities of a volume that
-// exists: a PersistentVolume of this driver whose name and volume handle are
-// the volume id (as csi-provisioner names them).
+// exists: a PersistentVolume of this driver with the volume id as its
+// volume handle.
 func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
 	id := req.GetVolumeId()
 	if id == "" {
@@ -132,12 +134,8 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "volume capabilities are required")
 	}
-	pv := &corev1.PersistentVolume{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: id}, pv); err != nil {
-		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
-	}
-	if src := pv.Spec.CSI; src == nil || src.Driver != s.driver || src.VolumeHandle != id {
-		return nil, status.Errorf(codes.NotFound, "volume %s not found: PersistentVolume %s is not a %s volume with that handle", id, id, s.driver)
+	if err := s.volumeExists(ctx, id); err != nil {
+		return nil, err
 	}
 	for _, c := range req.GetVolumeCapabilities() {
 		if err := checkCapability(c); err != nil {
@@ -149,4 +147,26 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 		VolumeCapabilities: req.GetVolumeCapabilities(),
 		Parameters:         req.GetParameters(),
 	}}, nil
+}
+
+// volumeExists looks for the PersistentVolume of volume id: by name first
+// (csi-provisioner names the volume after the request, as the id is), then
+// through the cache's volume handle index (volumes created by hand).
+func (s *controllerServer) volumeExists(ctx context.Context, id string) error {
+	pv := &corev1.PersistentVolume{}
+	err := s.reader.Get(ctx, client.ObjectKey{Name: id}, pv)
+	switch {
+	case err == nil && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == s.driver && pv.Spec.CSI.VolumeHandle == id:
+		return nil
+	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
+		return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
+	}
+	list := &corev1.PersistentVolumeList{}
+	if err := s.reader.List(ctx, list, client.MatchingFields{volumeHandleIndex: volumeHandleKey(s.driver, id)}); err != nil {
+		return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
+	}
+	if len(list.Items) == 0 {
+		return status.Errorf(codes.NotFound, "volume %s not found: no PersistentVolume of driver %s has that volume handle", id, s.driver)
+	}
+	return nil
 }

@@ -41,7 +41,7 @@ func scheduled(node string, others ...string) *csi.TopologyRequirement {
 
 func TestCreateVolumeTopology(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{})
+	d := f.startDriver(Options{})
 	f.claim("pinned", map[string]string{v1alpha1.AnnotationListenerClass: f.pinned})
 	f.claim("unpinned", map[string]string{v1alpha1.AnnotationListenerClass: f.nodePort})
 	f.claim("internal", map[string]string{v1alpha1.AnnotationListenerClass: f.clusterIP})
@@ -95,7 +95,7 @@ func TestCreateVolumeTopology(t *testing.T) {
 
 func TestCreateVolumeErrors(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{})
+	d := f.startDriver(Options{})
 	f.claim("pinned", map[string]string{v1alpha1.AnnotationListenerClass: f.pinned})
 	f.claim("bare", nil)
 	f.claim("unknown-class", map[string]string{v1alpha1.AnnotationListenerClass: "nope"})
@@ -141,7 +141,7 @@ func TestDeleteVolume(t *testing.T) {
 
 func TestValidateVolumeCapabilities(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{})
+	d := f.startDriver(Options{})
 	ours, foreign := uniq("pvc"), uniq("pvc")
 	for name, driver := range map[string]string{ours: v1alpha1.DriverName, foreign: "other.csi.example"} {
 		f.create(context.Background(), &corev1.PersistentVolume{
@@ -171,7 +171,7 @@ func TestValidateVolumeCapabilities(t *testing.T) {
 	_, err = d.controller.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "pvc-unknown", VolumeCapabilities: []*csi.VolumeCapability{mountCap()}})
 	wantCode(t, err, codes.NotFound, "volume pvc-unknown not found")
 	_, err = d.controller.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: foreign, VolumeCapabilities: []*csi.VolumeCapability{mountCap()}})
-	wantCode(t, err, codes.NotFound, "is not a "+v1alpha1.DriverName+" volume")
+	wantCode(t, err, codes.NotFound, "no PersistentVolume of driver "+v1alpha1.DriverName+" has that volume handle")
 	_, err = d.controller.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: ours})
 	wantCode(t, err, codes.InvalidArgument, "capabilities")
 	_, err = d.controller.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeCapabilities: []*csi.VolumeCapability{mountCap()}})

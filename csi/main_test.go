@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr/testr"
@@ -19,7 +20,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -37,19 +40,29 @@ type driver struct {
 	node       csi.NodeClient
 	socket     string
 	metrics    *prometheus.Registry
+	cache      cache.Cache
 }
 
 // startDriver serves both services on a fresh Unix socket until the test
-// ends. opts.Reader defaults to the test environment's (uncached) client.
+// ends, reading through the same kind of cache as the binary does.
 func startDriver(t testing.TB, opts Options) *driver {
 	t.Helper()
 	e := testenv.Require(t, env)
-	if opts.Reader == nil {
-		opts.Reader = e.Client
-	}
 	if opts.NodeName == "" {
 		opts.NodeName = "node-unused"
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := NewCache(ctx, e.Config, e.Scheme, CacheOptions{NodeName: opts.NodeName, Controller: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	opts.Reader = FallbackReader{Cache: c, Live: e.Client}
+	opts.Live = e.Client
 	opts.Controller, opts.Node = true, true
 	if opts.Log.GetSink() == nil {
 		opts.Log = testr.New(t.(*testing.T))
@@ -74,7 +87,6 @@ func startDriver(t testing.TB, opts Options) *driver {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, lis) }()
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -87,6 +99,9 @@ func startDriver(t testing.TB, opts Options) *driver {
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		if err := <-cacheDone; err != nil {
+			t.Errorf("cache: %v", err)
+		}
 		os.RemoveAll(dir)
 	})
 	return &driver{
@@ -95,6 +110,7 @@ func startDriver(t testing.TB, opts Options) *driver {
 		node:       csi.NewNodeClient(conn),
 		socket:     socket,
 		metrics:    reg,
+		cache:      c,
 	}
 }
 
@@ -112,10 +128,11 @@ type fixture struct {
 	ns        string
 	node      string
 	pod       string
-	clusterIP string // ClusterIP class
-	nodePort  string // NodePort class, not pinned
-	pinned    string // NodePort class, pinned
-	lb        string // LoadBalancer class
+	cache     cache.Cache // the driver's, once started: writes wait for it
+	clusterIP string      // ClusterIP class
+	nodePort  string      // NodePort class, not pinned
+	pinned    string      // NodePort class, pinned
+	lb        string      // LoadBalancer class
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -149,12 +166,46 @@ func newFixture(t testing.TB) *fixture {
 	return f
 }
 
+// startDriver starts a driver whose cache the fixture's later writes wait
+// for, so that a test sees the driver act on what it just wrote.
+func (f *fixture) startDriver(opts Options) *driver {
+	d := startDriver(f.t, opts)
+	f.cache = d.cache
+	return d
+}
+
 func (f *fixture) create(ctx context.Context, obj client.Object) {
 	f.t.Helper()
 	if err := f.c.Create(ctx, obj); err != nil {
 		f.t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 	}
 	f.t.Cleanup(func() { _ = f.c.Delete(context.Background(), obj) })
+	f.await(obj)
+}
+
+// await waits until the driver's cache holds obj at its current
+// resourceVersion (for the types the cache watches cluster-wide).
+func (f *fixture) await(obj client.Object) {
+	f.t.Helper()
+	switch obj.(type) {
+	case *v1alpha1.Listener, *v1alpha1.ListenerClass, *corev1.PersistentVolume:
+	default:
+		return
+	}
+	if f.cache == nil {
+		return
+	}
+	key, want := client.ObjectKeyFromObject(obj), obj.GetResourceVersion()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		got := obj.DeepCopyObject().(client.Object)
+		if err := f.cache.Get(ctx, key, got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return got.GetResourceVersion() == want, nil
+	})
+	if err != nil {
+		f.t.Fatalf("the driver's cache never saw %T %s at resourceVersion %s: %v", obj, key, want, err)
+	}
 }
 
 // claim creates a listener claim with the given annotations.
@@ -198,6 +249,7 @@ func (f *fixture) setStatus(l *v1alpha1.Listener, st v1alpha1.ListenerStatus) {
 	if err := f.c.Status().Update(ctx, l); err != nil {
 		f.t.Fatalf("update status of listener %s: %v", l.Name, err)
 	}
+	f.await(l)
 }
 
 // volumeContext is what kubelet passes to NodePublishVolume for a volume

@@ -23,6 +23,7 @@ type nodeServer struct {
 	csi.UnimplementedNodeServer
 	nodeName string
 	reader   client.Reader
+	live     client.Reader
 }
 
 var _ csi.NodeServer = (*nodeServer)(nil)
@@ -132,7 +133,7 @@ func (s *nodeServer) listenerRef(ctx context.Context, volumeID string, vctx map[
 		return client.ObjectKey{Namespace: ns, Name: name}, nil
 	}
 	pv := &corev1.PersistentVolume{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: volumeID}, pv); err != nil {
+	if err := s.live.Get(ctx, client.ObjectKey{Name: volumeID}, pv); err != nil {
 		return client.ObjectKey{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolume %s", volumeID))
 	}
 	if pv.Spec.ClaimRef == nil {
@@ -143,7 +144,7 @@ func (s *nodeServer) listenerRef(ctx context.Context, volumeID string, vctx map[
 		claimKey.Namespace = podNS
 	}
 	claim := &corev1.PersistentVolumeClaim{}
-	if err := s.reader.Get(ctx, claimKey, claim); err != nil {
+	if err := s.live.Get(ctx, claimKey, claim); err != nil {
 		return client.ObjectKey{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
 	}
 	cl, err := listenerOfClaim(claim)

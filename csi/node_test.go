@@ -35,7 +35,7 @@ func publish(d *driver, volumeID, target string, vctx map[string]string) error {
 
 func TestNodePublishWritesWhatThePodAdvertises(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{NodeName: f.node})
+	d := f.startDriver(Options{NodeName: f.node})
 	tests := []struct {
 		name   string
 		class  string
@@ -108,7 +108,7 @@ func TestNodePublishWritesWhatThePodAdvertises(t *testing.T) {
 
 func TestNodePublishIsIdempotentAndFollowsTheListener(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{NodeName: f.node})
+	d := f.startDriver(Options{NodeName: f.node})
 	l := f.listener("web", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
 		{Address: "old.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 8080}},
 	}})
@@ -148,7 +148,7 @@ func TestNodePublishIsIdempotentAndFollowsTheListener(t *testing.T) {
 
 func TestNodePublishErrors(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{NodeName: f.node})
+	d := f.startDriver(Options{NodeName: f.node})
 	f.listener("pending", f.clusterIP, v1alpha1.ListenerStatus{})
 	f.listener("pending-lb", f.lb, v1alpha1.ListenerStatus{})
 	f.listener("pending-np", f.nodePort, v1alpha1.ListenerStatus{})
@@ -205,7 +205,7 @@ func TestNodePublishFindsTheListenerThroughTheVolume(t *testing.T) {
 	// A volume whose context lacks the listener (provisioned by hand, or by
 	// an older driver) is traced through its PersistentVolume and claim.
 	f := newFixture(t)
-	d := startDriver(t, Options{NodeName: f.node})
+	d := f.startDriver(Options{NodeName: f.node})
 	f.listener("shared", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
 		{Address: "shared.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}},
 	}})
@@ -236,7 +236,7 @@ func TestNodePublishFindsTheListenerThroughTheVolume(t *testing.T) {
 
 func TestNodeUnpublish(t *testing.T) {
 	f := newFixture(t)
-	d := startDriver(t, Options{NodeName: f.node})
+	d := f.startDriver(Options{NodeName: f.node})
 	f.listener("web", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{{Address: "web.example", AddressType: v1alpha1.AddressTypeHostname}}})
 	target := filepath.Join(t.TempDir(), "mount")
 	if err := publish(d, "vol", target, f.volumeContext("web", "web")); err != nil {

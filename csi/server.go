@@ -20,11 +20,11 @@ import (
 
 // The reads the driver makes; `make manifests` turns these into the
 // listener-operator-csi ClusterRole. Pods and Nodes are watched by the node
-// plugin's cache (scoped to its own node); claims and volumes are only read
-// one at a time.
+// plugin's cache (scoped to its own node), PersistentVolumes by the
+// controller's; claims are only read one at a time.
 //
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners;listenerclasses,verbs=get;list;watch
@@ -42,8 +42,12 @@ type Options struct {
 	DriverName string
 	// Version is reported by GetPluginInfo.
 	Version string
-	// Reader reads claims, volumes, pods, nodes, Listeners and classes.
+	// Reader reads Listeners, classes, Pods, Nodes and (controller)
+	// PersistentVolumes: a cache from NewCache wrapped in a FallbackReader.
 	Reader client.Reader
+	// Live reads claims and volumes one at a time from the API server, on
+	// paths too rare to justify watching every claim and volume.
+	Live client.Reader
 	// Log receives one line per call (method, volume id, duration, code).
 	Log logr.Logger
 	// Metrics, if set, records per-call latency and result codes.
@@ -64,8 +68,8 @@ func NewServer(opts Options) (*Server, error) {
 	if !opts.Controller && !opts.Node {
 		return nil, errors.New("serve the controller service, the node service, or both")
 	}
-	if opts.Reader == nil {
-		return nil, errors.New("a Kubernetes reader is required")
+	if opts.Reader == nil || opts.Live == nil {
+		return nil, errors.New("a cached and a live Kubernetes reader are required")
 	}
 	if opts.Node && opts.NodeName == "" {
 		return nil, errors.New("the node service needs the node name (--node-name or KUBERNETES_NODE_NAME)")
@@ -80,10 +84,10 @@ func NewServer(opts Options) (*Server, error) {
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(interceptor(opts.Log, opts.Metrics)))
 	csi.RegisterIdentityServer(s.grpc, &identityServer{name: opts.DriverName, version: opts.Version, controller: opts.Controller})
 	if opts.Controller {
-		csi.RegisterControllerServer(s.grpc, &controllerServer{driver: opts.DriverName, reader: opts.Reader})
+		csi.RegisterControllerServer(s.grpc, &controllerServer{driver: opts.DriverName, reader: opts.Reader, live: opts.Live})
 	}
 	if opts.Node {
-		csi.RegisterNodeServer(s.grpc, &nodeServer{nodeName: opts.NodeName, reader: opts.Reader})
+		csi.RegisterNodeServer(s.grpc, &nodeServer{nodeName: opts.NodeName, reader: opts.Reader, live: opts.Live})
 	}
 	return s, nil
 }

@@ -58,8 +58,8 @@ func TestNewServerNeedsWhatItServes(t *testing.T) {
 		want string
 	}{
 		{Options{}, "controller service, the node service, or both"},
-		{Options{Controller: true}, "reader is required"},
-		{Options{Node: true, Reader: FallbackReader{}}, "node name"},
+		{Options{Controller: true}, "live Kubernetes reader are required"},
+		{Options{Node: true, Reader: FallbackReader{}, Live: FallbackReader{}}, "node name"},
 	} {
 		if _, err := NewServer(tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("NewServer(%+v) = %v, want an error about %q", tt.opts, err, tt.want)
