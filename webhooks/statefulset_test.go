@@ -1,0 +1,204 @@
+package webhooks
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+func statefulSet(ns, name string, labels, annotations map[string]string) *appsv1.StatefulSet {
+	sel := map[string]string{"app": name}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr(int32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{
+					InitContainers: []corev1.Container{{Name: "setup", Image: "busybox"}, {Name: "other", Image: "busybox"}},
+					Containers: []corev1.Container{
+						{Name: "app", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}},
+						{Name: "sidecar", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}},
+					},
+					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+}
+
+var optIn = map[string]string{v1alpha1.LabelEnabled: "true"}
+
+// mounts renders the mounts of containers as "container:volume@path(ro)".
+func mounts(cs []corev1.Container) string {
+	var out []string
+	for _, c := range cs {
+		for _, m := range c.VolumeMounts {
+			ro := ""
+			if m.ReadOnly {
+				ro = "(ro)"
+			}
+			out = append(out, fmt.Sprintf("%s:%s@%s%s", c.Name, m.Name, m.MountPath, ro))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// templates renders claim templates as "name map[annotations] storageClass".
+func templates(ts []corev1.PersistentVolumeClaim) string {
+	var out []string
+	for _, t := range ts {
+		sc := ""
+		if t.Spec.StorageClassName != nil {
+			sc = *t.Spec.StorageClassName
+		}
+		out = append(out, fmt.Sprintf("%s %v %s", t.Name, t.Annotations, sc))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestStatefulSetInjection(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	shared := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("external-unstable")}}
+	if err := e.Client.Create(t.Context(), shared); err != nil {
+		t.Fatal(err)
+	}
+	withMount := statefulSet(ns, "own-mount", optIn, nil)
+	withMount.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: v1alpha1.MountPath}}
+	withTemplate := statefulSet(ns, "own-template", optIn, nil)
+	withTemplate.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "external-unstable"}},
+		Spec:       claimSpec(),
+	}}
+	initToo := statefulSet(ns, "init", optIn, map[string]string{v1alpha1.AnnotationListenerName: "shared"})
+	initToo.Spec.Template.Annotations = map[string]string{AnnotationMountInitContainers: "setup"}
+	const listenerMounts = "app:listener@/stackable/listener(ro) sidecar:data@/data sidecar:listener@/stackable/listener(ro)"
+	for _, tc := range []struct {
+		name          string
+		sts           *appsv1.StatefulSet
+		wantTemplates string
+		wantMounts    string
+		wantInit      string
+		wantLabel     bool
+	}{
+		{"class from the annotation", statefulSet(ns, "by-class", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}),
+			"listener map[listeners.stackable.tech/listener-class:external-stable] listeners.stackable.tech", listenerMounts, "", true},
+		{"default class", statefulSet(ns, "by-default", optIn, nil),
+			"listener map[listeners.stackable.tech/listener-class:cluster-internal] listeners.stackable.tech", listenerMounts, "", true},
+		{"shared listener, init container asks for the mount", initToo,
+			"listener map[listeners.stackable.tech/listener-name:shared] listeners.stackable.tech", listenerMounts, "setup:listener@/stackable/listener(ro)", true},
+		{"existing mount at the path is respected", withMount,
+			"listener map[listeners.stackable.tech/listener-class:cluster-internal] listeners.stackable.tech", "app:data@/stackable/listener " + listenerMounts[len("app:listener@/stackable/listener(ro) "):], "", true},
+		{"user template is not duplicated", withTemplate,
+			"listener map[listeners.stackable.tech/listener-class:external-unstable] listeners.stackable.tech", listenerMounts, "", true},
+		{"not opted in", statefulSet(ns, "plain", nil, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}),
+			"", "sidecar:data@/data", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := e.Client.Create(t.Context(), tc.sts); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			var got appsv1.StatefulSet
+			if err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(tc.sts), &got); err != nil {
+				t.Fatal(err)
+			}
+			if s := templates(got.Spec.VolumeClaimTemplates); s != tc.wantTemplates {
+				t.Errorf("claim templates:\n got: %s\nwant: %s", s, tc.wantTemplates)
+			}
+			if s := mounts(got.Spec.Template.Spec.Containers); s != tc.wantMounts {
+				t.Errorf("container mounts:\n got: %s\nwant: %s", s, tc.wantMounts)
+			}
+			if s := mounts(got.Spec.Template.Spec.InitContainers); s != tc.wantInit {
+				t.Errorf("init container mounts:\n got: %s\nwant: %s", s, tc.wantInit)
+			}
+			if l := got.Spec.Template.Labels[v1alpha1.LabelEnabled] == "true"; l != tc.wantLabel {
+				t.Errorf("pod template opt-in label = %v, want %v", l, tc.wantLabel)
+			}
+		})
+	}
+}
+
+// TestStatefulSetUpdateKeepsMount replaces the pod template the way
+// `kubectl apply` of the original manifest does: the mount comes back and
+// the claim templates stay as they were.
+func TestStatefulSetUpdateKeepsMount(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	sts := statefulSet(ns, "web", optIn, nil)
+	original := sts.Spec.Template.DeepCopy()
+	if err := e.Client.Create(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	sts.Spec.Template = *original
+	sts.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+	if err := e.Client.Update(t.Context(), sts); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	var got appsv1.StatefulSet
+	if err := e.Client.Get(t.Context(), client.ObjectKeyFromObject(sts), &got); err != nil {
+		t.Fatal(err)
+	}
+	if s := mounts(got.Spec.Template.Spec.Containers); s != "app:listener@/stackable/listener(ro) sidecar:data@/data sidecar:listener@/stackable/listener(ro)" {
+		t.Errorf("mounts after update: %s", s)
+	}
+	if len(got.Spec.VolumeClaimTemplates) != 1 || got.Spec.Template.Spec.Containers[0].Image != "nginx:2" {
+		t.Errorf("update changed more than the mounts: %s, image %s", templates(got.Spec.VolumeClaimTemplates), got.Spec.Template.Spec.Containers[0].Image)
+	}
+}
+
+// TestStatefulSetEndToEnd lets kube-controller-manager's StatefulSet
+// controller create the claims and pods of an opted-in StatefulSet: the
+// claims carry the class, the pods the selector label of their Listener and
+// the mount.
+func TestStatefulSetEndToEnd(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	sts := statefulSet(ns, "kafka", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"})
+	// No kubelet makes pods ready here; create all replicas at once.
+	sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	if err := e.Client.Create(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		pod := fmt.Sprintf("kafka-%d", i)
+		claimName := v1alpha1.VolumeName + "-" + pod
+		eventually(t, "claim "+claimName, func() error {
+			var c corev1.PersistentVolumeClaim
+			if err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claimName}, &c); err != nil {
+				return err
+			}
+			if c.Annotations[v1alpha1.AnnotationListenerClass] != "external-stable" || c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != v1alpha1.StorageClassName {
+				return errorf("claim has annotations %v, storage class %v", c.Annotations, c.Spec.StorageClassName)
+			}
+			return nil
+		})
+		eventually(t, "pod "+pod, func() error {
+			var p corev1.Pod
+			if err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: pod}, &p); err != nil {
+				return err
+			}
+			key := names.PodSelectorLabel(names.ClaimListenerName(claimName))
+			if p.Labels[key] != v1alpha1.PodSelectorLabelValue {
+				return errorf("pod labels %v lack %s", p.Labels, key)
+			}
+			if m := mounts(p.Spec.Containers); !strings.Contains(m, "app:listener@/stackable/listener(ro)") {
+				return errorf("pod mounts: %s", m)
+			}
+			return nil
+		})
+	}
+	if t.Failed() {
+		t.Log(e.ControllerManagerLog())
+	}
+}
