@@ -1,0 +1,229 @@
+package reconcile
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func listenerClaim(ns, name string, annotations map[string]string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(v1alpha1.StorageClassName),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceOne()}},
+		},
+	}
+}
+
+func claimVolume(volume, claim string) corev1.Volume {
+	return corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+}
+
+func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+
+	// A claim that names an existing Listener creates nothing.
+	shared := listenerClaim(ns, "shared", map[string]string{v1alpha1.AnnotationListenerName: "elsewhere"})
+	own := listenerClaim(ns, "web-0-listener", map[string]string{v1alpha1.AnnotationListenerClass: class.Name})
+	own.Labels = map[string]string{"app": "web"}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{
+				{Name: "main", Image: "example", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090}}},
+				{Name: "side", Image: "example", Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100, Protocol: corev1.ProtocolTCP}}},
+			},
+			Volumes: []corev1.Volume{claimVolume("listener", own.Name), claimVolume("other", shared.Name)},
+		},
+	}
+	create(t, ctx, c, shared, own, pod)
+
+	l := waitReason(t, ctx, c, ns, own.Name, v1alpha1.ReasonReady)
+	if ref := metav1.GetControllerOf(l); ref == nil || ref.Kind != "PersistentVolumeClaim" || ref.UID != own.UID {
+		t.Errorf("listener controller = %+v, want the claim %s", ref, own.UID)
+	}
+	if !reflect.DeepEqual(l.Labels, own.Labels) || ptr.Deref(l.Spec.ClassName, "") != class.Name {
+		t.Errorf("listener labels %v class %v, want the claim's labels %v and class %s", l.Labels, l.Spec.ClassName, own.Labels, class.Name)
+	}
+	wantPorts := []v1alpha1.ListenerPort{port("http", 8080), port("metrics", 9100), port("port-9090", 9090)}
+	if !reflect.DeepEqual(l.Spec.Ports, wantPorts) {
+		t.Errorf("listener ports = %+v, want %+v", l.Spec.Ports, wantPorts)
+	}
+	getService(t, ctx, c, ns, names.ServiceName(own.Name), nil)
+	eventually(t, "pod labelled for its listener", func() error {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+			return err
+		}
+		if p.Labels[names.PodSelectorLabel(own.Name)] != v1alpha1.PodSelectorLabelValue {
+			return fmt.Errorf("labels %v", p.Labels)
+		}
+		return nil
+	})
+	waitEvent(t, ctx, c, ns, own.Name, EventListenerCreated)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shared"}, &v1alpha1.Listener{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a claim naming a listener got one of its own: err %v", err)
+	}
+
+	// The pod goes, the Listener keeps its ports.
+	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod gone", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod still there: %v", err)
+		}
+		return nil
+	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil || !reflect.DeepEqual(l.Spec.Ports, wantPorts) {
+		t.Errorf("listener after its pod left: ports %+v (err %v), want %+v", l.Spec.Ports, err, wantPorts)
+	}
+
+	// Deleting the claim garbage-collects the Listener and its Service.
+	if err := c.Delete(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "listener and service garbage-collected", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(l), &v1alpha1.Listener{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("listener still there (err %v)\n%s", err, e.ControllerManagerLog())
+		}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.ServiceName(own.Name)}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("service still there (err %v)", err)
+		}
+		return nil
+	})
+}
+
+func TestPodListeners(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	n := node(t, ctx, c, ns+"-node", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.2.0.1"}, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "node-a"})
+	nodePortClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
+	clusterClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	create(t, ctx, c, listener(ns, "shared", clusterClass.Name, port("http", 80)), listenerClaim(ns, "shared-claim", map[string]string{v1alpha1.AnnotationListenerName: "shared"}))
+
+	// A pod with a generated name and a generic ephemeral listener volume:
+	// admission could not know its claim's name, so the controller labels it.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-", Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:   n.Name,
+			Containers: []corev1.Container{{Name: "main", Image: "example", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
+			Volumes: []corev1.Volume{
+				{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerClass: nodePortClass.Name}},
+					Spec:       listenerClaim("", "", nil).Spec,
+				}}}},
+				claimVolume("cluster", "shared-claim"),
+			},
+		},
+	}
+	create(t, ctx, c, pod)
+	// What Kubernetes' ephemeral volume controller would create.
+	eph := listenerClaim(ns, pod.Name+"-listener", map[string]string{v1alpha1.AnnotationListenerClass: nodePortClass.Name})
+	eph.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}}
+	create(t, ctx, c, eph)
+
+	ephListener := waitStatus(t, ctx, c, ns, eph.Name, func(l *v1alpha1.Listener) error {
+		if l.Status.NodePorts["http"] == 0 {
+			return fmt.Errorf("no node port yet: %+v", l.Status)
+		}
+		return nil
+	})
+	sharedListener := waitReason(t, ctx, c, ns, "shared", v1alpha1.ReasonReady)
+
+	pl := &v1alpha1.PodListeners{}
+	eventually(t, "podlisteners of the pod", func() error {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PodListenersName(pod.UID)}, pl); err != nil {
+			return err
+		}
+		if len(pl.Spec.Listeners) != 2 {
+			return fmt.Errorf("listeners %+v", pl.Spec.Listeners)
+		}
+		return nil
+	})
+	wantNode := v1alpha1.PodListener{Scope: v1alpha1.PodListenerScopeNode, IngressAddresses: []v1alpha1.ListenerIngress{
+		{Address: "10.2.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: ephListener.Status.NodePorts},
+	}}
+	if got := pl.Spec.Listeners["listener"]; !reflect.DeepEqual(got, wantNode) {
+		t.Errorf("NodePort volume entry = %+v, want %+v", got, wantNode)
+	}
+	wantCluster := v1alpha1.PodListener{Scope: v1alpha1.PodListenerScopeCluster, IngressAddresses: sharedListener.Status.IngressAddresses}
+	if got := pl.Spec.Listeners["cluster"]; !reflect.DeepEqual(got, wantCluster) {
+		t.Errorf("ClusterIP volume entry = %+v, want %+v", got, wantCluster)
+	}
+	if ref := metav1.GetControllerOf(pl); ref == nil || ref.UID != pod.UID {
+		t.Errorf("podlisteners controller = %+v, want the pod", ref)
+	}
+	p := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+		t.Fatal(err)
+	}
+	for _, ln := range []string{eph.Name, "shared"} {
+		if p.Labels[names.PodSelectorLabel(ln)] != v1alpha1.PodSelectorLabelValue {
+			t.Errorf("pod labels %v lack the selector label of listener %s", p.Labels, ln)
+		}
+	}
+
+	// The shared Listener's addresses change (its class now prefers IPs):
+	// the pod's entry follows.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(clusterClass), clusterClass); err != nil {
+		t.Fatal(err)
+	}
+	clusterClass.Spec.PreferredAddressType = v1alpha1.PreferredAddressIP
+	if err := c.Update(ctx, clusterClass); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "podlisteners follow the listener", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pl), pl); err != nil {
+			return err
+		}
+		if got := pl.Spec.Listeners["cluster"].IngressAddresses; len(got) != 1 || got[0].AddressType != v1alpha1.AddressTypeIP {
+			return fmt.Errorf("cluster entry %+v", got)
+		}
+		return nil
+	})
+}
+
+func TestPodPorts(t *testing.T) {
+	pod := func(name string, phase corev1.PodPhase, ports ...corev1.ContainerPort) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Ports: ports}}}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	tests := []struct {
+		name string
+		pods []corev1.Pod
+		want []v1alpha1.ListenerPort
+	}{
+		{"no pods", nil, nil},
+		{"unnamed ports are named by number, UDP kept",
+			[]corev1.Pod{pod("a", "", corev1.ContainerPort{ContainerPort: 53, Protocol: corev1.ProtocolUDP}, corev1.ContainerPort{Name: "http", ContainerPort: 80})},
+			[]v1alpha1.ListenerPort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}, {Name: "port-53", Port: 53, Protocol: corev1.ProtocolUDP}}},
+		{"same name in two pods: the first pod by name wins",
+			[]corev1.Pod{pod("b", "", corev1.ContainerPort{Name: "http", ContainerPort: 81}), pod("a", "", corev1.ContainerPort{Name: "http", ContainerPort: 80})},
+			[]v1alpha1.ListenerPort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
+		{"finished pods are left out",
+			[]corev1.Pod{pod("a", corev1.PodSucceeded, corev1.ContainerPort{Name: "old", ContainerPort: 1}), pod("b", corev1.PodRunning, corev1.ContainerPort{Name: "new", ContainerPort: 2})},
+			[]v1alpha1.ListenerPort{{Name: "new", Port: 2, Protocol: corev1.ProtocolTCP}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := podPorts(tt.pods); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("podPorts = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

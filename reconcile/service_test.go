@@ -1,0 +1,179 @@
+package reconcile
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func TestDesiredService(t *testing.T) {
+	base := func() *v1alpha1.Listener {
+		return &v1alpha1.Listener{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
+			Spec:       v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}}},
+		}
+	}
+	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+	tests := []struct {
+		name    string
+		edit    func(*v1alpha1.Listener)
+		class   v1alpha1.ListenerClassSpec
+		want    map[string]any // field path (dot-separated) → value; nil value = absent
+		wantErr string
+	}{
+		{"ClusterIP has no LB or traffic policy fields", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP},
+			map[string]any{"spec.type": "ClusterIP", "spec.loadBalancerClass": nil, "spec.allocateLoadBalancerNodePorts": nil, "spec.externalTrafficPolicy": nil, "spec.publishNotReadyAddresses": true}, ""},
+		{"NodePort: traffic policy only when set", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort},
+			map[string]any{"spec.type": "NodePort", "spec.externalTrafficPolicy": nil, "spec.allocateLoadBalancerNodePorts": nil}, ""},
+		{"NodePort with traffic policy", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort, ServiceExternalTrafficPolicy: ptr.To(v1alpha1.TrafficPolicyLocal)},
+			map[string]any{"spec.externalTrafficPolicy": "Local"}, ""},
+		{"LoadBalancer fields", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("lb"), LoadBalancerAllocateNodePorts: ptr.To(false)},
+			map[string]any{"spec.loadBalancerClass": "lb", "spec.allocateLoadBalancerNodePorts": false, "spec.externalTrafficPolicy": nil}, ""},
+		{"LoadBalancer defaults to allocating node ports", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeLoadBalancer},
+			map[string]any{"spec.allocateLoadBalancerNodePorts": true, "spec.loadBalancerClass": nil}, ""},
+		{"publishNotReadyAddresses false is kept", func(l *v1alpha1.Listener) { l.Spec.PublishNotReadyAddresses = ptr.To(false) },
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP},
+			map[string]any{"spec.publishNotReadyAddresses": false}, ""},
+		{"overrides: listener beats class overrides beats annotations; null deletes", func(l *v1alpha1.Listener) {
+			l.Spec.ObjectOverrides = []runtime.RawExtension{*raw(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop","annotations":{"winner":"listener","gone":null}}}`)}
+		}, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
+			ServiceAnnotations: map[string]string{"winner": "annotations", "gone": "x", "a": "1"},
+			ServiceOverrides:   raw(`{"metadata":{"annotations":{"winner":"class","c":"2"}}}`)},
+			map[string]any{"metadata.annotations.winner": "listener", "metadata.annotations.gone": nil, "metadata.annotations.a": "1", "metadata.annotations.c": "2"}, ""},
+		{"override in another namespace does not match", func(l *v1alpha1.Listener) {
+			l.Spec.ObjectOverrides = []runtime.RawExtension{*raw(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"other","labels":{"x":"y"}}}`)}
+		}, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP},
+			map[string]any{"metadata.labels.x": nil}, ""},
+		{"overrides cannot rename the Service or change its owner", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceOverrides: raw(`{"metadata":{"name":"evil","namespace":"kube-system","ownerReferences":null}}`)},
+			map[string]any{"metadata.name": "web", "metadata.namespace": "shop"}, ""},
+		{"malformed class override", nil,
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceOverrides: raw(`[1,2]`)},
+			nil, "serviceOverrides of ListenerClass lc: must be an object"},
+		{"malformed listener override", func(l *v1alpha1.Listener) { l.Spec.ObjectOverrides = []runtime.RawExtension{*raw(`{`)} },
+			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP},
+			nil, "objectOverrides[0]: not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := base()
+			if tt.edit != nil {
+				tt.edit(l)
+			}
+			u, err := desiredService(l, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lc"}, Spec: tt.class})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range tt.want {
+				got, found, _ := unstructured.NestedFieldNoCopy(u.Object, strings.Split(path, ".")...)
+				if want == nil {
+					if found {
+						t.Errorf("%s = %v, want absent", path, got)
+					}
+					continue
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %#v, want %#v", path, got, want)
+				}
+			}
+			if refs := u.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != "uid-1" || !ptr.Deref(refs[0].Controller, false) {
+				t.Errorf("owner references %+v, want the Listener as controller", refs)
+			}
+		})
+	}
+}
+
+func TestServiceUpToDate(t *testing.T) {
+	l := &v1alpha1.Listener{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
+		Spec:       v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}}},
+	}
+	class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceAnnotations: map[string]string{"a": "1"}}}
+	want, err := desiredService(l, class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the API server returns: the applied fields plus defaults and
+	// allocations.
+	applied := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(want.Object, applied); err != nil {
+		t.Fatal(err)
+	}
+	applied.TypeMeta = metav1.TypeMeta{}
+	applied.Spec.ClusterIP, applied.Spec.ClusterIPs = "10.96.0.1", []string{"10.96.0.1"}
+	applied.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	applied.Labels["added-by-someone"] = "x"
+
+	tests := []struct {
+		name string
+		edit func(*corev1.Service)
+		want bool
+	}{
+		{"as applied, with server defaults and others' labels", func(*corev1.Service) {}, true},
+		{"someone changed a field we own", func(s *corev1.Service) { s.Spec.Ports[0].Port = 81 }, false},
+		{"someone removed our label", func(s *corev1.Service) { delete(s.Labels, LabelManagedBy) }, false},
+		{"a port too many", func(s *corev1.Service) { s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "x", Port: 1}) }, false},
+		{"applied from an older desired state", func(s *corev1.Service) { s.Annotations[AnnotationServiceHash] = "old" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := applied.DeepCopy()
+			tt.edit(s)
+			got, err := serviceUpToDate(s, want)
+			if err != nil || got != tt.want {
+				t.Errorf("serviceUpToDate = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEndpointAndPinnedNodes(t *testing.T) {
+	n := func(s string) *string { return &s }
+	slices := []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
+		{NodeName: n("b"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+		{NodeName: n("a"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
+		{NodeName: n("c")}, // readiness unknown counts as ready
+		{NodeName: nil, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+		{NodeName: n("b"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+	}}}
+	if got, want := endpointNodes(slices, false), []string{"b", "c"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ready endpoint nodes = %v, want %v", got, want)
+	}
+	if got, want := endpointNodes(slices, true), []string{"a", "b", "c"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("all endpoint nodes = %v, want %v", got, want)
+	}
+
+	pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+		{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"not-ours"}},
+			{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-1"}},
+			{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-2"}},
+		}},
+	}}}}}
+	if got, want := pinnedNodes(pv), []string{"node-1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pinnedNodes = %v, want %v", got, want)
+	}
+	if got := pinnedNodes(&corev1.PersistentVolume{}); got != nil {
+		t.Errorf("pinnedNodes of an unpinned volume = %v", got)
+	}
+}
