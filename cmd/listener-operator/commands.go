@@ -21,6 +21,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"version":    versionCommand(),
 		"controller": controllerCommand(),
+		"csi":        csiCommand(),
 	}
 }
 

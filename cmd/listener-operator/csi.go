@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/listener-operator/listener-operator/csi"
+	"github.com/listener-operator/listener-operator/internal/version"
+)
+
+// csiOptions are the flags of `listener-operator csi`.
+type csiOptions struct {
+	mode           string
+	endpoint       string
+	nodeName       string
+	metricsAddr    string
+	cacheSyncLimit time.Duration
+	zap            zap.Options
+}
+
+func (o *csiOptions) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.mode, "mode", "", "Which CSI services to serve: controller (next to csi-provisioner) or node (next to node-driver-registrar, one per node).")
+	fs.StringVar(&o.endpoint, "csi-endpoint", "unix:///csi/csi.sock", "Unix socket to serve CSI on (created with mode 0600; a stale socket is replaced).")
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("KUBERNETES_NODE_NAME"), "Name of this node (env KUBERNETES_NODE_NAME); required with --mode=node.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	fs.DurationVar(&o.cacheSyncLimit, "cache-sync-timeout", 2*time.Minute, "How long to wait for the first list of watched objects before giving up.")
+	o.zap.BindFlags(fs)
+}
+
+// complete checks the flags against each other.
+func (o *csiOptions) complete() error {
+	switch o.mode {
+	case "controller":
+	case "node":
+		if o.nodeName == "" {
+			return fmt.Errorf("--mode=node needs --node-name (or KUBERNETES_NODE_NAME, from the downward API spec.nodeName)")
+		}
+	case "":
+		return fmt.Errorf("--mode is required: controller or node")
+	default:
+		return fmt.Errorf("--mode=%q: want controller or node", o.mode)
+	}
+	if o.endpoint == "" {
+		return fmt.Errorf("--csi-endpoint is required")
+	}
+	return nil
+}
+
+func csiCommand() command {
+	o := &csiOptions{}
+	return command{
+		summary: "run the CSI driver: --mode=controller (provisioning) or --mode=node (publishing addresses into pods)",
+		setup: func(fs *flag.FlagSet, _ io.Writer) func(context.Context) error {
+			o.addFlags(fs)
+			return func(ctx context.Context) error {
+				if err := o.complete(); err != nil {
+					return err
+				}
+				return o.run(ctx)
+			}
+		},
+	}
+}
+
+func (o *csiOptions) run(ctx context.Context) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	log := ctrl.Log.WithName("csi")
+	scheme, err := newScheme()
+	if err != nil {
+		return fmt.Errorf("build scheme: %w", err)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	node := o.mode == "node"
+	cacheOpts := csi.CacheOptions{Controller: !node}
+	if node {
+		cacheOpts.NodeName = o.nodeName
+	}
+	cache, err := csi.NewCache(ctx, cfg, scheme, cacheOpts)
+	if err != nil {
+		return err
+	}
+	live, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	m, err := csi.NewMetrics(metrics.Registry)
+	if err != nil {
+		return err
+	}
+	srv, err := csi.NewServer(csi.Options{
+		Controller: !node,
+		Node:       node,
+		NodeName:   o.nodeName,
+		Version:    version.Version,
+		Reader:     csi.FallbackReader{Cache: cache, Live: live},
+		Live:       live,
+		Log:        log,
+		Metrics:    m,
+	})
+	if err != nil {
+		return err
+	}
+	metricsSrv, err := newMetricsServer(o.metricsAddr, cfg)
+	if err != nil {
+		return err
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return cache.Start(ctx) })
+	if metricsSrv != nil {
+		g.Go(func() error { return metricsSrv.Start(ctx) })
+	}
+	g.Go(func() error {
+		syncCtx, cancel := context.WithTimeout(ctx, o.cacheSyncLimit)
+		defer cancel()
+		if !cache.WaitForCacheSync(syncCtx) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("caches did not sync within %s: can the service account list Listeners, ListenerClasses and (node) its Pods and Node?", o.cacheSyncLimit)
+		}
+		// Only now open the socket: the registrar and kubelet see a driver
+		// that can answer.
+		lis, err := csi.Listen(o.endpoint)
+		if err != nil {
+			return err
+		}
+		log.Info("serving CSI", "mode", o.mode, "endpoint", o.endpoint, "node", o.nodeName, "version", version.String())
+		return srv.Serve(ctx, lis)
+	})
+	return g.Wait()
+}
+
+// newMetricsServer serves controller-runtime's registry (the driver's
+// metrics and client-go's) over plain HTTP; nil when addr is "0".
+func newMetricsServer(addr string, cfg *rest.Config) (metricsserver.Server, error) {
+	if addr == "0" || addr == "" {
+		return nil, nil
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metrics server client: %w", err)
+	}
+	s, err := metricsserver.NewServer(metricsserver.Options{BindAddress: addr}, cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("create metrics server on %s: %w", addr, err)
+	}
+	return s, nil
+}
