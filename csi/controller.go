@@ -93,7 +93,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if class.Spec.IsPinned() {
 		node, err := selectedNode(req.GetAccessibilityRequirements())
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "ListenerClass %q pins volumes to a node, but %v: the StorageClass needs volumeBindingMode: WaitForFirstConsumer and csi-provisioner --feature-gates=Topology=true", className, err)
+			return nil, status.Errorf(codes.InvalidArgument, "ListenerClass %q pins volumes to a node, but %v: the StorageClass needs volumeBindingMode: WaitForFirstConsumer (and csi-provisioner its Topology feature, on by default)", className, err)
 		}
 		vol.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{v1alpha1.TopologyKeyHostname: node}}}
 	}
