@@ -161,11 +161,18 @@ func claimAnnotations(ctx context.Context, l *lookup, namespace string, annotati
 	return map[string]string{v1alpha1.AnnotationListenerClass: class}, nil, nil
 }
 
+// claimTemplateValue is a claim template as it goes into a patch: without
+// the empty status a PersistentVolumeClaim would carry.
+type claimTemplateValue struct {
+	Metadata metav1.ObjectMeta                `json:"metadata"`
+	Spec     corev1.PersistentVolumeClaimSpec `json:"spec"`
+}
+
 // claimTemplate is the claim template of listener volumes.
-func claimTemplate(annotations map[string]string) corev1.PersistentVolumeClaim {
-	return corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: annotations},
-		Spec:       claimSpec(),
+func claimTemplate(annotations map[string]string) claimTemplateValue {
+	return claimTemplateValue{
+		Metadata: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: annotations},
+		Spec:     claimSpec(),
 	}
 }
 

@@ -1,0 +1,188 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden patches in testdata/patches")
+
+// statefulSetPodJSON is a pod as the StatefulSet controller creates it from
+// an opted-in StatefulSet (mounts already in place), with a field this build
+// does not know.
+const statefulSetPodJSON = `{
+  "apiVersion": "v1", "kind": "Pod",
+  "metadata": {
+    "name": "web-0", "namespace": "NS",
+    "labels": {"app": "web", "apps.kubernetes.io/pod-index": "0", "controller-revision-hash": "web-5d8f7c9b6", "statefulset.kubernetes.io/pod-name": "web-0", "listeners.stackable.tech/enabled": "true"},
+    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "3a1b2c3d-0000-4000-8000-000000000001", "controller": true, "blockOwnerDeletion": true}]
+  },
+  "spec": {
+    "hostname": "web-0", "subdomain": "web",
+    "containers": [
+      {"name": "app", "image": "registry.example.com/web:1.2.3", "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+       "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+       "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+       "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5},
+       "volumeMounts": [{"name": "listener", "mountPath": "/stackable/listener", "readOnly": true}, {"name": "data", "mountPath": "/data"}],
+       "futureContainerField": {"keep": true}},
+      {"name": "metrics", "image": "registry.example.com/exporter:0.9", "ports": [{"containerPort": 9100}],
+       "volumeMounts": [{"name": "listener", "mountPath": "/stackable/listener", "readOnly": true}]}
+    ],
+    "volumes": [
+      {"name": "listener", "persistentVolumeClaim": {"claimName": "listener-web-0"}},
+      {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}},
+      {"name": "config", "configMap": {"name": "web-config"}}
+    ],
+    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+    "serviceAccountName": "default", "schedulerName": "default-scheduler",
+    "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+    "futurePodField": ["keep"]
+  }
+}`
+
+// handlerCase is an object handed to a mutating handler.
+type handlerCase struct {
+	name    string
+	handler admission.Handler
+	kind    metav1.GroupVersionKind
+	op      admissionv1.Operation
+	object  string
+	old     string
+}
+
+func handlerCases(t testing.TB, ns string) []handlerCase {
+	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	stsKind := metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	claimKind := metav1.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
+	l := testLookup
+	sts := `{"apiVersion": "apps/v1", "kind": "StatefulSet",
+  "metadata": {"name": "web", "labels": {"listeners.stackable.tech/enabled": "true"}, "annotations": {"listeners.stackable.tech/listener-class": "external-stable"}},
+  "spec": {"serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+      "containers": [{"name": "app", "image": "web", "volumeMounts": [{"name": "data", "mountPath": "/data"}], "futureField": 1}, {"name": "metrics", "image": "exporter"}]}},
+    "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+    "futureField": "keep"}}`
+	stsUpdated := strings.Replace(sts, `{"metadata": {"name": "data"}`, `{"metadata": {"name": "listener"}}, {"metadata": {"name": "data"}`, 1)
+	return []handlerCase{
+		{"statefulset-create", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Create, sts, ""},
+		{"statefulset-update", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Update, stsUpdated, stsUpdated},
+		{"pod-of-statefulset", &podMutator{lookup: l}, podKind, admissionv1.Create, strings.ReplaceAll(statefulSetPodJSON, "NS", ns), ""},
+		{"pod-bare-opted-in", &podMutator{lookup: l}, podKind, admissionv1.Create,
+			`{"metadata": {"name": "bare", "labels": {"listeners.stackable.tech/enabled": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "futureField": true}]}}`, ""},
+		{"pod-unrelated", &podMutator{lookup: l}, podKind, admissionv1.Create,
+			`{"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "app", "image": "x"}], "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}}`, ""},
+		{"claim-default-class", &claimMutator{lookup: l}, claimKind, admissionv1.Create,
+			`{"metadata": {"name": "c"}, "spec": {"storageClassName": "listeners.stackable.tech", "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1"}}, "futureField": 1}}`, ""},
+		{"claim-storage-class", &claimMutator{lookup: l}, claimKind, admissionv1.Create,
+			`{"metadata": {"name": "c", "annotations": {"listeners.stackable.tech/listener-name": "x"}}, "spec": {"accessModes": ["ReadWriteMany"]}}`, ""},
+	}
+}
+
+func request(ns string, c handlerCase, object []byte) admission.Request {
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "1", Kind: c.kind, Operation: c.op, Namespace: ns,
+		Object: runtime.RawExtension{Raw: object},
+	}}
+	if c.old != "" {
+		req.OldObject = runtime.RawExtension{Raw: []byte(c.old)}
+	}
+	return req
+}
+
+// statefulSetPodClaims creates the claims the StatefulSet pod mounts.
+func statefulSetPodClaims(t testing.TB, ns string) {
+	e := testenv.Require(t, env)
+	for _, c := range []struct {
+		name string
+		sc   *string
+		ann  map[string]string
+	}{
+		{"listener-web-0", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}},
+		{"data-web-0", ptr("standard"), nil},
+	} {
+		if err := e.Client.Create(t.Context(), listenerClaim(ns, c.name, c.ann, c.sc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPatches checks each mutation's patch against a golden file, that it
+// keeps fields this build does not know, and that mutating the result again
+// changes nothing.
+func TestPatches(t *testing.T) {
+	testenv.Require(t, env)
+	ns := namespace(t, nil)
+	statefulSetPodClaims(t, ns)
+	for _, c := range handlerCases(t, ns) {
+		t.Run(c.name, func(t *testing.T) {
+			resp := c.handler.Handle(t.Context(), request(ns, c, []byte(c.object)))
+			if !resp.Allowed {
+				t.Fatalf("denied: %v", resp.Result)
+			}
+			got, err := json.MarshalIndent(resp.Patches, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Patches) == 0 {
+				got = []byte("null")
+			}
+			golden := filepath.Join("testdata", "patches", c.name+".json")
+			if *update {
+				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(bytes.TrimSpace(want), got) {
+				t.Errorf("patch differs from %s (run with -update after checking):\n got: %s\nwant: %s", golden, got, want)
+			}
+			if len(resp.Patches) == 0 {
+				return
+			}
+			p, err := jsonpatch.DecodePatch(mustJSON(t, resp.Patches))
+			if err != nil {
+				t.Fatal(err)
+			}
+			patched, err := p.Apply([]byte(c.object))
+			if err != nil {
+				t.Fatalf("apply patch: %v", err)
+			}
+			for _, f := range []string{"futureField", "futurePodField", "futureContainerField"} {
+				if strings.Count(c.object, f) != strings.Count(string(patched), f) {
+					t.Errorf("the patch lost %s", f)
+				}
+			}
+			again := c.handler.Handle(t.Context(), request(ns, c, patched))
+			if !again.Allowed || len(again.Patches) != 0 {
+				t.Errorf("not idempotent: second pass gives %+v", again.Patches)
+			}
+		})
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
