@@ -58,7 +58,7 @@ verify: generate manifests ## Check that generated files are committed, gofmt an
 ##@ Test
 
 .PHONY: test
-test: k8s-binaries ## Run all tests against a real kube-apiserver built from source.
+test: k8s-binaries deploy-tools ## Run all tests against a real kube-apiserver built from source.
 	@mkdir -p $(BIN)
 	go test -count=1 -v ./... 2>&1 | tee $(BIN)/test.log | hack/test-summary.sh
 
@@ -81,6 +81,14 @@ $(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
 
 .PHONY: tools
 tools: $(CONTROLLER_GEN) ## Build the code generators into bin/tools.
+
+# kustomize and helm render config/ and deploy/helm (the manifest tests use them).
+DEPLOY_TOOLS := $(TOOLS_BIN)/kustomize $(TOOLS_BIN)/helm
+$(DEPLOY_TOOLS) &: hack/deploy-tools/go.mod hack/deploy-tools/go.sum
+	cd hack/deploy-tools && go build -o $(TOOLS_BIN)/ sigs.k8s.io/kustomize/kustomize/v5 helm.sh/helm/v3/cmd/helm
+
+.PHONY: deploy-tools
+deploy-tools: $(DEPLOY_TOOLS) ## Build kustomize and helm into bin/tools.
 
 .PHONY: clean
 clean: ## Remove built binaries (keeps the cached control plane).
