@@ -41,6 +41,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations f
 	  $(CONTROLLER_GEN) rbac:roleName=listener-operator-csi paths=./csi/... output:rbac:artifacts:config=config/csi/rbac; fi
 	@if grep -rlqs '+kubebuilder:webhook' --include='*.go' webhooks; then \
 	  $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
+	@$(MAKE) --no-print-directory helm-sync
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
@@ -48,8 +49,8 @@ fmt: ## gofmt the tree.
 
 .PHONY: verify
 verify: generate manifests ## Check that generated files are committed, gofmt and go vet are clean.
-	@git diff --exit-code -- api config || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
+	@git diff --exit-code -- api config deploy || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- api config deploy); \
 	  if [ -n "$$untracked" ]; then echo "generated files are not committed: $$untracked"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
@@ -89,6 +90,17 @@ $(DEPLOY_TOOLS) &: hack/deploy-tools/go.mod hack/deploy-tools/go.sum
 
 .PHONY: deploy-tools
 deploy-tools: $(DEPLOY_TOOLS) ## Build kustomize and helm into bin/tools.
+
+HELM_CHART := deploy/helm/listener-operator
+.PHONY: helm-sync
+helm-sync: $(DEPLOY_TOOLS) ## Copy the generated CRDs, RBAC and webhook configurations from config/ into the Helm chart.
+	@mkdir -p $(HELM_CHART)/crds $(HELM_CHART)/files
+	@cp config/crd/bases/*.yaml $(HELM_CHART)/crds/
+	@$(TOOLS_BIN)/kustomize build config/webhook > $(HELM_CHART)/files/webhooks.yaml
+	@cp config/rbac/role.yaml $(HELM_CHART)/files/role.yaml
+	@cp config/csi/rbac/role.yaml $(HELM_CHART)/files/csi-role.yaml
+	@cp config/csi/rbac/provisioner_role.yaml $(HELM_CHART)/files/csi-provisioner-role.yaml
+	@{ cat config/csi/csidriver.yaml; echo ---; cat config/csi/storageclass.yaml; } > $(HELM_CHART)/files/csi-driver.yaml
 
 .PHONY: clean
 clean: ## Remove built binaries (keeps the cached control plane).
