@@ -111,11 +111,17 @@ func Write(target string, addrs []v1alpha1.ListenerIngress) error {
 	}
 	defer root.Close()
 
+	// kubelet republishes the same tree again and again (every resync,
+	// after restarts); reading it costs far less than writing it.
+	want := desiredTree(addrs)
+	if current(root, want) {
+		return nil
+	}
 	gen, err := newGenerationName()
 	if err != nil {
 		return err
 	}
-	if err := writeGeneration(root, gen, addrs); err != nil {
+	if err := writeGeneration(root, gen, want); err != nil {
 		_ = root.RemoveAll(gen)
 		return fmt.Errorf("write address tree into %s: %w", target, err)
 	}
@@ -151,39 +157,111 @@ func newGenerationName() (string, error) {
 	return genPrefix + hex.EncodeToString(b[:]), nil
 }
 
-func writeGeneration(root *os.Root, gen string, addrs []v1alpha1.ListenerIngress) error {
+// entry is one file (content), symlink (link) or directory (dir) of a
+// tree, by its path relative to the generation directory.
+type entry struct {
+	content string
+	link    string
+	dir     bool
+}
+
+// desiredTree lays out addrs: one directory per distinct address (the first
+// occurrence wins), default-address linking to the first.
+func desiredTree(addrs []v1alpha1.ListenerIngress) map[string]entry {
+	tree := map[string]entry{DefaultAddress: {link: AddressesDir + "/" + addrs[0].Address}}
+	for _, a := range addrs {
+		dir := AddressesDir + "/" + a.Address
+		if _, seen := tree[dir+"/"+AddressFile]; seen {
+			continue
+		}
+		tree[dir+"/"+AddressFile] = entry{content: a.Address}
+		// Always there, so a pod can list the ports of an address without one.
+		tree[dir+"/"+PortsDir] = entry{dir: true}
+		for name, port := range a.Ports {
+			tree[dir+"/"+PortsDir+"/"+name] = entry{content: strconv.Itoa(int(port))}
+		}
+	}
+	return tree
+}
+
+// current reports whether the tree under root is exactly want: the
+// visible links in place and the generation behind ..data holding want's
+// files and links and nothing else.
+func current(root *os.Root, want map[string]entry) bool {
+	for _, name := range []string{AddressesDir, DefaultAddress} {
+		if l, err := root.Readlink(name); err != nil || l != dataLink+"/"+name {
+			return false
+		}
+	}
+	gen, err := root.Readlink(dataLink)
+	if err != nil || !strings.HasPrefix(gen, genPrefix) || strings.Contains(gen, "/") {
+		return false
+	}
+	seen := 0
+	err = fs.WalkDir(root.FS(), gen, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(path, gen+"/")
+		w, ok := want[rel]
+		switch {
+		case d.IsDir() && (!ok || w.dir):
+			// Intermediate directories are implied by what they hold;
+			// the ports directories are counted.
+			if ok {
+				seen++
+			}
+			return nil
+		case !ok || w.dir:
+			return fs.ErrExist // anything extra or misplaced: rewrite
+		}
+		seen++
+		if d.Type()&fs.ModeSymlink != 0 {
+			if l, err := root.Readlink(path); err != nil || w.link == "" || l != w.link {
+				return fs.ErrExist
+			}
+			return nil
+		}
+		if b, err := root.ReadFile(path); err != nil || w.link != "" || string(b) != w.content {
+			return fs.ErrExist
+		}
+		return nil
+	})
+	return err == nil && seen == len(want)
+}
+
+func writeGeneration(root *os.Root, gen string, tree map[string]entry) error {
 	if err := root.Mkdir(gen, dirMode); err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(addrs))
-	first := ""
-	for _, a := range addrs {
-		if seen[a.Address] {
-			continue
-		}
-		seen[a.Address] = true
-		if first == "" {
-			first = a.Address
-		}
-		dir := gen + "/" + AddressesDir + "/" + a.Address
-		if err := root.MkdirAll(dir+"/"+PortsDir, dirMode); err != nil {
-			return err
-		}
-		if err := root.WriteFile(dir+"/"+AddressFile, []byte(a.Address), fileMode); err != nil {
-			return err
-		}
-		names := make([]string, 0, len(a.Ports))
-		for n := range a.Ports {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			if err := root.WriteFile(dir+"/"+PortsDir+"/"+n, []byte(strconv.Itoa(int(a.Ports[n]))), fileMode); err != nil {
+	paths := make([]string, 0, len(tree))
+	for p := range tree {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		full := gen + "/" + p
+		e := tree[p]
+		if e.dir {
+			if err := root.MkdirAll(full, dirMode); err != nil {
 				return err
 			}
+			continue
+		}
+		if err := root.MkdirAll(full[:strings.LastIndexByte(full, '/')], dirMode); err != nil {
+			return err
+		}
+		if e.link != "" {
+			if err := root.Symlink(e.link, full); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := root.WriteFile(full, []byte(e.content), fileMode); err != nil {
+			return err
 		}
 	}
-	return root.Symlink(AddressesDir+"/"+first, gen+"/"+DefaultAddress)
+	return nil
 }
 
 // replaceSymlink points name at dest with a rename over name, so that name

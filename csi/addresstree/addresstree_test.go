@@ -273,3 +273,65 @@ func FuzzWriteTree(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkWrite measures a write that changes the tree (the address moved)
+// and a republish of an unchanged tree.
+func BenchmarkWrite(b *testing.B) {
+	ports := map[string]int32{"kafka": 9092, "metrics": 9606, "jmx": 9999}
+	trees := [][]v1alpha1.ListenerIngress{
+		{{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: ports}},
+		{{Address: "10.0.0.8", AddressType: v1alpha1.AddressTypeIP, Ports: ports}},
+	}
+	b.Run("changed", func(b *testing.B) {
+		target := b.TempDir()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := Write(target, trees[i%2]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		target := b.TempDir()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Write(target, trees[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestWriteSkipsAnUnchangedTreeButRepairsADamagedOne(t *testing.T) {
+	target := t.TempDir()
+	addrs := []v1alpha1.ListenerIngress{{Address: "a.example", Ports: map[string]int32{"http": 80}}}
+	if err := Write(target, addrs); err != nil {
+		t.Fatal(err)
+	}
+	gen, _ := os.Readlink(filepath.Join(target, "..data"))
+	if err := Write(target, addrs); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.Readlink(filepath.Join(target, "..data")); again != gen {
+		t.Errorf("an unchanged tree was rewritten (%s → %s)", gen, again)
+	}
+	// Someone (not a pod: the volume is read-only for them) damaged it.
+	if err := os.Remove(filepath.Join(target, gen, "addresses/a.example/ports/http")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(target, addrs); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(target, "default-address/ports/http")); got != "80" {
+		t.Errorf("damaged tree not repaired: ports/http = %q", got)
+	}
+	// An address without ports still has its (empty) ports directory.
+	if err := Write(target, []v1alpha1.ListenerIngress{{Address: "b.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(target, "default-address/ports")); err != nil || !fi.IsDir() {
+		t.Errorf("default-address/ports is not a directory: %v", err)
+	}
+}
