@@ -1,0 +1,408 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
+
+// rendering is one way to install the operator.
+type rendering struct {
+	name     string
+	certMode string // cert-manager or self-signed
+	render   func(t *testing.T) []byte
+}
+
+func renderings() []rendering {
+	return []rendering{
+		{"kustomize config/default", "cert-manager", func(t *testing.T) []byte { return kustomize(t, "config/default") }},
+		{"kustomize config/selfsigned", "self-signed", func(t *testing.T) []byte { return kustomize(t, "config/selfsigned") }},
+		{"helm template (defaults)", "cert-manager", func(t *testing.T) []byte { return helm(t) }},
+		{"helm template certMode=self-signed", "self-signed", func(t *testing.T) []byte { return helm(t, "certMode=self-signed") }},
+	}
+}
+
+func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
+	for _, r := range renderings() {
+		t.Run(r.name, func(t *testing.T) {
+			o := parse(t, r.render(t))
+			for _, crd := range []string{"listenerclasses", "listeners", "podlisteners"} {
+				o.get(t, "CustomResourceDefinition", "", crd+".listeners.stackable.tech")
+			}
+			for _, k := range []struct{ kind, ns, name string }{
+				{"ServiceAccount", namespace, "listener-operator"},
+				{"ClusterRole", "listener-operator", ""},
+				{"PodDisruptionBudget", namespace, "listener-operator"},
+				{"CSIDriver", "", "listeners.stackable.tech"},
+				{"StorageClass", "", "listeners.stackable.tech"},
+				{"ClusterRoleBinding", "", "listener-operator"},
+				{"Role", namespace, "listener-operator-leader-election"},
+			} {
+				if k.kind == "ClusterRole" {
+					o.get(t, k.kind, "", k.ns)
+					continue
+				}
+				o.get(t, k.kind, k.ns, k.name)
+			}
+
+			// The operator: two replicas spread over nodes, leader election,
+			// readiness on /readyz.
+			dep := o.get(t, "Deployment", namespace, "listener-operator")
+			if n, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); n != 2 {
+				t.Errorf("operator replicas = %d, want 2", n)
+			}
+			if _, found, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "template", "spec", "affinity", "podAntiAffinity"); !found {
+				t.Error("operator has no pod anti-affinity")
+			}
+			mgr := container(t, dep, "manager")
+			a := args(t, mgr)
+			if a[0] != "controller" || !slices.Contains(a, "--leader-elect=true") {
+				t.Errorf("operator args %v: want the controller command with leader election", a)
+			}
+			if mode, _ := flagValue(a, "--cert-mode"); mode != r.certMode {
+				t.Errorf("--cert-mode=%s, want %s", mode, r.certMode)
+			}
+			if p, _, _ := unstructured.NestedString(mgr, "readinessProbe", "httpGet", "path"); p != "/readyz" {
+				t.Errorf("readiness probe path %q", p)
+			}
+			certDir, _ := flagValue(a, "--webhook-cert-dir")
+			mountedAt := ""
+			for _, m := range slice(t, mgr, "volumeMounts") {
+				m := m.(map[string]any)
+				if m["name"] == "webhook-certs" {
+					mountedAt = m["mountPath"].(string)
+				}
+			}
+			if certDir == "" || mountedAt != certDir {
+				t.Errorf("--webhook-cert-dir=%q but the certificate volume is mounted at %q", certDir, mountedAt)
+			}
+
+			// The webhook Service reaches the operator's pods on the webhook port.
+			svc := o.get(t, "Service", namespace, "listener-operator-webhook")
+			sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+			podLabels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+			for k, v := range sel {
+				if podLabels[k] != v {
+					t.Errorf("webhook Service selects %s=%s, operator pods have %v", k, v, podLabels)
+				}
+			}
+			port := slice(t, svc.Object, "spec", "ports")[0].(map[string]any)
+			if port["port"] != int64(443) || port["targetPort"] != int64(9443) {
+				t.Errorf("webhook Service port %v → %v, want 443 → 9443", port["port"], port["targetPort"])
+			}
+
+			// Both webhook configurations call that Service; with
+			// cert-manager, cainjector fills their caBundle from the CA.
+			for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+				name := map[string]string{"MutatingWebhookConfiguration": "listener-operator-mutating", "ValidatingWebhookConfiguration": "listener-operator-validating"}[kind]
+				wc := o.get(t, kind, "", name)
+				for _, w := range slice(t, wc.Object, "webhooks") {
+					ref, _, _ := unstructured.NestedStringMap(w.(map[string]any), "clientConfig", "service")
+					if ref["name"] != "listener-operator-webhook" || ref["namespace"] != namespace {
+						t.Errorf("%s webhook %v calls service %v", kind, w.(map[string]any)["name"], ref)
+					}
+				}
+				inject := wc.GetAnnotations()["cert-manager.io/inject-ca-from"]
+				if r.certMode == "cert-manager" && inject != namespace+"/listener-operator-ca" {
+					t.Errorf("%s inject-ca-from = %q", kind, inject)
+				}
+				if r.certMode == "self-signed" && inject != "" {
+					t.Errorf("%s has inject-ca-from %q without cert-manager", kind, inject)
+				}
+			}
+
+			// The CSI driver: controller with csi-provisioner, node plugin
+			// with node-driver-registrar.
+			container(t, o.get(t, "Deployment", namespace, "listener-operator-csi-controller"), "csi-provisioner")
+			container(t, o.get(t, "DaemonSet", namespace, "listener-operator-csi-node"), "node-driver-registrar")
+
+			role := o.get(t, "Role", namespace, "listener-operator")
+			switch r.certMode {
+			case "cert-manager":
+				serving := o.get(t, "Certificate", namespace, "listener-operator-serving-cert")
+				o.get(t, "Certificate", namespace, "listener-operator-ca")
+				o.get(t, "Issuer", namespace, "listener-operator-ca")
+				o.get(t, "Issuer", namespace, "listener-operator-selfsigned")
+				if got := str(t, serving, "spec", "issuerRef", "name"); got != "listener-operator-ca" {
+					t.Errorf("serving Certificate issued by %q, want the CA Issuer (so renewals keep the caBundle)", got)
+				}
+				dns, _, _ := unstructured.NestedStringSlice(serving.Object, "spec", "dnsNames")
+				if !slices.Contains(dns, "listener-operator-webhook."+namespace+".svc") {
+					t.Errorf("serving Certificate DNS names %v lack the name the API server checks", dns)
+				}
+				vol := ""
+				for _, v := range slice(t, dep.Object, "spec", "template", "spec", "volumes") {
+					v := v.(map[string]any)
+					if v["name"] == "webhook-certs" {
+						vol, _, _ = unstructured.NestedString(v, "secret", "secretName")
+					}
+				}
+				if vol != str(t, serving, "spec", "secretName") {
+					t.Errorf("operator mounts Secret %q, cert-manager writes %q", vol, str(t, serving, "spec", "secretName"))
+				}
+				if !grants(role, "cert-manager.io", "certificates", "listener-operator-serving-cert", "get") {
+					t.Error("operator's Role cannot get the serving Certificate the start-up check reads")
+				}
+			case "self-signed":
+				name, _ := flagValue(a, "--cert-secret-name")
+				o.get(t, "Secret", namespace, name)
+				for k := range o {
+					if strings.HasPrefix(k, "Certificate/") || strings.HasPrefix(k, "Issuer/") {
+						t.Errorf("self-signed install renders cert-manager object %s", k)
+					}
+				}
+				for _, verb := range []string{"get", "update"} {
+					if !grants(role, "", "secrets", name, verb) {
+						t.Errorf("operator's Role cannot %s Secret %s", verb, name)
+					}
+				}
+			}
+			// Least privilege: Secrets only by name, nowhere cluster-wide.
+			for k, u := range o {
+				if u.GetKind() != "ClusterRole" && u.GetKind() != "Role" {
+					continue
+				}
+				for _, rule := range slice(t, u.Object, "rules") {
+					rule := rule.(map[string]any)
+					res, _, _ := unstructured.NestedStringSlice(rule, "resources")
+					names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+					if slices.Contains(res, "secrets") && len(names) == 0 {
+						t.Errorf("%s grants access to every Secret: %v", k, rule)
+					}
+				}
+			}
+		})
+	}
+}
+
+// grants reports whether a Role's rules allow verb on one named object.
+func grants(role *unstructured.Unstructured, group, resource, name, verb string) bool {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		r := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(r, "apiGroups")
+		res, _, _ := unstructured.NestedStringSlice(r, "resources")
+		verbs, _, _ := unstructured.NestedStringSlice(r, "verbs")
+		names, _, _ := unstructured.NestedStringSlice(r, "resourceNames")
+		if slices.Contains(groups, group) && slices.Contains(res, resource) && slices.Contains(verbs, verb) &&
+			(len(names) == 0 || slices.Contains(names, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// normalized drops what legitimately differs between kustomize and Helm:
+// the labels Helm adds to top-level objects and the Namespace object,
+// which Helm leaves to `--create-namespace`.
+func normalized(o objects) map[string]any {
+	out := map[string]any{}
+	for k, u := range o {
+		if u.GetKind() == "Namespace" {
+			continue
+		}
+		c := u.DeepCopy()
+		labels := c.GetLabels()
+		for _, l := range []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"} {
+			delete(labels, l)
+		}
+		if len(labels) == 0 {
+			labels = nil
+		}
+		c.SetLabels(labels)
+		out[k] = c.Object
+	}
+	return out
+}
+
+func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {
+	pairs := []struct {
+		name      string
+		kustomize string
+		values    []string
+	}{
+		{"cert-manager", "config/default", nil},
+		{"self-signed", "config/selfsigned", []string{"certMode=self-signed"}},
+	}
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			k := normalized(parse(t, kustomize(t, p.kustomize)))
+			h := normalized(parse(t, helm(t, p.values...)))
+			for name := range k {
+				if _, ok := h[name]; !ok {
+					t.Errorf("%s renders %s, the Helm chart does not", p.kustomize, name)
+				}
+			}
+			for name := range h {
+				if _, ok := k[name]; !ok {
+					t.Errorf("the Helm chart renders %s, %s does not", name, p.kustomize)
+				}
+			}
+			for name, ko := range k {
+				ho, ok := h[name]
+				if ok && !reflect.DeepEqual(ko, ho) {
+					t.Errorf("%s differs:\nkustomize: %v\nhelm:      %v", name, ko, ho)
+				}
+			}
+		})
+	}
+}
+
+func TestHelmValues(t *testing.T) {
+	o := parse(t, helm(t,
+		"image.repository=registry.example/listener-operator", "image.tag=1.2.3",
+		"replicas=3",
+		"kubeletDir=/var/snap/microk8s/common/var/lib/kubelet",
+		"preset=none",
+		"serviceAccount.name=lo-operator",
+		"imagePullSecrets[0].name=regcred",
+		"nodeSelector.role=infra",
+		"tolerations[0].key=infra", "tolerations[0].operator=Exists",
+		"resources.operator.limits.memory=1Gi",
+		"webhook.tlsMinVersion=1.3", "webhook.enableHTTP2=true",
+	))
+	dep := o.get(t, "Deployment", namespace, "listener-operator")
+	spec := dep.Object["spec"].(map[string]any)
+	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
+	mgr := container(t, dep, "manager")
+	a := args(t, mgr)
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"replicas", spec["replicas"], int64(3)},
+		{"image", mgr["image"], "registry.example/listener-operator:1.2.3"},
+		{"service account", pod["serviceAccountName"], "lo-operator"},
+		{"pull secrets", pod["imagePullSecrets"], []any{map[string]any{"name": "regcred"}}},
+		{"node selector", pod["nodeSelector"], map[string]any{"role": "infra"}},
+		{"tolerations", pod["tolerations"], []any{map[string]any{"key": "infra", "operator": "Exists"}}},
+		{"memory limit", mgr["resources"].(map[string]any)["limits"], map[string]any{"memory": "1Gi"}},
+		{"preset", slices.Contains(a, "--listener-class-preset=none"), true},
+		{"TLS min version", slices.Contains(a, "--webhook-tls-min-version=1.3"), true},
+		{"HTTP/2", slices.Contains(a, "--webhook-enable-http2=true"), true},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %#v, want %#v", c.what, c.got, c.want)
+		}
+	}
+	crb := o.get(t, "ClusterRoleBinding", "", "listener-operator")
+	if sa := slice(t, crb.Object, "subjects")[0].(map[string]any)["name"]; sa != "lo-operator" {
+		t.Errorf("ClusterRoleBinding binds %v, want the custom service account", sa)
+	}
+	o.get(t, "ServiceAccount", namespace, "lo-operator")
+
+	node := o.get(t, "DaemonSet", namespace, "listener-operator-csi-node")
+	const kubelet = "/var/snap/microk8s/common/var/lib/kubelet"
+	if !slices.Contains(args(t, container(t, node, "node-driver-registrar")), "--kubelet-registration-path="+kubelet+"/plugins/listeners.stackable.tech/csi.sock") {
+		t.Error("node-driver-registrar does not register the socket under the kubelet directory")
+	}
+	for _, v := range slice(t, node.Object, "spec", "template", "spec", "volumes") {
+		p, _, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path")
+		if !strings.HasPrefix(p, kubelet+"/") {
+			t.Errorf("node plugin host path %s is outside the kubelet directory", p)
+		}
+	}
+	if img := container(t, node, "csi")["image"]; img != "registry.example/listener-operator:1.2.3" {
+		t.Errorf("CSI node image %v, want the operator image (one image for all subcommands)", img)
+	}
+}
+
+func TestHelmChartCopiesMatchConfig(t *testing.T) {
+	root := testenv.RepoRoot()
+	chart := filepath.Join(root, "deploy", "helm", "listener-operator")
+	read := func(p string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	want := map[string][]byte{
+		"files/webhooks.yaml":             kustomize(t, "config/webhook"),
+		"files/role.yaml":                 read("config/rbac/role.yaml"),
+		"files/csi-role.yaml":             read("config/csi/rbac/role.yaml"),
+		"files/csi-provisioner-role.yaml": read("config/csi/rbac/provisioner_role.yaml"),
+		"files/csi-driver.yaml":           append(append(read("config/csi/csidriver.yaml"), "---\n"...), read("config/csi/storageclass.yaml")...),
+	}
+	crds, _ := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	for _, c := range crds {
+		want["crds/"+filepath.Base(c)] = read(filepath.Join("config", "crd", "bases", filepath.Base(c)))
+	}
+	for name, w := range want {
+		got, err := os.ReadFile(filepath.Join(chart, name))
+		if err != nil || !bytes.Equal(got, w) {
+			t.Errorf("%s is out of date with config/: run `make helm-sync` (or `make manifests`)", name)
+		}
+	}
+}
+
+// certManagerCRDs are cert-manager's own CRDs for the objects the manifests
+// create, from the module the operator's cert-manager types come from.
+func certManagerCRDs(t *testing.T) []string {
+	t.Helper()
+	out, err := execGo("list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
+	if err != nil {
+		t.Fatalf("locate the cert-manager module: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(out), "deploy", "crds")
+	return []string{filepath.Join(dir, "cert-manager.io_certificates.yaml"), filepath.Join(dir, "cert-manager.io_issuers.yaml")}
+}
+
+// TestServerAcceptsManifests applies every rendering to a real API server
+// as a server-side dry run. cert-manager itself cannot run here (its
+// controller cannot be built from the module proxy), but its CRDs are
+// installed so that the Issuers and Certificates are validated against
+// cert-manager's real schemas rather than skipped.
+func TestServerAcceptsManifests(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: certManagerCRDs(t), ErrorIfPathMissing: true}); err != nil {
+		t.Fatalf("install cert-manager CRDs: %v", err)
+	}
+	// A dry run creates nothing, so the namespaced objects need their
+	// namespace to exist for real.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, r := range renderings() {
+		t.Run(r.name, func(t *testing.T) {
+			manifests := r.render(t)
+			out, err := e.Kubectl(ctx, manifests, "apply", "--server-side", "--force-conflicts", "--field-manager=listener-operator-install", "--dry-run=server", "-f", "-")
+			if err != nil {
+				t.Fatalf("the API server rejects the manifests: %v\n%s", err, out)
+			}
+			applied := strings.Count(out, "(server dry run)")
+			if want := len(parse(t, manifests)); applied != want {
+				t.Errorf("dry run applied %d objects, rendered %d:\n%s", applied, want, out)
+			}
+		})
+	}
+	t.Run("a broken manifest is refused", func(t *testing.T) {
+		bad := bytes.Replace(helm(t), []byte("minAvailable: 1"), []byte("minAvailable: one"), 1)
+		if out, err := e.Kubectl(ctx, bad, "apply", "--server-side", "--dry-run=server", "-f", "-"); err == nil {
+			t.Fatalf("the API server accepted a PodDisruptionBudget with minAvailable: one:\n%s", out)
+		}
+	})
+}
