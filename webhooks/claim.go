@@ -2,8 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -27,8 +25,8 @@ type claimView struct {
 
 func decodeClaim(raw []byte) (*claimView, error) {
 	var c claimView
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("decode PersistentVolumeClaim: %w", err)
+	if err := decode(raw, "PersistentVolumeClaim", &c); err != nil {
+		return nil, err
 	}
 	if c.Spec == nil {
 		c.Spec = &corev1.PersistentVolumeClaimSpec{}

@@ -158,7 +158,7 @@ func zapLevel() zapcore.Level {
 }
 
 // namespace creates a fresh namespace for one test.
-func namespace(t *testing.T, annotations map[string]string) string {
+func namespace(t testing.TB, annotations map[string]string) string {
 	t.Helper()
 	e := testenv.Require(t, env)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wh-", Annotations: annotations}}
@@ -169,7 +169,7 @@ func namespace(t *testing.T, annotations map[string]string) string {
 }
 
 // eventually retries check until it returns nil or a minute passes.
-func eventually(t *testing.T, what string, check func() error) {
+func eventually(t testing.TB, what string, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {

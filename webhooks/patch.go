@@ -45,7 +45,19 @@ func escape(key string) string {
 	if !strings.ContainsAny(key, "~/") {
 		return key
 	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+	var b strings.Builder
+	b.Grow(len(key) + 4)
+	for i := 0; i < len(key); i++ {
+		switch key[i] {
+		case '~':
+			b.WriteString("~0")
+		case '/':
+			b.WriteString("~1")
+		default:
+			b.WriteByte(key[i])
+		}
+	}
+	return b.String()
 }
 
 // index is i as a JSON pointer segment.

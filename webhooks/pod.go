@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -36,8 +35,8 @@ type podMutator struct{ lookup *lookup }
 
 func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var pod podTemplateView
-	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Pod: %w", err))
+	if err := decode(req.Object.Raw, "Pod", &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	podName := pod.Metadata.Name
 	if podName == "" {

@@ -41,7 +41,7 @@ func ephemeral(name string, annotations map[string]string) corev1.Volume {
 
 // pinnedClaim creates a PersistentVolume of the listener driver pinned to
 // node and a claim bound to it.
-func pinnedClaim(t *testing.T, ns, name, node string) {
+func pinnedClaim(t testing.TB, ns, name, node string) {
 	t.Helper()
 	e := testenv.Require(t, env)
 	pv := &corev1.PersistentVolume{

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -92,8 +91,8 @@ type statefulSetMutator struct{ lookup *lookup }
 
 func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var s statefulSetView
-	if err := json.Unmarshal(req.Object.Raw, &s); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode StatefulSet: %w", err))
+	if err := decode(req.Object.Raw, "StatefulSet", &s); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var p patch
 	hasTemplate := false

@@ -150,8 +150,8 @@ type workloadValidator struct{ lookup *lookup }
 
 func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var w workloadView
-	if err := json.Unmarshal(req.Object.Raw, &w); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", req.Kind.Kind, err))
+	if err := decode(req.Object.Raw, req.Kind.Kind, &w); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
 	}
 	spec, path := &w.Spec.podSpecView, field.NewPath("spec", "volumes")
 	if req.Kind.Kind != "Pod" {
@@ -195,7 +195,7 @@ func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) a
 	}
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		var old workloadView
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err == nil {
+		if err := decode(req.OldObject.Raw, req.Kind.Kind, &old); err == nil {
 			oldSpec := &old.Spec.Template.Spec
 			oldErrs := validation.Volumes(oldSpec.Volumes, facts, path)
 			for i := range old.Spec.VolumeClaimTemplates {
