@@ -48,5 +48,3 @@ func BenchmarkPodAdmission(b *testing.B) {
 		})
 	}
 }
-
-
