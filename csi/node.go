@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
@@ -24,6 +26,18 @@ type nodeServer struct {
 	nodeName string
 	reader   client.Reader
 	live     client.Reader
+	// targets serializes calls on the same target path (kubelet does not
+	// overlap them, but a retry racing a slow call must not interleave two
+	// symlink swaps); striped so memory stays bounded.
+	targets [64]sync.Mutex
+}
+
+func (s *nodeServer) lock(target string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(target))
+	m := &s.targets[h.Sum32()%uint32(len(s.targets))]
+	m.Lock()
+	return m.Unlock
 }
 
 var _ csi.NodeServer = (*nodeServer)(nil)
@@ -57,6 +71,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		return nil, err
 	}
 
+	defer s.lock(target)()
 	// kubelet creates the parent; the target itself is ours to create, and
 	// to remove again if this first publish fails (a republish keeps the
 	// previous tree, which the atomic write leaves intact on failure).
@@ -163,6 +178,7 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	case req.GetTargetPath() == "":
 		return nil, status.Error(codes.InvalidArgument, "target path is required")
 	}
+	defer s.lock(req.GetTargetPath())()
 	if err := addresstree.Remove(req.GetTargetPath()); err != nil {
 		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", req.GetVolumeId(), err)
 	}

@@ -266,3 +266,24 @@ func TestNodeGetInfo(t *testing.T) {
 		t.Errorf("NodeGetInfo = %v, want node id and %s topology worker-7", info, v1alpha1.TopologyKeyHostname)
 	}
 }
+
+func TestNodePublishConcurrentCallsOnOneTarget(t *testing.T) {
+	f := newFixture(t)
+	d := f.startDriver(Options{NodeName: f.node})
+	f.listener("web", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
+		{Address: "web.example", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}},
+	}})
+	target := filepath.Join(t.TempDir(), "mount")
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { errs <- publish(d, "vol", target, f.volumeContext("web", "web")) }()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent publish: %v", err)
+		}
+	}
+	if got := readFile(t, filepath.Join(target, "default-address/ports/http")); got != "80" {
+		t.Errorf("default-address/ports/http = %q", got)
+	}
+}

@@ -239,16 +239,32 @@ func writeGeneration(root *os.Root, gen string, tree map[string]entry) error {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
+	// Each os.Root call resolves its path component by component: create
+	// every directory once, parents first, instead of MkdirAll per file.
+	made := map[string]bool{gen: true}
+	mkdir := func(dir string) error {
+		var missing []string
+		for d := dir; !made[d]; d = d[:strings.LastIndexByte(d, '/')] {
+			missing = append(missing, d)
+		}
+		for i := len(missing) - 1; i >= 0; i-- {
+			if err := root.Mkdir(missing[i], dirMode); err != nil {
+				return err
+			}
+			made[missing[i]] = true
+		}
+		return nil
+	}
 	for _, p := range paths {
 		full := gen + "/" + p
 		e := tree[p]
 		if e.dir {
-			if err := root.MkdirAll(full, dirMode); err != nil {
+			if err := mkdir(full); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := root.MkdirAll(full[:strings.LastIndexByte(full, '/')], dirMode); err != nil {
+		if err := mkdir(full[:strings.LastIndexByte(full, '/')]); err != nil {
 			return err
 		}
 		if e.link != "" {
