@@ -30,6 +30,7 @@ type controllerOptions struct {
 	leaderElect      bool
 	leaderElectionNS string
 	leaderElectionID string
+	webhookHost      string
 	webhookPort      int
 	webhookCertDir   string
 	gracefulShutdown time.Duration
@@ -45,6 +46,7 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles; every replica serves webhooks.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the operator's namespace).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "listener-operator.listeners.stackable.tech", "Name of the leader election Lease.")
+	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server listens on (default: every interface).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for runnables to stop.")
@@ -117,6 +119,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &o.gracefulShutdown,
 		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    o.webhookHost,
 			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
 			TLSOpts: o.certs.tlsOptions(),
