@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/names"
@@ -50,8 +49,8 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 			return []string{names.ServiceName(o.GetName())}
 		}},
 		{&corev1.Service{}, indexServiceOwner, func(o client.Object) []string {
-			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-				return []string{ref.Name}
+			if owner := controlledByListener(o); owner != "" {
+				return []string{owner}
 			}
 			return nil
 		}},

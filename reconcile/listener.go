@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/csaupgrade"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -57,6 +60,9 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	st, v, err := r.reconcileService(ctx, l)
+	if errors.Is(err, errRetrySoon) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -112,7 +118,12 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	}
 	if !upToDate {
 		created := svc == nil
-		if svc, err = r.applyService(ctx, l, want, created); err != nil {
+		if created {
+			svc, err = r.createService(ctx, l, want)
+		} else {
+			svc, err = r.applyService(ctx, l, want, svc)
+		}
+		if err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				// The API server rejected what the class and overrides make:
 				// retrying will not help until someone edits them.
@@ -137,15 +148,12 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	return st, v, nil
 }
 
-// existingService reads the Service from the cache and, when the cache has
-// not seen it (yet), from the API server, so that a lagging cache neither
-// causes a needless write nor hides a foreign Service.
+// existingService reads the Service from the cache. A Service the cache has
+// not seen yet is not trusted to be absent: it is created, never applied
+// (see createService).
 func (r *listenerReconciler) existingService(ctx context.Context, namespace, name string) (*corev1.Service, error) {
 	svc := &corev1.Service{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, svc)
-	if apierrors.IsNotFound(err) {
-		err = r.live.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, svc)
-	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -155,12 +163,51 @@ func (r *listenerReconciler) existingService(ctx context.Context, namespace, nam
 	return svc, nil
 }
 
-// applyService writes the Service with server-side apply under the
-// operator's field manager, so fields other managers set are kept and fields
-// the operator stopped wanting are removed.
-func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, create bool) (*corev1.Service, error) {
+// errRetrySoon says the cache is behind the API server: reconcile again
+// shortly instead of acting on what it shows.
+var errRetrySoon = errors.New("cache is behind the API server")
+
+// createService creates a new Service. Creating (not applying) fails if a
+// Service of that name exists that the cache has not seen yet, so a foreign
+// Service is never taken over through a lagging cache.
+func (r *listenerReconciler) createService(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured) (*corev1.Service, error) {
 	u := want.DeepCopy()
-	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	err := r.client.Create(ctx, u, client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controllerListener, "Service", "create", err) != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, errRetrySoon
+		}
+		return nil, fmt.Errorf("create service %s/%s for listener %s: %w", l.Namespace, want.GetName(), l.Name, err)
+	}
+	svc := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
+		return nil, fmt.Errorf("read back service %s/%s: %w", l.Namespace, want.GetName(), err)
+	}
+	r.recorder.Eventf(l, svc, corev1.EventTypeNormal, EventServiceCreated, "Create", "Created Service %s", svc.Name)
+	return svc, nil
+}
+
+// applyService updates the Service with server-side apply under the
+// operator's field manager, so fields other managers set are kept and fields
+// the operator stopped wanting are removed. The fields the operator set when
+// it created the Service are first handed over to its apply manager, or an
+// apply could not remove them.
+func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, existing *corev1.Service) (*corev1.Service, error) {
+	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(existing, sets.New(v1alpha1.FieldManager), v1alpha1.FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", existing.Namespace, existing.Name, err)
+	}
+	if upgrade != nil {
+		err := r.client.Patch(ctx, existing.DeepCopy(), client.RawPatch(types.JSONPatchType, upgrade))
+		if countWrite(controllerListener, "Service", "patch", err) != nil {
+			if apierrors.IsConflict(err) {
+				return nil, errRetrySoon
+			}
+			return nil, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", existing.Namespace, existing.Name, err)
+		}
+	}
+	u := want.DeepCopy()
+	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 	if countWrite(controllerListener, "Service", "apply", err) != nil {
 		return nil, fmt.Errorf("apply service %s/%s for listener %s: %w", l.Namespace, want.GetName(), l.Name, err)
 	}
@@ -168,12 +215,8 @@ func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Liste
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
 		return nil, fmt.Errorf("read back service %s/%s: %w", l.Namespace, want.GetName(), err)
 	}
-	reason, note := EventServiceUpdated, "Updated Service %s"
-	if create {
-		reason, note = EventServiceCreated, "Created Service %s"
-	}
-	r.recorder.Eventf(l, svc, corev1.EventTypeNormal, reason, "Apply", note, svc.Name)
-	log.FromContext(ctx).V(1).Info("applied service", "service", svc.Name, "created", create)
+	r.recorder.Eventf(l, svc, corev1.EventTypeNormal, EventServiceUpdated, "Apply", "Updated Service %s", svc.Name)
+	log.FromContext(ctx).V(1).Info("applied service", "service", svc.Name)
 	return svc, nil
 }
 
@@ -310,7 +353,9 @@ func (r *listenerReconciler) updateStatus(ctx context.Context, l *v1alpha1.Liste
 		}
 		return false, fmt.Errorf("update status of listener %s/%s: %w", l.Namespace, l.Name, err)
 	}
-	if oldReason != v.reason {
+	// A Listener becoming ready for the first time already got a
+	// ServiceCreated event; every other change of reason is news.
+	if oldReason != v.reason && (oldReason != "" || !v.ready) {
 		typ := corev1.EventTypeWarning
 		if v.ready {
 			typ = corev1.EventTypeNormal

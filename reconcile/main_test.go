@@ -44,7 +44,11 @@ func TestMain(m *testing.M) {
 // garbage collector and PVC protection, so deleting a claim cascades as in a
 // cluster) and the manager, runs the tests and stops both.
 func runWithManager(m *testing.M) int {
-	e, err := testenv.Start(testenv.Options{ControllerManager: []string{"garbagecollector", "pvc-protection"}})
+	e, err := testenv.Start(testenv.Options{
+		ControllerManager: []string{"garbagecollector", "pvc-protection"},
+		// Room for the benchmark's thousands of Services.
+		APIServerFlags: []string{"--service-cluster-ip-range=10.0.0.0/16"},
+	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
 		return 1

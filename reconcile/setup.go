@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -62,10 +63,20 @@ func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.Eve
 		// name for the Listener waiting for it.
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			reqs := listenersOfService(ctx, c, o.GetNamespace(), o.GetName())
-			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+			if owner := controlledByListener(o); owner != "" {
+				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: owner}})
 			}
 			return reqs
+		}), builder.WithPredicates(predicate.Funcs{
+			// The controller creates its Listeners' Services itself and
+			// publishes from the API server's answer; seeing its own
+			// creation again would only reconcile against a cache that lags
+			// the status it wrote. (After a restart every Listener is
+			// reconciled anyway.)
+			CreateFunc: func(e event.CreateEvent) bool {
+				owner := controlledByListener(e.Object)
+				return owner == "" || names.ServiceName(owner) != e.Object.GetName()
+			},
 		})).
 		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOfClass(ctx, c, o.GetName())
@@ -141,8 +152,8 @@ func listenerOfSlice(ctx context.Context, c client.Reader, s *discoveryv1.Endpoi
 	if err := c.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: svcName}, svc); err != nil {
 		return nil
 	}
-	if ref := metav1.GetControllerOf(svc); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}}}
+	if owner := controlledByListener(svc); owner != "" {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: owner}}}
 	}
 	return nil
 }
@@ -182,4 +193,12 @@ func listenersOnNode(ctx context.Context, c client.Reader, node string) []ctrl.R
 		reqs = append(reqs, listenerOfVolume(ctx, c, &pvs.Items[i])...)
 	}
 	return reqs
+}
+
+// controlledByListener is the name of the Listener controlling o, or "".
+func controlledByListener(o metav1.Object) string {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+		return ref.Name
+	}
+	return ""
 }
