@@ -70,6 +70,10 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err != nil {
 		return nil, err
 	}
+	// Refuse unsafe addresses before touching the disk (Write checks again).
+	if err := addresstree.Validate(addrs); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "refusing to publish volume %s: %v", req.GetVolumeId(), err)
+	}
 
 	defer s.lock(target)()
 	// kubelet creates the parent; the target itself is ours to create, and
