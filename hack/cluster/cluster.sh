@@ -123,9 +123,13 @@ build_images() {
 
 import_images() {
   say "importing images into containerd"
-  local f
+  local f seen=$work/containerd/imported
+  mkdir -p "$seen"
   for f in "$images"/*.tar; do
+    # Skip what this containerd already has (same inputs as the tarball).
+    cmp -s "$f.inputs" "$seen/$(basename "$f").inputs" && continue
     ctr --address "$SOCK" -n k8s.io images import "$f" >/dev/null
+    [ ! -e "$f.inputs" ] || cp "$f.inputs" "$seen/$(basename "$f").inputs"
   done
 }
 
@@ -155,6 +159,9 @@ setup_network() {
     ip addr add "$NODE_IP/24" dev "$BRIDGE"
   fi
   ip link set "$BRIDGE" up
+  # Service IPs go to the bridge, never to the default route, even before
+  # kube-proxy has written its rules.
+  ip route replace "$SERVICE_CIDR" dev "$BRIDGE" src "$NODE_IP"
   sysctl -qw net.ipv4.ip_forward=1
   sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
   # Pods talk to each other, to the node and to Services, never beyond.
@@ -222,6 +229,15 @@ make_pki() {
 
 # ---------------------------------------------------------------- processes
 
+# put writes stdin to a file only when the content differs: kube-proxy exits
+# when its configuration file changes under it.
+put() {
+  local tmp
+  tmp=$(mktemp "$1.XXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 running() { local p; p=$(cat "$pids/$1" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
 
 start() { # name cmd...
@@ -271,7 +287,7 @@ start_control_plane() {
 
 start_containerd() {
   mkdir -p "$work/containerd" "$work/cni/net.d" "$work/cni/ipam"
-  cat >"$work/containerd/config.toml" <<EOF
+  put "$work/containerd/config.toml" <<EOF
 version = 2
 root = "$work/containerd/root"
 state = "$work/containerd/state"
@@ -293,7 +309,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "/usr/lib/cni"
     conf_dir = "$work/cni/net.d"
 EOF
-  cat >"$work/cni/net.d/10-listener-local.conflist" <<EOF
+  put "$work/cni/net.d/10-listener-local.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "listener-local",
@@ -315,8 +331,8 @@ EOF
 
 start_node() {
   mkdir -p "$KUBELET_DIR" "$work/pod-logs" "$work/volume-plugins"
-  echo "nameserver $NODE_IP" >"$work/resolv.conf"
-  cat >"$work/kubelet.yaml" <<EOF
+  echo "nameserver $NODE_IP" | put "$work/resolv.conf"
+  put "$work/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # cgroup v1 host, no systemd, no CAP_SYS_RESOURCE
@@ -346,7 +362,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
 EOF
-  cat >"$work/kube-proxy.yaml" <<EOF
+  put "$work/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables

@@ -7,13 +7,15 @@
 // is BINARY copied to /<name of BINARY>; with busybox, /bin/busybox and a link
 // per applet are added so `kubectl exec … cat` works. os/architecture and the
 // entrypoint are set explicitly: `ctr images import` skips images without a
-// platform. An image is rewritten only when its inputs are newer than its
-// tarball.
+// platform. An image is rewritten only when the content of its inputs
+// changed.
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -110,8 +112,19 @@ func busyboxApplets(busybox string) ([]string, error) {
 
 func build(sp spec, busybox, outDir string) (string, bool, error) {
 	out := filepath.Join(outDir, tarName(sp.ref))
-	if fresh(out, sp.binary, busybox) {
-		return out, false, nil
+	inputs := []string{sp.binary}
+	if sp.busybox {
+		inputs = append(inputs, busybox)
+	}
+	sum, err := inputsDigest(sp, inputs)
+	if err != nil {
+		return "", false, fmt.Errorf("image %s: %w", sp.ref, err)
+	}
+	stamp := out + ".inputs"
+	if old, err := os.ReadFile(stamp); err == nil && string(old) == sum {
+		if _, err := os.Stat(out); err == nil {
+			return out, false, nil
+		}
 	}
 	ref, err := name.NewTag(sp.ref)
 	if err != nil {
@@ -174,22 +187,30 @@ func build(sp spec, busybox, outDir string) (string, bool, error) {
 	if err := tarball.WriteToFile(tmp, ref, img); err != nil {
 		return "", false, fmt.Errorf("write %s: %w", out, err)
 	}
-	return out, true, os.Rename(tmp, out)
+	if err := os.Rename(tmp, out); err != nil {
+		return "", false, err
+	}
+	return out, true, os.WriteFile(stamp, []byte(sum), 0o644)
 }
 
-// fresh reports whether out exists and is newer than every input.
-func fresh(out string, inputs ...string) bool {
-	o, err := os.Stat(out)
-	if err != nil {
-		return false
-	}
-	for _, in := range inputs {
-		i, err := os.Stat(in)
-		if err != nil || i.ModTime().After(o.ModTime()) {
-			return false
+// inputsDigest identifies what an image is built from: the spec and the
+// content of its files (go build rewrites binaries without changing them, so
+// modification times would rebuild, re-import and restart for nothing).
+func inputsDigest(sp spec, files []string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%t\x00%s\x00", sp.ref, sp.binary, sp.busybox, sp.user)
+	for _, f := range files {
+		in, err := os.Open(f)
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(h, in)
+		in.Close()
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", f, err)
 		}
 	}
-	return true
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func main() {
