@@ -58,7 +58,9 @@ func (w *Watcher) paths() (string, string) {
 func (w *Watcher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("webhook-cert-watcher").WithValues("dir", w.Dir)
 	certPath, keyPath := w.paths()
-	ticker := time.NewTicker(w.poll())
+	// Look every second while there is nothing to serve: a replica is not
+	// ready until then.
+	ticker := time.NewTicker(min(w.poll(), time.Second))
 	defer ticker.Stop()
 	var lastErr string
 	for {
@@ -164,11 +166,28 @@ func (s *SecretSync) NeedLeaderElection() bool { return false }
 // Start copies the Secret every Interval until ctx ends.
 func (s *SecretSync) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("webhook-cert-sync").WithValues("secret", s.Namespace+"/"+s.SecretName, "dir", s.Dir)
-	ticker := time.NewTicker(orDefault(s.Interval, 10*time.Second))
-	defer ticker.Stop()
+	interval := orDefault(s.Interval, 10*time.Second)
+	// Every second until the first copy (the replica is not ready before),
+	// then every interval.
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	var lastErr string
+	copied := false
 	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
 		changed, err := s.SyncOnce(ctx)
+		if err == nil {
+			copied = true
+		}
+		if copied {
+			timer.Reset(interval)
+		} else {
+			timer.Reset(min(interval, time.Second))
+		}
 		switch {
 		case err != nil && err.Error() != lastErr:
 			logger.Info("cannot copy the webhook certificate yet", "reason", err.Error())
@@ -176,11 +195,6 @@ func (s *SecretSync) Start(ctx context.Context) error {
 		case err == nil && changed:
 			logger.Info("copied a new webhook serving certificate")
 			lastErr = ""
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
 		}
 	}
 }
