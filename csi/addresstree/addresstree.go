@@ -234,21 +234,27 @@ func writeGeneration(root *os.Root, gen string, tree map[string]entry) error {
 	if err := root.Mkdir(gen, dirMode); err != nil {
 		return err
 	}
+	// Each os.Root call resolves its path component by component: work in
+	// a root opened on the new generation, and create every directory once,
+	// parents first, instead of MkdirAll per file.
+	g, err := root.OpenRoot(gen)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
 	paths := make([]string, 0, len(tree))
 	for p := range tree {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	// Each os.Root call resolves its path component by component: create
-	// every directory once, parents first, instead of MkdirAll per file.
-	made := map[string]bool{gen: true}
+	made := map[string]bool{"": true}
 	mkdir := func(dir string) error {
 		var missing []string
-		for d := dir; !made[d]; d = d[:strings.LastIndexByte(d, '/')] {
+		for d := dir; !made[d]; d = parent(d) {
 			missing = append(missing, d)
 		}
 		for i := len(missing) - 1; i >= 0; i-- {
-			if err := root.Mkdir(missing[i], dirMode); err != nil {
+			if err := g.Mkdir(missing[i], dirMode); err != nil {
 				return err
 			}
 			made[missing[i]] = true
@@ -256,28 +262,35 @@ func writeGeneration(root *os.Root, gen string, tree map[string]entry) error {
 		return nil
 	}
 	for _, p := range paths {
-		full := gen + "/" + p
 		e := tree[p]
 		if e.dir {
-			if err := mkdir(full); err != nil {
+			if err := mkdir(p); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := mkdir(full[:strings.LastIndexByte(full, '/')]); err != nil {
+		if err := mkdir(parent(p)); err != nil {
 			return err
 		}
 		if e.link != "" {
-			if err := root.Symlink(e.link, full); err != nil {
+			if err := g.Symlink(e.link, p); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := root.WriteFile(full, []byte(e.content), fileMode); err != nil {
+		if err := g.WriteFile(p, []byte(e.content), fileMode); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// parent is the directory of a slash-separated relative path ("" at the top).
+func parent(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // replaceSymlink points name at dest with a rename over name, so that name
