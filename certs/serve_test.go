@@ -168,3 +168,31 @@ func TestTLSSettingsOfTheWebhookServer(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGetCertificate is the per-handshake cost the watcher adds.
+func BenchmarkGetCertificate(b *testing.B) {
+	caCert, caKey, err := GenerateCA("bench-ca", time.Now(), 24*time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	certPEM, keyPEM, err := GenerateServing(caCert, caKey, []string{"127.0.0.1"}, time.Now(), time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &Watcher{Dir: b.TempDir(), Poll: time.Hour}
+	if _, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Start(ctx) }()
+	for w.Leaf() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, err := w.GetCertificate(nil); err != nil || c == nil {
+			b.Fatal(err)
+		}
+	}
+}
