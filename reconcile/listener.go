@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // Event reasons of the Listener controller (Ready condition reasons are
@@ -92,6 +93,13 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound, message: fmt.Sprintf("ListenerClass %q does not exist", *l.Spec.ClassName)}, nil
 		}
 		return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+	}
+	// The webhooks refuse such objects at admission; these checks catch the
+	// ones admitted before the webhooks ran, or while they were down.
+	errs := validation.ListenerClass(class)
+	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
+	if len(errs) > 0 {
+		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
 	}
 	want, err := desiredService(l, class)
 	if err != nil {

@@ -205,6 +205,9 @@ func TestMalformedListenersDoNotStopOthers(t *testing.T) {
 	create(t, ctx, c, bad,
 		listener(ns, "classless", "no-such-class", port("http", 80)),
 		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "unclassed", Namespace: ns}},
+		// Admitted without the webhooks: the shared validation rules catch it.
+		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "dup-ports", Namespace: ns}, Spec: v1alpha1.ListenerSpec{
+			ClassName: ptr.To(class.Name), Ports: []v1alpha1.ListenerPort{port("a", 80), port("b", 80)}}},
 		listener(ns, "good", class.Name, port("http", 80)))
 
 	l := waitReason(t, ctx, c, ns, "bad", v1alpha1.ReasonInvalid)
@@ -213,6 +216,10 @@ func TestMalformedListenersDoNotStopOthers(t *testing.T) {
 	}
 	waitReason(t, ctx, c, ns, "classless", v1alpha1.ReasonClassNotFound)
 	waitReason(t, ctx, c, ns, "unclassed", v1alpha1.ReasonNoClass)
+	dup := waitReason(t, ctx, c, ns, "dup-ports", v1alpha1.ReasonInvalid)
+	if msg := dup.Status.Conditions[0].Message; !strings.Contains(msg, "spec.ports") {
+		t.Errorf("invalid ports message %q does not name the field", msg)
+	}
 	waitReason(t, ctx, c, ns, "good", v1alpha1.ReasonReady)
 	waitEvent(t, ctx, c, ns, "classless", v1alpha1.ReasonClassNotFound)
 

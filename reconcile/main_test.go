@@ -28,7 +28,6 @@ func testOptions() Options {
 	o.ClusterDomain = "example.test"
 	o.CreatePollInterval = 100 * time.Millisecond
 	o.CreateWaitDuration = 5 * time.Second
-	o.MaxConcurrentReconciles = 8
 	return o
 }
 

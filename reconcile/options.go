@@ -63,7 +63,7 @@ func DefaultOptions() Options {
 		CreatePollInterval:      time.Second,
 		CreateWaitDuration:      20 * time.Second,
 		Preset:                  PresetEphemeralNodes,
-		MaxConcurrentReconciles: 4,
+		MaxConcurrentReconciles: 8,
 	}
 }
 
