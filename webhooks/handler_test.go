@@ -81,10 +81,10 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
 	return []handlerCase{
 		{"statefulset-create", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Create, sts, ""},
 		{"statefulset-update", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Update, stsUpdated, stsUpdated},
-		{"pod-of-statefulset", &podMutator{lookup: l}, podKind, admissionv1.Create, strings.ReplaceAll(statefulSetPodJSON, "NS", ns), ""},
-		{"pod-bare-opted-in", &podMutator{lookup: l}, podKind, admissionv1.Create,
+		{"pod-of-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create, strings.ReplaceAll(statefulSetPodJSON, "NS", ns), ""},
+		{"pod-bare-opted-in", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			`{"metadata": {"name": "bare", "labels": {"listeners.stackable.tech/enabled": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "futureField": true}]}}`, ""},
-		{"pod-unrelated", &podMutator{lookup: l}, podKind, admissionv1.Create,
+		{"pod-unrelated", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			`{"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "app", "image": "x"}], "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}}`, ""},
 		{"claim-default-class", &claimMutator{lookup: l}, claimKind, admissionv1.Create,
 			`{"metadata": {"name": "c"}, "spec": {"storageClassName": "listeners.stackable.tech", "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1"}}, "futureField": 1}}`, ""},

@@ -18,7 +18,12 @@ import (
 	"github.com/listener-operator/listener-operator/api/validation"
 )
 
+// Two webhooks call the pod handler: one for pods with the opt-in label
+// (an objectSelector, cheap for the API server), one for the others that
+// have volumes that may be listener volumes (a CEL match condition, which
+// costs the API server a conversion of the pod).
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pods.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=2,reinvocationPolicy=IfNeeded,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=opted-in-pods.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=2,reinvocationPolicy=IfNeeded,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // podMutator prepares pods that mount listener volumes: it adds the Service
 // selector label of each Listener the pod belongs to (so that the CSI node
@@ -26,12 +31,21 @@ import (
 // mounts the listener volume in containers that other webhooks added. Bare
 // pods with the opt-in label get an ephemeral listener volume.
 //
+// It also refuses pods with listener volumes that cannot work (inline CSI
+// volumes of the driver, ephemeral claims of unknown classes): a mutating
+// webhook may deny, and one webhook call per pod instead of a mutating and a
+// validating one halves what pods with listener volumes cost the API
+// server.
+//
 // The webhook fails open (failurePolicy: Ignore, so that an unavailable
 // operator does not stop every pod with a claim in the cluster), and so does
 // the handler when a lookup fails: the reconciler labels pods it finds
 // unlabelled, and the scheduler honours a pinned volume's node affinity on
 // its own.
-type podMutator struct{ lookup *lookup }
+type podMutator struct {
+	lookup    *lookup
+	validator *workloadValidator
+}
 
 func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var pod podTemplateView
@@ -45,6 +59,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 	var (
 		p          patch
 		warnings   []string
+		validate   bool // the pod has volumes the validator checks
 		listeners  []string
 		nodes      []string
 		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
@@ -66,16 +81,31 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 					nodes = append(nodes, node)
 				}
 			}
+		case v.CSI != nil && v.CSI.Driver == v1alpha1.DriverName:
+			validate = true
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
 			t := v.Ephemeral.VolumeClaimTemplate
 			if !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
 				continue
 			}
+			validate = true
 			listenerOf[v.Name] = true
 			if l := ephemeralListener(t.Metadata.Annotations, podName, v.Name); l != "" {
 				listeners = append(listeners, l)
 			}
 		}
+	}
+
+	if validate {
+		var w workloadView
+		if err := decode(req.Object.Raw, "Pod", &w); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		resp := m.validator.check(ctx, req, &w)
+		if !resp.Allowed {
+			return resp
+		}
+		warnings = append(warnings, resp.Warnings...)
 	}
 
 	optedIn := pod.Metadata.Labels[v1alpha1.LabelEnabled] == "true"

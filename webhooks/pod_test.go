@@ -197,7 +197,7 @@ func TestPodDenials(t *testing.T) {
 		want string
 	}{
 		{"inline CSI volume", pod(ns, "a", nil, inline),
-			`admission webhook "pods.validate.listeners.stackable.tech" denied the request: Pod "a" is invalid: spec.volumes[0].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes of the listener driver are not supported; use a generic ephemeral volume instead: ephemeral: {volumeClaimTemplate: {metadata: {annotations: {listeners.stackable.tech/listener-class: <class>}}, spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}}}`},
+			`admission webhook "pods.mutate.listeners.stackable.tech" denied the request: Pod "a" is invalid: spec.volumes[0].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes of the listener driver are not supported; use a generic ephemeral volume instead: ephemeral: {volumeClaimTemplate: {metadata: {annotations: {listeners.stackable.tech/listener-class: <class>}}, spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}}}`},
 		{"ephemeral volume of an unknown class", pod(ns, "b", nil, ephemeral("addr", map[string]string{v1alpha1.AnnotationListenerClass: "foo"})),
 			`Pod "b" is invalid: spec.volumes[0].ephemeral.volumeClaimTemplate.metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`},
 	} {

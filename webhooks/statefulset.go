@@ -59,6 +59,9 @@ type volumeView struct {
 			} `json:"spec"`
 		} `json:"volumeClaimTemplate"`
 	} `json:"ephemeral"`
+	CSI *struct {
+		Driver string `json:"driver"`
+	} `json:"csi"`
 }
 
 type affinityView struct {

@@ -19,7 +19,6 @@ import (
 
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listenerclass,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listenerclasses,verbs=create;update;delete,versions=v1alpha1,name=listenerclasses.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listener,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listeners,verbs=create;update,versions=v1alpha1,name=listeners.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
-// +kubebuilder:webhook:path=/validate-v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pods.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=2,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps,resources=deployments;statefulsets;daemonsets;replicasets,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // classValidator checks ListenerClasses, and refuses deleting one that
@@ -153,6 +152,11 @@ func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) a
 	if err := decode(req.Object.Raw, req.Kind.Kind, &w); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	return v.check(ctx, req, &w)
+}
+
+// check validates the decoded pod or workload w of req.
+func (v *workloadValidator) check(ctx context.Context, req admission.Request, w *workloadView) admission.Response {
 	spec, path := &w.Spec.podSpecView, field.NewPath("spec", "volumes")
 	if req.Kind.Kind != "Pod" {
 		spec, path = &w.Spec.Template.Spec, field.NewPath("spec", "template", "spec", "volumes")

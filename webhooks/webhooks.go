@@ -43,7 +43,6 @@ const (
 	PathValidateClass      = "/validate-listeners-stackable-tech-v1alpha1-listenerclass"
 	PathValidateListener   = "/validate-listeners-stackable-tech-v1alpha1-listener"
 	PathValidateClaim      = "/validate-v1-persistentvolumeclaim"
-	PathValidatePod        = "/validate-v1-pod"
 	PathValidateWorkload   = "/validate-apps-v1-workload"
 	defaultStorageClassAnn = "storageclass.kubernetes.io/is-default-class"
 )
@@ -88,13 +87,12 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	srv := mgr.GetWebhookServer()
 	log := mgr.GetLogger().WithName("webhooks")
 	for path, h := range map[string]admission.Handler{
-		PathMutatePod:         &podMutator{lookup: l},
+		PathMutatePod:         &podMutator{lookup: l, validator: &workloadValidator{lookup: l}},
 		PathMutateClaim:       &claimMutator{lookup: l},
 		PathMutateStatefulSet: &statefulSetMutator{lookup: l},
 		PathValidateClass:     &classValidator{lookup: l},
 		PathValidateListener:  &listenerValidator{lookup: l},
 		PathValidateClaim:     &claimValidator{lookup: l},
-		PathValidatePod:       &workloadValidator{lookup: l},
 		PathValidateWorkload:  &workloadValidator{lookup: l},
 	} {
 		wh := &admission.Webhook{Handler: h, RecoverPanic: ptr(true)}
