@@ -46,6 +46,7 @@ type driver struct {
 
 // startDriver serves both services on a fresh Unix socket until the test
 // ends, reading through the same kind of cache as the binary does.
+// opts.Live defaults to the test environment's client.
 func startDriver(t testing.TB, opts Options) *driver {
 	t.Helper()
 	e := testenv.Require(t, env)
@@ -62,8 +63,10 @@ func startDriver(t testing.TB, opts Options) *driver {
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
-	opts.Reader = FallbackReader{Cache: c, Live: e.Client}
-	opts.Live = e.Client
+	if opts.Live == nil {
+		opts.Live = e.Client
+	}
+	opts.Reader = FallbackReader{Cache: c, Live: opts.Live}
 	opts.Controller, opts.Node = true, true
 	switch tb := t.(type) {
 	case *testing.B:

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -285,5 +287,49 @@ func TestNodePublishConcurrentCallsOnOneTarget(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(target, "default-address/ports/http")); got != "80" {
 		t.Errorf("default-address/ports/http = %q", got)
+	}
+}
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	gets, lists atomic.Int64
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets.Add(1)
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.lists.Add(1)
+	return r.Reader.List(ctx, list, opts...)
+}
+
+func TestNodePublishReadsOnlyTheCache(t *testing.T) {
+	f := newFixture(t)
+	live := &countingReader{Reader: f.c}
+	d := f.startDriver(Options{NodeName: f.node, Live: live})
+	f.listener("np", f.nodePort, v1alpha1.ListenerStatus{NodePorts: map[string]int32{"http": 30080}})
+	for i := range 5 {
+		if err := publish(d, "vol", filepath.Join(t.TempDir(), "m"), f.volumeContext("np", "np")); err != nil {
+			t.Fatalf("publish #%d: %v", i+1, err)
+		}
+	}
+	if g, l := live.gets.Load(), live.lists.Load(); g != 0 || l != 0 {
+		t.Errorf("5 publishes with warm caches made %d GETs and %d LISTs against the API server, want none", g, l)
+	}
+	// A pod the cache has not seen (here: scheduled to another node, so
+	// outside the node-scoped watch) is read live rather than reported gone.
+	f.create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "elsewhere"},
+		Spec:       corev1.PodSpec{NodeName: f.node + "-other", Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	})
+	vctx := f.volumeContext("np", "np")
+	vctx[v1alpha1.ContextPodName] = "elsewhere"
+	err := publish(d, "vol", filepath.Join(t.TempDir(), "m"), vctx)
+	wantCode(t, err, codes.FailedPrecondition, "node "+f.node+"-other")
+	if live.gets.Load() == 0 {
+		t.Errorf("a pod missing from the cache was not read live")
 	}
 }
