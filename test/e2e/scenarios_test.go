@@ -161,9 +161,9 @@ func TestClusterIP(t *testing.T) {
 			t.Errorf("ip-0 reads %s:%s, want its Service's ClusterIP %s:8080", addr, port, svc.Spec.ClusterIP)
 		}
 		eventually(t, ctx, time.Minute, "another pod reaches ip-0 through its ClusterIP", func(ctx context.Context) (bool, string) {
-			out, errOut, err := k8s.run(ctx, "", "exec", "-n", ns, "client", "--", "wget", "-qO-", "-T", "3", "http://"+addr+":"+port+"/")
+			out, errOut, err := k8s.run(ctx, "", "exec", "-n", ns, "client", "--", "/demo-server", "-get", "http://"+addr+":"+port+"/")
 			if err != nil {
-				return false, errOut
+				return false, fmt.Sprintf("%v: %s%s", err, out, errOut)
 			}
 			return strings.TrimSpace(out) == "hello from ip-0", out
 		})
@@ -288,6 +288,8 @@ spec:
 `,
 		want: []string{`ListenerClass "no-such-class" not found; available:`},
 	}, {
+		// Caught by the schema (ports are a map keyed by name) before the
+		// webhooks; the user still learns which entry to fix.
 		name: "listener with two ports of one name",
 		manifest: `apiVersion: listeners.stackable.tech/v1alpha1
 kind: Listener
@@ -296,7 +298,17 @@ spec:
   className: cluster-internal
   ports: [{name: http, port: 8080}, {name: http, port: 8081}]
 `,
-		want: []string{"spec.ports[1].name", "already has this name"},
+		want: []string{`spec.ports[1]: Duplicate value: {"name":"http"}`},
+	}, {
+		name: "listener with one port number twice",
+		manifest: `apiVersion: listeners.stackable.tech/v1alpha1
+kind: Listener
+metadata: {name: web}
+spec:
+  className: cluster-internal
+  ports: [{name: http, port: 8080}, {name: web, port: 8080}]
+`,
+		want: []string{"spec.ports[1].port", `spec.ports[0] ("http") already exposes 8080/TCP`},
 	}, {
 		name: "opted-in StatefulSet with an unknown class",
 		manifest: `apiVersion: apps/v1

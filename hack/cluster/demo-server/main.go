@@ -1,11 +1,15 @@
 // Command demo-server is the small HTTP server of examples/: it answers every
 // request with the name of the pod it runs in, so a user (and test/e2e) can see
-// which pod an address reaches.
+// which pod an address reaches. With -get URL it is the client instead: it
+// prints the body of URL, for checks from inside another pod (busybox's static
+// wget crashes on this platform).
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"os"
@@ -14,7 +18,17 @@ import (
 
 func main() {
 	addr := flag.String("listen", ":8080", "address to serve HTTP on")
+	get := flag.String("get", "", "fetch this URL, print the body and exit instead of serving")
+	timeout := flag.Duration("timeout", 3*time.Second, "timeout of -get")
 	flag.Parse()
+
+	if *get != "" {
+		if err := fetch(*get, *timeout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	pod := os.Getenv("POD_NAME")
 	if pod == "" {
@@ -28,4 +42,23 @@ func main() {
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	log.Printf("pod %s serving on %s", pod, *addr)
 	log.Fatal(srv.ListenAndServe())
+}
+
+func fetch(url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	_, err = io.Copy(os.Stdout, resp.Body)
+	return err
 }
