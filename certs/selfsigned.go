@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,6 +37,7 @@ import (
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=listener-operator-mutating,verbs=patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=listener-operator-validating,verbs=patch
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=listener-operator,resources=events,verbs=create;patch
 
 // DefaultSecretName is the self-signed mode's Secret.
 const DefaultSecretName = "listener-operator-webhook-cert"
@@ -68,7 +70,22 @@ type Bootstrapper struct {
 	// Reader reads the Secret directly from the API server, so that the
 	// manager does not cache (and need to list) Secrets.
 	Reader client.Reader
-	Opts   SelfSignedOptions
+	// Recorder, when set, records on the Secret when certificates are
+	// issued or rotated.
+	Recorder events.EventRecorder
+	Opts     SelfSignedOptions
+}
+
+// Reasons of the events on the Secret.
+const (
+	EventCertificatesIssued = "CertificatesIssued"
+	EventCertificateRotated = "CertificateRotated"
+)
+
+func (b *Bootstrapper) event(secret *corev1.Secret, reason, action, note string, args ...any) {
+	if b.Recorder != nil {
+		b.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, reason, action, note, args...)
+	}
 }
 
 func (b *Bootstrapper) now() time.Time {
@@ -188,6 +205,7 @@ func (b *Bootstrapper) ensureSecret(ctx context.Context) (Bundle, time.Time, err
 			return Bundle{}, time.Time{}, fmt.Errorf("create webhook certificate Secret %s (the manifests create it empty; is it missing?): %w", key, err)
 		}
 		logger.Info("created webhook certificates", "secret", key, "rotateAt", d.RotateAt)
+		b.event(secret, EventCertificatesIssued, "Issue", "Issued a CA and a webhook serving certificate; next rotation at %s", d.RotateAt.UTC().Format(time.RFC3339))
 		return bundle, d.RotateAt, nil
 	}
 	if bundle.Equal(old) {
@@ -205,6 +223,11 @@ func (b *Bootstrapper) ensureSecret(ctx context.Context) (Bundle, time.Time, err
 		return Bundle{}, time.Time{}, fmt.Errorf("store renewed webhook certificates in Secret %s: %w", key, err)
 	}
 	logger.Info("renewed webhook certificates", "secret", key, "reason", d.Reason, "newCA", d.NewCA, "rotateAt", d.RotateAt)
+	if d.NewCA {
+		b.event(secret, EventCertificatesIssued, "Issue", "Issued a new CA and webhook serving certificate (%s); next rotation at %s", d.Reason, d.RotateAt.UTC().Format(time.RFC3339))
+	} else {
+		b.event(secret, EventCertificateRotated, "Rotate", "Rotated the webhook serving certificate (%s); next rotation at %s", d.Reason, d.RotateAt.UTC().Format(time.RFC3339))
+	}
 	return bundle, d.RotateAt, nil
 }
 

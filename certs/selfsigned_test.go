@@ -16,10 +16,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -160,7 +162,7 @@ func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
 			r.calls.Add(1)
 			return admission.Allowed("")
 		})})
-	r.boot = &Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Opts: SelfSignedOptions{
+	r.boot = &Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: SelfSignedOptions{
 		Namespace: ns, SecretName: r.secret,
 		// The API server reaches this test server by IP, not by Service.
 		Hosts:                           append(ServiceHosts("listener-operator-webhook", ns), "127.0.0.1"),
@@ -230,6 +232,23 @@ func (r *selfSignedRig) admit(t *testing.T, name string) error {
 	return nil
 }
 
+// expectEvent waits for an event with reason on the Secret.
+func (r *selfSignedRig) expectEvent(t *testing.T, reason string) {
+	t.Helper()
+	eventually(t, "event "+reason+" on the Secret", func() error {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(r.ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == reason && e.Regarding.Kind == "Secret" && e.Regarding.Name == r.secret {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(list.Items))
+	})
+}
+
 func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 	testenv.Require(t, env)
 	r := startSelfSigned(t, "certs-self-signed")
@@ -250,6 +269,7 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		return nil
 	})
 	eventually(t, "readiness", r.ready)
+	r.expectEvent(t, EventCertificatesIssued)
 	if err := r.admit(t, "first"); err != nil {
 		t.Fatalf("admission through the API server: %v", err)
 	}
@@ -316,6 +336,7 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		if err := r.admit(t, "after-rotation"); err != nil {
 			t.Fatalf("admission after rotation: %v", err)
 		}
+		r.expectEvent(t, EventCertificateRotated)
 	})
 
 	t.Run("a serving certificate replaced in the Secret is served without a restart", func(t *testing.T) {

@@ -89,7 +89,7 @@ func (c *certOptions) setup(mgr ctrl.Manager) error {
 	}
 	switch c.parsedMode {
 	case certs.ModeSelfSigned:
-		boot := &certs.Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Opts: certs.SelfSignedOptions{
+		boot := &certs.Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: certs.SelfSignedOptions{
 			Namespace:                       c.namespace,
 			SecretName:                      c.secretName,
 			Hosts:                           certs.ServiceHosts(c.serviceName, c.namespace),
