@@ -98,12 +98,15 @@ func checkCapability(c *csi.VolumeCapability) error {
 }
 
 // apiError turns a failed read of the object described by what into a gRPC
-// status: NotFound names the object; anything else is the API server's
-// trouble and reported Unavailable so that the caller retries.
+// status: NotFound (with the given code) names the object, Forbidden points
+// at RBAC, and anything else is the API server's trouble, reported
+// Unavailable so that the caller retries.
 func apiError(ctx context.Context, err error, notFound codes.Code, what string) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		return status.Errorf(notFound, "%s not found", what)
+	case apierrors.IsForbidden(err):
+		return status.Errorf(codes.PermissionDenied, "read %s: %v (does the driver's service account have the listener-operator-csi ClusterRole?)", what, err)
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
 		return status.Errorf(codes.Canceled, "read %s: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
