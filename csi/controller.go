@@ -26,6 +26,8 @@ type controllerServer struct {
 
 var _ csi.ControllerServer = (*controllerServer)(nil)
 
+// ControllerGetCapabilities offers only CREATE_DELETE_VOLUME: there is
+// nothing to attach, expand, snapshot or list.
 func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: []*csi.ControllerServiceCapability{{
 		Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{
@@ -34,6 +36,8 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 	}}}, nil
 }
 
+// CreateVolume resolves the claim's ListenerClass and, for a pinned class,
+// pins the volume to the node the scheduler picked.
 func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	if req.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume name is required")

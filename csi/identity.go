@@ -17,10 +17,13 @@ type identityServer struct {
 
 var _ csi.IdentityServer = (*identityServer)(nil)
 
+// GetPluginInfo reports the driver name and version.
 func (s *identityServer) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
 	return &csi.GetPluginInfoResponse{Name: s.name, VendorVersion: s.version}, nil
 }
 
+// GetPluginCapabilities offers topology, and the controller service where
+// this process serves it.
 func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	caps := []*csi.PluginCapability{service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS)}
 	if s.controller {

@@ -42,6 +42,8 @@ func (s *nodeServer) lock(target string) func() {
 
 var _ csi.NodeServer = (*nodeServer)(nil)
 
+// NodeGetInfo names this node and its topology segment, which kubelet
+// puts on the Node as a label for pinned volumes' node affinity.
 func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	return &csi.NodeGetInfoResponse{
 		NodeId:             s.nodeName,
@@ -55,6 +57,8 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 	return &csi.NodeGetCapabilitiesResponse{}, nil
 }
 
+// NodePublishVolume writes the addresses the pod advertises into the
+// target path, atomically; Unavailable while the Listener has none yet.
 func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (_ *csi.NodePublishVolumeResponse, err error) {
 	target := req.GetTargetPath()
 	switch {

@@ -52,6 +52,7 @@ type InvalidError struct {
 	Reason string
 }
 
+// Error says which value was refused and why.
 func (e *InvalidError) Error() string {
 	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
 }
