@@ -79,6 +79,18 @@ func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
 		t.Errorf("a claim naming a listener got one of its own: err %v", err)
 	}
 
+	// A claim whose name is taken by a Listener it does not own leaves that
+	// Listener alone and says so.
+	create(t, ctx, c, listener(ns, "taken", class.Name, port("x", 1)))
+	create(t, ctx, c, listenerClaim(ns, "taken", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
+	waitEvent(t, ctx, c, ns, "taken", EventForeignListener)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "taken"}, l); err != nil || len(l.OwnerReferences) != 0 || len(l.Spec.Ports) != 1 {
+		t.Errorf("foreign listener changed: owners %v ports %v (err %v)", l.OwnerReferences, l.Spec.Ports, err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: own.Name}, l); err != nil {
+		t.Fatal(err)
+	}
+
 	// The pod goes, the Listener keeps its ports.
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
