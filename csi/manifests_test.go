@@ -76,8 +76,9 @@ func TestManifests(t *testing.T) {
 	if driver == nil || class == nil || deploy == nil || daemons == nil {
 		t.Fatalf("config/csi lacks a CSIDriver, StorageClass, Deployment or DaemonSet")
 	}
-	if driver.Name != v1alpha1.DriverName || *driver.Spec.AttachRequired || !*driver.Spec.PodInfoOnMount {
-		t.Errorf("CSIDriver %s: attachRequired %v podInfoOnMount %v; want %s, false, true", driver.Name, *driver.Spec.AttachRequired, *driver.Spec.PodInfoOnMount, v1alpha1.DriverName)
+	if driver.Name != v1alpha1.DriverName || *driver.Spec.AttachRequired || !*driver.Spec.PodInfoOnMount || !*driver.Spec.RequiresRepublish {
+		t.Errorf("CSIDriver %s: attachRequired %v podInfoOnMount %v requiresRepublish %v; want %s, false, true, true",
+			driver.Name, *driver.Spec.AttachRequired, *driver.Spec.PodInfoOnMount, *driver.Spec.RequiresRepublish, v1alpha1.DriverName)
 	}
 	if class.Name != v1alpha1.StorageClassName || class.Provisioner != v1alpha1.DriverName || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		t.Errorf("StorageClass %s (provisioner %s, binding %s) is not the delayed-binding listener class", class.Name, class.Provisioner, *class.VolumeBindingMode)
