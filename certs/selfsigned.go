@@ -56,7 +56,8 @@ type SelfSignedOptions struct {
 	// name the configurations whose caBundle the CA goes into.
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
 	// Resync bounds the time between two checks when nothing happens
-	// (default one hour).
+	// (default five minutes): the Secret is not watched (that would mean
+	// caching Secrets), so this is how soon a damaged Secret is repaired.
 	Resync time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -159,7 +160,7 @@ func (b *Bootstrapper) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 	}
 	resync := b.Opts.Resync
 	if resync <= 0 {
-		resync = time.Hour
+		resync = 5 * time.Minute
 	}
 	wait := rotateAt.Sub(b.now())
 	if wait > resync {
@@ -224,7 +225,7 @@ func (b *Bootstrapper) ensureSecret(ctx context.Context) (Bundle, time.Time, err
 	}
 	logger.Info("renewed webhook certificates", "secret", key, "reason", d.Reason, "newCA", d.NewCA, "rotateAt", d.RotateAt)
 	if d.NewCA {
-		b.event(secret, EventCertificatesIssued, "Issue", "Issued a new CA and webhook serving certificate (%s); next rotation at %s", d.Reason, d.RotateAt.UTC().Format(time.RFC3339))
+		b.event(secret, EventCertificatesIssued, "Issue", "Issued a new CA (%s) and webhook serving certificate; next rotation at %s", d.Reason, d.RotateAt.UTC().Format(time.RFC3339))
 	} else {
 		b.event(secret, EventCertificateRotated, "Rotate", "Rotated the webhook serving certificate (%s); next rotation at %s", d.Reason, d.RotateAt.UTC().Format(time.RFC3339))
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,7 +234,7 @@ func (r *selfSignedRig) admit(t *testing.T, name string) error {
 }
 
 // expectEvent waits for an event with reason on the Secret.
-func (r *selfSignedRig) expectEvent(t *testing.T, reason string) {
+func (r *selfSignedRig) expectEvent(t *testing.T, reason, note string) {
 	t.Helper()
 	eventually(t, "event "+reason+" on the Secret", func() error {
 		list := &eventsv1.EventList{}
@@ -241,7 +242,7 @@ func (r *selfSignedRig) expectEvent(t *testing.T, reason string) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Reason == reason && e.Regarding.Kind == "Secret" && e.Regarding.Name == r.secret {
+			if e.Reason == reason && e.Regarding.Kind == "Secret" && e.Regarding.Name == r.secret && strings.Contains(e.Note, note) {
 				return nil
 			}
 		}
@@ -269,7 +270,7 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		return nil
 	})
 	eventually(t, "readiness", r.ready)
-	r.expectEvent(t, EventCertificatesIssued)
+	r.expectEvent(t, EventCertificatesIssued, "Issued a CA and a webhook serving certificate")
 	if err := r.admit(t, "first"); err != nil {
 		t.Fatalf("admission through the API server: %v", err)
 	}
@@ -336,7 +337,7 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		if err := r.admit(t, "after-rotation"); err != nil {
 			t.Fatalf("admission after rotation: %v", err)
 		}
-		r.expectEvent(t, EventCertificateRotated)
+		r.expectEvent(t, EventCertificateRotated, "reached two thirds of its lifetime")
 	})
 
 	t.Run("a serving certificate replaced in the Secret is served without a restart", func(t *testing.T) {
@@ -367,5 +368,35 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		if err := r.admit(t, "after-replacement"); err != nil {
 			t.Fatalf("admission after replacement: %v", err)
 		}
+	})
+
+	t.Run("a corrupted CA is replaced and the caBundle follows", func(t *testing.T) {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: r.ns, Name: r.secret}, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data[KeyCAKey] = []byte("not a key")
+		if err := env.Client.Update(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.boot.Reconcile(context.Background(), ctrl.Request{}); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+		data := r.secretData(t)
+		newCA := data[KeyCACert]
+		if bytes.Equal(newCA, ca) {
+			t.Fatal("the CA was kept although its key is unusable")
+		}
+		if !bytes.Equal(r.caBundle(t), newCA) {
+			t.Fatal("caBundle does not hold the new CA")
+		}
+		eventually(t, "the server presents a certificate of the new CA", func() error {
+			_, err := served(r.addr, newCA)
+			return err
+		})
+		if err := r.admit(t, "after-new-ca"); err != nil {
+			t.Fatalf("admission with the new CA: %v", err)
+		}
+		r.expectEvent(t, EventCertificatesIssued, "Issued a new CA (CA key unreadable")
 	})
 }
