@@ -488,22 +488,28 @@ EOF
 
 # ---------------------------------------------------------------- teardown
 
-stop_pid() { # name
-  local f=$pids/$1 p
-  p=$(cat "$f" 2>/dev/null) || return 0
-  if kill -0 "$p" 2>/dev/null; then
-    kill "$p" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
-    kill -9 "$p" 2>/dev/null || true
-  fi
-  rm -f "$f"
+stop_pids() { # name... : SIGTERM to all at once, SIGKILL after 10 s
+  local n p live=()
+  for n in "$@"; do
+    p=$(cat "$pids/$n" 2>/dev/null) || continue
+    kill -0 "$p" 2>/dev/null && kill "$p" 2>/dev/null && live+=("$p")
+  done
+  for _ in $(seq 1 40); do
+    local still=()
+    for p in "${live[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
+    live=("${still[@]}")
+    [ ${#live[@]} -eq 0 ] && break
+    sleep 0.25
+  done
+  for p in "${live[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for n in "$@"; do rm -f "$pids/$n"; done
 }
 
 cgroup_dirs() { # every cgroup dir the node created, deepest first
   local c
   for c in /sys/fs/cgroup/*/; do
     for top in kubepods k8s.io; do
-      [ -d "$c$top" ] && find "$c$top" -type d
+      if [ -d "$c$top" ]; then find "$c$top" -type d; fi
     done
   done | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
@@ -562,10 +568,11 @@ restore_iptables() {
 down() {
   [ "$(id -u)" = 0 ] || die "must run as root"
   say "stopping kubelet, kube-proxy and the control plane"
-  local n
-  for n in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$n"; done
+  stop_pids kubelet kube-proxy
+  stop_pids kube-scheduler kube-controller-manager kube-apiserver
+  stop_pids etcd
   kill_containers
-  stop_pid containerd
+  stop_pids containerd
   unmount_all
   rm -f /run/netns/cni-* 2>/dev/null || true
   say "restoring iptables, bridge, cgroups and sysctls"
