@@ -41,11 +41,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// quiet says whether a method is one that sidecars and kubelet poll; those
-// log only at V(1).
+// quiet says whether a method is one that sidecars and kubelet call over
+// and over; their successes log only at V(1) (NodePublishVolume logs a
+// line of its own when it changes a tree).
 func quiet(method string) bool {
 	switch method {
-	case "Probe", "GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo":
+	case "Probe", "GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo", "NodePublishVolume":
 		return true
 	}
 	return false

@@ -95,11 +95,17 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			}
 		}()
 	}
-	if err := addresstree.Write(target, addrs); err != nil {
+	changed, err := addresstree.Write(target, addrs)
+	if err != nil {
 		if errors.Is(err, addresstree.ErrInvalid) {
 			return nil, status.Errorf(codes.InvalidArgument, "refusing to publish volume %s: %v", req.GetVolumeId(), err)
 		}
 		return nil, status.Errorf(codes.Internal, "publish volume %s: %v", req.GetVolumeId(), err)
+	}
+	if changed {
+		// Republishes (every minute, requiresRepublish) that change nothing
+		// stay quiet; a new or changed tree is worth a line.
+		logr.FromContextOrDiscard(ctx).Info("published address tree", "targetPath", target, "defaultAddress", addrs[0].Address)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }

@@ -98,17 +98,18 @@ func validateAddress(addr string) error {
 }
 
 // Write replaces the tree under target (an existing directory) with one for
-// addrs, atomically. The first address becomes default-address; later
+// addrs, atomically, and reports whether it changed anything (an identical
+// tree is left alone). The first address becomes default-address; later
 // duplicates of an address are dropped. Bad input returns an error matching
 // ErrInvalid and leaves target untouched; a failed write leaves the previous
 // tree in place.
-func Write(target string, addrs []v1alpha1.ListenerIngress) error {
+func Write(target string, addrs []v1alpha1.ListenerIngress) (changed bool, err error) {
 	if err := Validate(addrs); err != nil {
-		return err
+		return false, err
 	}
 	root, err := os.OpenRoot(target)
 	if err != nil {
-		return fmt.Errorf("open target %s: %w", target, err)
+		return false, fmt.Errorf("open target %s: %w", target, err)
 	}
 	defer root.Close()
 
@@ -116,30 +117,31 @@ func Write(target string, addrs []v1alpha1.ListenerIngress) error {
 	// after restarts); reading it costs far less than writing it.
 	want := desiredTree(addrs)
 	if current(root, want) {
-		return nil
+		return false, nil
 	}
 	gen, err := newGenerationName()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := writeGeneration(root, gen, want); err != nil {
 		_ = root.RemoveAll(gen)
-		return fmt.Errorf("write address tree into %s: %w", target, err)
+		return false, fmt.Errorf("write address tree into %s: %w", target, err)
 	}
 	old, _ := root.Readlink(dataLink)
 	if err := replaceSymlink(root, gen, dataLink); err != nil {
 		_ = root.RemoveAll(gen)
-		return fmt.Errorf("switch %s to the new tree: %w", target, err)
+		return false, fmt.Errorf("switch %s to the new tree: %w", target, err)
 	}
+	// From here on the new tree is what ..data shows.
 	for _, name := range []string{AddressesDir, DefaultAddress} {
 		if err := ensureSymlink(root, dataLink+"/"+name, name); err != nil {
-			return fmt.Errorf("link %s in %s: %w", name, target, err)
+			return true, fmt.Errorf("link %s in %s: %w", name, target, err)
 		}
 	}
 	if err := removeStaleGenerations(root, gen); err != nil {
-		return fmt.Errorf("remove the previous tree (%s) from %s: %w", old, target, err)
+		return true, fmt.Errorf("remove the previous tree (%s) from %s: %w", old, target, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Remove deletes target and everything under it. A missing target is fine.

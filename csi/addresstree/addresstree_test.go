@@ -63,7 +63,7 @@ func TestWriteTree(t *testing.T) {
 		{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 1}},
 		{Address: "fd00::1", AddressType: v1alpha1.AddressTypeIP},
 	}
-	if err := Write(target, addrs); err != nil {
+	if _, err := Write(target, addrs); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
 	want := map[string]string{
@@ -99,7 +99,7 @@ func TestWriteIsIdempotentAndSwapsAtomically(t *testing.T) {
 	target := t.TempDir()
 	first := []v1alpha1.ListenerIngress{{Address: "a.example.com", Ports: map[string]int32{"http": 8080}}}
 	for i := range 10 {
-		if err := Write(target, first); err != nil {
+		if _, err := Write(target, first); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
 	}
@@ -120,7 +120,7 @@ func TestWriteIsIdempotentAndSwapsAtomically(t *testing.T) {
 	}
 
 	second := []v1alpha1.ListenerIngress{{Address: "b.example.com", Ports: map[string]int32{"http": 9090}}}
-	if err := Write(target, second); err != nil {
+	if _, err := Write(target, second); err != nil {
 		t.Fatalf("rewrite: %v", err)
 	}
 	if got := read(t, filepath.Join(target, "default-address/address")); got != "b.example.com" {
@@ -145,7 +145,7 @@ func TestWriteReplacesAPlainTree(t *testing.T) {
 	if err := os.Symlink("addresses/old", filepath.Join(target, "default-address")); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(target, []v1alpha1.ListenerIngress{{Address: "1.2.3.4"}}); err != nil {
+	if _, err := Write(target, []v1alpha1.ListenerIngress{{Address: "1.2.3.4"}}); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
 	if got := read(t, filepath.Join(target, "default-address/address")); got != "1.2.3.4" {
@@ -185,11 +185,11 @@ func TestWriteRejectsBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A good tree is in place; a bad write must leave it alone.
-			if err := Write(target, []v1alpha1.ListenerIngress{{Address: "good.example"}}); err != nil {
+			if _, err := Write(target, []v1alpha1.ListenerIngress{{Address: "good.example"}}); err != nil {
 				t.Fatal(err)
 			}
 			before := files(t, parent)
-			err := Write(target, tt.addrs)
+			_, err := Write(target, tt.addrs)
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Write = %v, want an ErrInvalid error", err)
 			}
@@ -208,7 +208,7 @@ func TestRemove(t *testing.T) {
 	if err := os.Mkdir(target, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(target, []v1alpha1.ListenerIngress{{Address: "1.1.1.1"}}); err != nil {
+	if _, err := Write(target, []v1alpha1.ListenerIngress{{Address: "1.1.1.1"}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // the second time the target is already gone
@@ -239,7 +239,7 @@ func FuzzWriteTree(f *testing.F) {
 			{Address: a1, Ports: map[string]int32{p1: n1}},
 			{Address: a2, Ports: map[string]int32{p2: n2}},
 		}
-		err := Write(target, addrs)
+		_, err := Write(target, addrs)
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			t.Fatalf("Write(%q) failed with a disk error: %v", addrs, err)
 		}
@@ -287,7 +287,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if err := Write(target, trees[i%2]); err != nil {
+			if _, err := Write(target, trees[i%2]); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -297,7 +297,7 @@ func BenchmarkWrite(b *testing.B) {
 		target := b.TempDir()
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := Write(target, trees[0]); err != nil {
+			if _, err := Write(target, trees[0]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -307,11 +307,11 @@ func BenchmarkWrite(b *testing.B) {
 func TestWriteSkipsAnUnchangedTreeButRepairsADamagedOne(t *testing.T) {
 	target := t.TempDir()
 	addrs := []v1alpha1.ListenerIngress{{Address: "a.example", Ports: map[string]int32{"http": 80}}}
-	if err := Write(target, addrs); err != nil {
+	if _, err := Write(target, addrs); err != nil {
 		t.Fatal(err)
 	}
 	gen, _ := os.Readlink(filepath.Join(target, "..data"))
-	if err := Write(target, addrs); err != nil {
+	if _, err := Write(target, addrs); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := os.Readlink(filepath.Join(target, "..data")); again != gen {
@@ -321,17 +321,32 @@ func TestWriteSkipsAnUnchangedTreeButRepairsADamagedOne(t *testing.T) {
 	if err := os.Remove(filepath.Join(target, gen, "addresses/a.example/ports/http")); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(target, addrs); err != nil {
+	if _, err := Write(target, addrs); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, filepath.Join(target, "default-address/ports/http")); got != "80" {
 		t.Errorf("damaged tree not repaired: ports/http = %q", got)
 	}
 	// An address without ports still has its (empty) ports directory.
-	if err := Write(target, []v1alpha1.ListenerIngress{{Address: "b.example"}}); err != nil {
+	if _, err := Write(target, []v1alpha1.ListenerIngress{{Address: "b.example"}}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(filepath.Join(target, "default-address/ports")); err != nil || !fi.IsDir() {
 		t.Errorf("default-address/ports is not a directory: %v", err)
+	}
+}
+
+func TestWriteReportsChanges(t *testing.T) {
+	target := t.TempDir()
+	a := []v1alpha1.ListenerIngress{{Address: "a.example"}}
+	b := []v1alpha1.ListenerIngress{{Address: "b.example"}}
+	for i, step := range []struct {
+		addrs []v1alpha1.ListenerIngress
+		want  bool
+	}{{a, true}, {a, false}, {b, true}, {b, false}, {a, true}} {
+		changed, err := Write(target, step.addrs)
+		if err != nil || changed != step.want {
+			t.Errorf("write #%d of %s: changed %v (%v), want %v", i+1, step.addrs[0].Address, changed, err, step.want)
+		}
 	}
 }
