@@ -8,11 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -20,6 +30,9 @@ import (
 // manager running the controllers against it (tests use their own
 // namespaces).
 var env *testenv.Env
+
+// operatorConfig is the restricted identity the manager runs as.
+var operatorConfig *rest.Config
 
 // testOptions are the controllers' options in tests: a cluster domain that
 // is not the default, to see it is used.
@@ -61,7 +74,12 @@ func runWithManager(m *testing.M) int {
 	if os.Getenv("RECONCILE_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	}
-	cfg := rest.CopyConfig(e.Config)
+	cfg, err := operatorIdentity(e)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
+		return 1
+	}
+	operatorConfig = cfg
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  e.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -91,4 +109,53 @@ func runWithManager(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// operatorIdentity returns a client configuration for a user that has only
+// the operator's ClusterRole from config/rbac/role.yaml, so that every test
+// also checks that the generated RBAC covers what the controllers do.
+func operatorIdentity(e *testenv.Env) (*rest.Config, error) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return nil, fmt.Errorf("parse role.yaml: %w", err)
+	}
+	const user = "listener-operator-under-test"
+	role.Name = user
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	ctx := context.Background()
+	for _, o := range []client.Object{role, binding} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("create %T: %w", o, err)
+		}
+	}
+	u, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: user}, e.Config)
+	if err != nil {
+		return nil, fmt.Errorf("add user: %w", err)
+	}
+	return u.Config(), nil
+}
+
+// TestOperatorIdentityIsRestricted makes sure the RBAC check above is not
+// vacuous: the manager's identity may not do what its role does not grant.
+func TestOperatorIdentityIsRestricted(t *testing.T) {
+	e := testenv.Require(t, env)
+	c, err := client.New(operatorConfig, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets corev1.SecretList
+	if err := c.List(t.Context(), &secrets); !apierrors.IsForbidden(err) {
+		t.Errorf("listing secrets as the operator: err %v, want Forbidden", err)
+	}
+	if err := c.Delete(t.Context(), &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-internal"}}); !apierrors.IsForbidden(err) {
+		t.Errorf("deleting a ListenerClass as the operator: err %v, want Forbidden", err)
+	}
 }
