@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -257,6 +258,32 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// RegisterMetrics exposes the served certificate's expiry as
+// listener_operator_webhook_certificate_expiry_timestamp_seconds (0 while
+// nothing is served), so that an alert can fire before a certificate that
+// nobody renews expires, whatever the mode.
+func (w *Watcher) RegisterMetrics(reg prometheus.Registerer) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "listener_operator_webhook_certificate_expiry_timestamp_seconds",
+		Help: "Expiry (notAfter, Unix seconds) of the certificate the webhook server presents; 0 when none is loaded.",
+	}, func() float64 {
+		if leaf := w.Leaf(); leaf != nil {
+			return float64(leaf.NotAfter.Unix())
+		}
+		return 0
+	})
+	if err := reg.Register(g); err != nil {
+		// A process runs one manager; a second one (in tests) keeps the
+		// first registration rather than failing to start.
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			return nil
+		}
+		return fmt.Errorf("register webhook certificate metric: %w", err)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // serveTLS serves the TLS settings the controller gives the webhook server
@@ -99,6 +101,18 @@ func TestFilesModeWaitsForTheCertificateAndFollowsChanges(t *testing.T) {
 		}
 		return nil
 	})
+
+	reg := prometheus.NewRegistry()
+	if err := w.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil || len(families) != 1 {
+		t.Fatalf("gather: %v %v", families, err)
+	}
+	if got := families[0].GetMetric()[0].GetGauge().GetValue(); got != float64(second.NotAfter.Unix()) {
+		t.Errorf("%s = %v, want the served certificate's notAfter %d", families[0].GetName(), got, second.NotAfter.Unix())
+	}
 
 	// A clock past the certificate's end makes the replica unready.
 	late := &Watcher{Dir: w.Dir, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}

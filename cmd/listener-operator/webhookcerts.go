@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/listener-operator/listener-operator/certs"
 )
@@ -86,6 +87,9 @@ func (c *certOptions) setup(mgr ctrl.Manager) error {
 	}
 	if err := mgr.AddReadyzCheck("webhook-certificate", c.watcher.ReadyCheck(mgr.GetWebhookServer().StartedChecker())); err != nil {
 		return fmt.Errorf("add webhook certificate ready check: %w", err)
+	}
+	if err := c.watcher.RegisterMetrics(metrics.Registry); err != nil {
+		return err
 	}
 	switch c.parsedMode {
 	case certs.ModeSelfSigned:
