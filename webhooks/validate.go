@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/names"
@@ -57,7 +58,7 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 // users lists the Listeners and claims that refer to the class.
 func (v *classValidator) users(ctx context.Context, class string) ([]string, error) {
 	var listeners v1alpha1.ListenerList
-	if err := v.lookup.cache.List(ctx, &listeners); err != nil {
+	if err := v.lookup.cache.List(ctx, &listeners, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Listeners: %w", err)
 	}
 	var users []string
@@ -67,7 +68,7 @@ func (v *classValidator) users(ctx context.Context, class string) ([]string, err
 		}
 	}
 	var claims corev1.PersistentVolumeClaimList
-	if err := v.lookup.cache.List(ctx, &claims); err != nil {
+	if err := v.lookup.cache.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
 	for _, c := range claims.Items {

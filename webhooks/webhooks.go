@@ -122,13 +122,17 @@ func decode(raw []byte, kind string, v any) error {
 
 // lookup reads through the manager's cache and falls back to a live read
 // when the cache does not have an object yet (created a moment ago).
+//
+// Objects read from the cache share their maps and slices with it (no deep
+// copy, which would be a third of a pod admission's allocations): handlers
+// only read what they look up and must never modify it.
 type lookup struct {
 	cache client.Reader
 	live  client.Reader
 }
 
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
-	err := l.cache.Get(ctx, key, obj)
+	err := l.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
 		err = l.live.Get(ctx, key, obj)
 	}
@@ -138,7 +142,7 @@ func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.O
 // classes lists the ListenerClasses.
 func (l *lookup) classes(ctx context.Context) ([]v1alpha1.ListenerClass, error) {
 	var list v1alpha1.ListenerClassList
-	if err := l.cache.List(ctx, &list); err != nil {
+	if err := l.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list ListenerClasses: %w", err)
 	}
 	return list.Items, nil
