@@ -155,3 +155,9 @@ func flagValue(args []string, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// execGo runs the go command (the tests run under it, so it is there).
+func execGo(args ...string) (string, error) {
+	out, err := exec.Command("go", args...).Output()
+	return string(out), err
+}
