@@ -177,3 +177,32 @@ func TestEndpointAndPinnedNodes(t *testing.T) {
 		t.Errorf("pinnedNodes of an unpinned volume = %v", got)
 	}
 }
+
+// TestDesiredServiceSurvivesOddOverrides feeds overrides of the wrong shapes:
+// each yields an error or a Service still named and owned as it must be,
+// never a panic.
+func TestDesiredServiceSurvivesOddOverrides(t *testing.T) {
+	for _, o := range []string{
+		`{"metadata":5}`,
+		`{"metadata":null}`,
+		`{"spec":null}`,
+		`{"spec":{"ports":"x","selector":[1]}}`,
+		`{"metadata":{"ownerReferences":"x","labels":"y","annotations":7}}`,
+		`{"apiVersion":5,"kind":null}`,
+		`null`,
+		`"text"`,
+	} {
+		l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
+		class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceOverrides: &runtime.RawExtension{Raw: []byte(o)}}}
+		u, err := desiredService(l, class)
+		if err != nil {
+			continue
+		}
+		if u.GetName() != "web" || u.GetNamespace() != "shop" || len(u.GetOwnerReferences()) != 1 || u.GetKind() != "Service" {
+			t.Errorf("override %s: service %s/%s kind %q owners %v", o, u.GetNamespace(), u.GetName(), u.GetKind(), u.GetOwnerReferences())
+		}
+		if _, err := serviceUpToDate(&corev1.Service{}, u); err != nil {
+			t.Errorf("override %s: serviceUpToDate: %v", o, err)
+		}
+	}
+}
