@@ -236,3 +236,28 @@ func BenchmarkRenewServing(b *testing.B) {
 		}
 	}
 }
+
+func TestCABundlePatch(t *testing.T) {
+	ca := []byte("-----BEGIN CERTIFICATE-----\nQ0E=\n-----END CERTIFICATE-----\n")
+	tests := []struct {
+		name    string
+		current [][]byte
+		want    string
+	}{
+		{"every webhook has it", [][]byte{ca, ca}, ""},
+		{"no webhooks", nil, ""},
+		{"second cleared", [][]byte{ca, nil}, `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"add","path":"/webhooks/1/clientConfig/caBundle","value":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwRT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="}]`},
+		{"all stale", [][]byte{[]byte("old"), []byte("old")}, `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwRT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="},{"op":"add","path":"/webhooks/1/clientConfig/caBundle","value":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClEwRT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CABundlePatch("42", tt.current, ca)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("patch\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
