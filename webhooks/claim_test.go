@@ -1,10 +1,12 @@
 package webhooks
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,10 +148,54 @@ func TestClaimNoDefaultClass(t *testing.T) {
 	}
 	setDefault("false")
 	defer setDefault("true")
-	err := e.Client.Create(t.Context(), listenerClaim(ns, "a", nil, ptr(v1alpha1.StorageClassName)))
-	want := `metadata.annotations[listeners.stackable.tech/listener-class]: Required value: a listener claim needs listeners.stackable.tech/listener-class (one of: cluster-internal, external-stable, external-unstable) or listeners.stackable.tech/listener-name (an existing Listener), and no default ListenerClass is set (annotate one with listeners.stackable.tech/is-default-class: "true")`
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("error:\n got: %v\nwant: %s", err, want)
+	for _, tc := range []struct {
+		name string
+		obj  client.Object
+		want string
+	}{
+		{"claim", listenerClaim(ns, "a", nil, ptr(v1alpha1.StorageClassName)),
+			`PersistentVolumeClaim "a" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Required value: a listener claim needs listeners.stackable.tech/listener-class (one of: cluster-internal, external-stable, external-unstable) or listeners.stackable.tech/listener-name (an existing Listener), and no default ListenerClass is set (annotate one with listeners.stackable.tech/is-default-class: "true")`},
+		{"opted-in StatefulSet", statefulSet(ns, "web", optIn, nil),
+			`admission webhook "statefulsets.mutate.listeners.stackable.tech" denied the request: StatefulSet.apps "web" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Required value: no default ListenerClass is set, so name one (available: cluster-internal, external-stable, external-unstable`},
+		{"opted-in bare pod", pod(ns, "bare", optIn),
+			`admission webhook "opted-in-pods.mutate.listeners.stackable.tech" denied the request: Pod "bare" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Required value: no default ListenerClass is set, so name one (available: cluster-internal, external-stable, external-unstable`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := e.Client.Create(t.Context(), tc.obj)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error:\n got: %v\nwant: %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestClaimClusterDefaultStorageClass: Kubernetes' DefaultStorageClass
+// admission plugin writes the cluster's default StorageClass into a claim
+// without one before webhooks run; a listener claim gets ours instead.
+func TestClaimClusterDefaultStorageClass(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	sc := &storagev1.StorageClass{
+		ObjectMeta:  metav1.ObjectMeta{Name: "standard", Annotations: map[string]string{defaultStorageClassAnn: "true"}},
+		Provisioner: "example.com/disks",
+	}
+	if err := e.Client.Create(t.Context(), sc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(t.Context()), sc) })
+	plain := listenerClaim(ns, "plain", nil, nil)
+	if err := e.Client.Create(t.Context(), plain); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Spec.StorageClassName == nil || *plain.Spec.StorageClassName != "standard" {
+		t.Fatalf("the API server did not default the storage class of a plain claim: %v", plain.Spec.StorageClassName)
+	}
+	c := listenerClaim(ns, "addr", map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, nil)
+	if err := e.Client.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != v1alpha1.StorageClassName {
+		t.Errorf("storageClassName = %v, want %s", c.Spec.StorageClassName, v1alpha1.StorageClassName)
 	}
 }
 

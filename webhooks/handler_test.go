@@ -194,3 +194,37 @@ func TestEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformed hands every handler input that does not decode into what
+// it reads: each answers with an error, none panics. (Fields a handler does
+// not read are not its business: the API server validated them.)
+func TestMalformed(t *testing.T) {
+	testenv.Require(t, env)
+	l := testLookup
+	for name, h := range map[string]admission.Handler{
+		"pod": &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, "statefulset": &statefulSetMutator{lookup: l},
+		"claim mutate": &claimMutator{lookup: l}, "claim validate": &claimValidator{lookup: l},
+		"class": &classValidator{lookup: l}, "listener": &listenerValidator{lookup: l}, "workload": &workloadValidator{lookup: l},
+	} {
+		bad := []string{``, `[`, `"x"`, `{"spec": 5}`}
+		if name != "workload" { // the only one that reads no metadata
+			bad = append(bad, `{"metadata": 5}`)
+		}
+		switch name {
+		case "pod":
+			bad = append(bad, `{"metadata": {"labels": []}}`, `{"spec": {"volumes": [{"name": 1}]}}`, `{"spec": {"containers": [{"volumeMounts": {}}]}}`)
+		case "workload":
+			bad = append(bad, `{"spec": {"template": {"spec": {"volumes": [{"csi": 1}]}}}}`)
+		}
+		for _, raw := range bad {
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				UID: "1", Kind: metav1.GroupVersionKind{Kind: "X"}, Operation: admissionv1.Create, Namespace: "default",
+				Object: runtime.RawExtension{Raw: []byte(raw)},
+			}}
+			resp := h.Handle(t.Context(), req)
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != 400 {
+				t.Errorf("%s(%q): allowed=%v result=%+v, want a 400 error", name, raw, resp.Allowed, resp.Result)
+			}
+		}
+	}
+}
