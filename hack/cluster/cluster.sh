@@ -421,8 +421,10 @@ require_cluster() {
 deploy() {
   require_cluster
   build_operator_binaries
-  local built
-  built=$(build_images operator 2>&1 | tee /dev/stderr | grep -c 'built$' || true)
+  local out built
+  out=$(build_images operator 2>&1)
+  printf '%s\n' "$out" >&2
+  built=$(grep -c 'built$' <<<"$out" || true)
   import_images
   say "rendering hack/cluster/deploy (config/selfsigned for this cluster) into $work/deploy.yaml"
   kubectl kustomize "$root/hack/cluster/deploy" | sed "s#/var/lib/kubelet#$KUBELET_DIR#g" >"$work/deploy.yaml"
