@@ -122,6 +122,7 @@ func startManager(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) 
 	if err := SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	mgr.GetWebhookServer().Register(pathTestSidecarInjector, &webhook.Admission{Handler: sidecarInjector{}})
 	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader()}
 	stopped := make(chan struct{})
 	go func() {

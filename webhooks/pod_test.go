@@ -1,14 +1,22 @@
 package webhooks
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
+	"gomodules.xyz/jsonpatch/v2"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -207,5 +215,72 @@ func TestPodDenials(t *testing.T) {
 				t.Errorf("error:\n got: %v\nwant: %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// pathTestSidecarInjector serves sidecarInjector, a stand-in for a service
+// mesh or agent webhook that adds a container after ours ran.
+const pathTestSidecarInjector = "/test-inject-sidecar"
+
+// sidecarInjector adds a container named "injected" to pods that lack it.
+type sidecarInjector struct{}
+
+func (sidecarInjector) Handle(_ context.Context, req admission.Request) admission.Response {
+	var p corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &p); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == "injected" {
+			return admission.Allowed("")
+		}
+	}
+	return admission.Patched("", jsonpatch.JsonPatchOperation{Operation: "add", Path: "/spec/containers/-",
+		Value: corev1.Container{Name: "injected", Image: "busybox"}})
+}
+
+// TestPodReinvocation registers a second mutating webhook that injects a
+// container into labelled pods. Its configuration sorts after ours, so the
+// API server calls it after our pod webhook, and calls ours again
+// (reinvocationPolicy: IfNeeded), which mounts the listener volume in the
+// injected container too.
+func TestPodReinvocation(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	wo := &e.Environment.WebhookInstallOptions
+	url := fmt.Sprintf("https://%s%s", net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort)), pathTestSidecarInjector)
+	injector := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "zz-test-sidecar-injector"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "sidecar.test.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: wo.LocalServingCAData},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"test-inject-sidecar": "true"}},
+			SideEffects:             ptr(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if err := e.Client.Create(t.Context(), injector); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(t.Context()), injector) })
+	labels := map[string]string{v1alpha1.LabelEnabled: "true", "test-inject-sidecar": "true"}
+	eventually(t, "API server calls the injector", func() error {
+		p := pod(ns, "probe", labels)
+		if err := e.Client.Create(t.Context(), p, client.DryRunAll); err != nil {
+			return err
+		}
+		if len(p.Spec.Containers) != 3 {
+			return errorf("containers: %d", len(p.Spec.Containers))
+		}
+		return nil
+	})
+	p := pod(ns, "meshed", labels)
+	if err := e.Client.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := "app:listener@/stackable/listener(ro) sidecar:listener@/stackable/listener(ro) injected:listener@/stackable/listener(ro)"
+	if got := mounts(p.Spec.Containers); got != want {
+		t.Errorf("mounts:\n got: %s\nwant: %s", got, want)
 	}
 }
