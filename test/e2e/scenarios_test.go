@@ -445,16 +445,35 @@ func TestOperatorRestartWhileScaling(t *testing.T) {
 		}
 		addrs[addr] = name
 	}
+	// Nothing but the three Listeners' Services in the namespace, each owned
+	// by a Listener that exists and names it.
 	var svcs corev1.ServiceList
+	var ls v1alpha1.ListenerList
 	if err := k8s.client.List(ctx, &svcs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	owned := listenerServices(svcs.Items)
-	if len(owned) != 3 {
-		var got []string
-		for _, s := range owned {
-			got = append(got, s.Name)
+	if err := k8s.client.List(ctx, &ls, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	byUID := map[types.UID]v1alpha1.Listener{}
+	for _, l := range ls.Items {
+		byUID[l.UID] = l
+	}
+	var got []string
+	for _, s := range svcs.Items {
+		got = append(got, s.Name)
+		ref := metav1.GetControllerOf(&s)
+		if ref == nil || ref.Kind != "Listener" {
+			t.Errorf("Service %s is not owned by a Listener", s.Name)
+			continue
 		}
-		t.Errorf("Services owned by Listeners: %v, want exactly one per pod (3)", got)
+		if l, ok := byUID[ref.UID]; !ok {
+			t.Errorf("Service %s is orphaned: its Listener %s is gone", s.Name, ref.Name)
+		} else if l.Status.ServiceName != s.Name {
+			t.Errorf("Service %s is owned by Listener %s, which names Service %q", s.Name, l.Name, l.Status.ServiceName)
+		}
+	}
+	if len(svcs.Items) != 3 || len(ls.Items) != 3 {
+		t.Errorf("%d Listeners and Services %v; want 3 of each, one per pod", len(ls.Items), got)
 	}
 }
