@@ -32,6 +32,9 @@ export PATH=$k8sbin:$PATH
 BRIDGE=listener0
 NODE_IP=10.88.0.1
 POD_CIDR=10.88.0.0/24
+# Pods get .2–.239; .240–.254 are never given out, so tests can play a load
+# balancer with those addresses (test/e2e).
+POD_RANGE_END=10.88.0.239
 SERVICE_CIDR=10.88.1.0/24
 SERVICE_IP=10.88.1.1
 APISERVER=https://$NODE_IP:6443
@@ -317,7 +320,7 @@ EOF
     {
       "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
       "ipam": {"type": "host-local", "dataDir": "$work/cni/ipam",
-               "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]],
+               "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP", "rangeEnd": "$POD_RANGE_END"}]],
                "routes": [{"dst": "0.0.0.0/0"}]}
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}

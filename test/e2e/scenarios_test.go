@@ -228,7 +228,9 @@ func TestLoadBalancer(t *testing.T) {
 		t.Fatalf("lb-0 is Running although its LoadBalancer Service has no ingress yet")
 	}
 
-	const lbIP = "10.88.0.250" // inside the cluster's private subnet, never contacted
+	// In the cluster's pod subnet but outside the range pods get (see
+	// hack/cluster/cluster.sh); nothing is sent there.
+	const lbIP = "10.88.0.250"
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":[{"ip":"`+lbIP+`"}]}}}`))
 	if err := k8s.client.Status().Patch(ctx, &svc, patch); err != nil {
 		t.Fatalf("set the Service's load balancer ingress: %v", err)
