@@ -35,16 +35,24 @@ func main() {
 		// Without the downward API the hostname is the pod name for plain pods.
 		pod, _ = os.Hostname()
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, "hello from %s\n", pod)
-	})
-	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: *addr, Handler: hello(pod), ReadHeaderTimeout: 5 * time.Second}
 	log.Printf("pod %s serving on %s", pod, *addr)
 	log.Fatal(srv.ListenAndServe())
 }
 
+// hello answers every request with the pod's name.
+func hello(pod string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "hello from %s\n", pod)
+	})
+}
+
+// fetch writes the body of url to stdout; anything but 200 OK is an error.
 func fetch(url string, timeout time.Duration) error {
+	return fetchTo(os.Stdout, url, timeout)
+}
+
+func fetchTo(w io.Writer, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -59,6 +67,6 @@ func fetch(url string, timeout time.Duration) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	_, err = io.Copy(os.Stdout, resp.Body)
+	_, err = io.Copy(w, resp.Body)
 	return err
 }
