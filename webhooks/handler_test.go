@@ -2,17 +2,22 @@ package webhooks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -226,5 +231,49 @@ func TestMalformed(t *testing.T) {
 				t.Errorf("%s(%q): allowed=%v result=%+v, want a 400 error", name, raw, resp.Allowed, resp.Result)
 			}
 		}
+	}
+}
+
+// failingReader stands for a cache and an API server that cannot answer.
+type failingReader struct{ client.Reader }
+
+func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("connection refused")
+}
+
+func (failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("connection refused")
+}
+
+// TestPodFailOpen: when lookups fail, the pod webhook (failurePolicy
+// Ignore) admits the pod with what needed no lookup and counts it, rather
+// than returning an error (which would deny the pod even under Ignore).
+// Webhooks that fail closed answer with an error the client can retry.
+func TestPodFailOpen(t *testing.T) {
+	broken := &lookup{cache: failingReader{}, live: failingReader{}}
+	h := &podMutator{lookup: broken, validator: &workloadValidator{lookup: broken}}
+	before := testutil.ToFloat64(failOpen.WithLabelValues("pods.mutate"))
+	raw := `{"metadata": {"name": "web-0", "labels": {"listeners.stackable.tech/enabled": "true"}},
+	  "spec": {"containers": [{"name": "app", "image": "x"}], "volumes": [{"name": "listener", "persistentVolumeClaim": {"claimName": "listener-web-0"}}]}}`
+	resp := h.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Operation: admissionv1.Create, Namespace: "ns",
+		Object: runtime.RawExtension{Raw: []byte(raw)},
+	}})
+	if !resp.Allowed {
+		t.Fatalf("denied: %+v", resp.Result)
+	}
+	// The mount needs no lookup; the label (the claim's Listener) does.
+	if got := string(mustJSON(t, resp.Patches)); got != `[{"op":"add","path":"/spec/containers/0/volumeMounts","value":[{"name":"listener","readOnly":true,"mountPath":"/stackable/listener"}]}]` {
+		t.Errorf("patch: %s", got)
+	}
+	if d := testutil.ToFloat64(failOpen.WithLabelValues("pods.mutate")) - before; d != 1 {
+		t.Errorf("fail-open counter went up by %v, want 1", d)
+	}
+	claimResp := (&claimMutator{lookup: broken}).Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "2", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}, Operation: admissionv1.Create, Namespace: "ns",
+		Object: runtime.RawExtension{Raw: []byte(`{"metadata": {"name": "c"}, "spec": {"storageClassName": "listeners.stackable.tech"}}`)},
+	}})
+	if claimResp.Allowed || claimResp.Result.Code != http.StatusServiceUnavailable || !strings.Contains(claimResp.Result.Message, "connection refused") {
+		t.Errorf("claim webhook with failing lookups: %+v", claimResp.Result)
 	}
 }
