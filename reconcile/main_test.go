@@ -10,6 +10,7 @@ import (
 
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,6 +74,8 @@ func runWithManager(m *testing.M) int {
 	}()
 	if os.Getenv("RECONCILE_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
 	}
 	cfg, err := operatorIdentity(e)
 	if err != nil {
