@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -40,18 +41,18 @@ func TestListenerClassValidation(t *testing.T) {
 func TestListenerClassDeletion(t *testing.T) {
 	e := testenv.Require(t, env)
 	ns := namespace(t, nil)
-	lc := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "in-use"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
+	lc := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "in-use-" + ns}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
 	if err := e.Client.Create(t.Context(), lc); err != nil {
 		t.Fatal(err)
 	}
-	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("in-use")}}
-	c := listenerClaim(ns, "addr", map[string]string{v1alpha1.AnnotationListenerClass: "in-use"}, ptr(v1alpha1.StorageClassName))
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr(lc.Name)}}
+	c := listenerClaim(ns, "addr", map[string]string{v1alpha1.AnnotationListenerClass: lc.Name}, ptr(v1alpha1.StorageClassName))
 	for _, o := range []client.Object{l, c} {
 		if err := e.Client.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := `ListenerClass.listeners.stackable.tech "in-use" is invalid: metadata.name: Forbidden: ListenerClass "in-use" is still used by Listener ` + ns + `/web, PersistentVolumeClaim ` + ns + `/addr; delete them or move them to another class first`
+	want := `ListenerClass.listeners.stackable.tech "` + lc.Name + `" is invalid: metadata.name: Forbidden: ListenerClass "` + lc.Name + `" is still used by Listener ` + ns + `/web, PersistentVolumeClaim ` + ns + `/addr; delete them or move them to another class first`
 	eventually(t, "deletion refused with both users", func() error {
 		err := e.Client.Delete(t.Context(), lc, client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -104,21 +105,28 @@ func TestListenerValidation(t *testing.T) {
 	}
 
 	// A class created a moment ago is found (live read behind the cache).
-	fresh := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
+	fresh := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "fresh-" + ns}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
 	if err := e.Client.Create(t.Context(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Client.Create(t.Context(), &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fresh"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("fresh")}}); err != nil {
+	freshListener := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fresh"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr(fresh.Name)}}
+	if err := e.Client.Create(t.Context(), freshListener); err != nil {
 		t.Errorf("Listener of a class created just before: %v", err)
 	}
+	// Other tests list the available classes: leave only the fixtures.
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		_ = e.Client.Delete(ctx, freshListener)
+		eventually(t, "delete class "+fresh.Name, func() error { return client.IgnoreNotFound(e.Client.Delete(ctx, fresh)) })
+	})
 
 	// Once its class is gone, a Listener can still be updated (e.g. to
 	// drop a finalizer) as long as the update does not add a new problem.
-	gone := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "gone"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
+	gone := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "gone-" + ns}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
 	if err := e.Client.Create(t.Context(), gone); err != nil {
 		t.Fatal(err)
 	}
-	orphan := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Finalizers: []string{"example.com/hold"}}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("gone")}}
+	orphan := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Finalizers: []string{"example.com/hold"}}, Spec: v1alpha1.ListenerSpec{ClassName: ptr(gone.Name)}}
 	if err := e.Client.Create(t.Context(), orphan); err != nil {
 		t.Fatal(err)
 	}
