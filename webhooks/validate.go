@@ -193,6 +193,18 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 	if err != nil {
 		return lookupFailed(err)
 	}
+	// Templates that name no class get the default when their claims are
+	// created.
+	for _, c := range claims {
+		_, hasClass := c.annotations[v1alpha1.AnnotationListenerClass]
+		_, hasName := c.annotations[v1alpha1.AnnotationListenerName]
+		if !hasClass && !hasName {
+			if facts.DefaultClass, err = v.lookup.defaultClass(ctx, req.Namespace); err != nil {
+				return lookupFailed(err)
+			}
+			break
+		}
+	}
 	errs := validation.Volumes(spec.Volumes, facts, path)
 	for _, i := range templates {
 		t := &w.Spec.VolumeClaimTemplates[i]

@@ -224,6 +224,12 @@ func TestWorkloadDenials(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error:\n got: %v\nwant: %s", err, want)
 	}
+	// A template that names no class is fine: its claims get the default.
+	d.Name = "default-class"
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{ephemeral("addr", nil)}
+	if err := e.Client.Create(t.Context(), d); err != nil {
+		t.Errorf("Deployment with an ephemeral listener volume of the default class: %v", err)
+	}
 	sts := statefulSet(ns, "unknown-class", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "foo"})
 	err = e.Client.Create(t.Context(), sts)
 	want = `StatefulSet.apps "unknown-class" is invalid: spec.volumeClaimTemplates[0].metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`

@@ -60,6 +60,11 @@ type ClaimFacts struct {
 	// that Listener exists in Namespace. A name missing from the map counts
 	// as not found.
 	Listeners map[string]bool
+	// DefaultClass is the class a claim that names none will get when it is
+	// created ("" if there is none). Claim templates (of StatefulSets and
+	// ephemeral volumes) are checked before the claims exist, so one that
+	// names neither a class nor a Listener is fine when there is a default.
+	DefaultClass string
 }
 
 // IsListenerClaim reports whether a claim with these annotations and storage
@@ -269,6 +274,9 @@ func Claim(annotations map[string]string, spec *corev1.PersistentVolumeClaimSpec
 	sp := childPath(path, "spec")
 	class, hasClass := annotations[v1alpha1.AnnotationListenerClass]
 	name, hasName := annotations[v1alpha1.AnnotationListenerName]
+	if !hasClass && !hasName && facts.DefaultClass != "" {
+		class, hasClass = facts.DefaultClass, true
+	}
 	switch {
 	case hasClass && hasName:
 		errs = append(errs, field.Invalid(ann.Key(v1alpha1.AnnotationListenerName), name,

@@ -193,6 +193,15 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+func TestClaimDefaultClass(t *testing.T) {
+	withDefault := func(c string) ClaimFacts { return ClaimFacts{Classes: classes, DefaultClass: c} }
+	check(t, Claim(nil, claimSpec(nil), withDefault("cluster-internal"), nil), "")
+	check(t, Claim(nil, claimSpec(nil), withDefault("nope"), nil),
+		`metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "nope": ListenerClass "nope" not found; available: cluster-internal, external-stable, external-unstable`)
+	check(t, Claim(map[string]string{v1alpha1.AnnotationListenerClass: "foo"}, claimSpec(nil), withDefault("cluster-internal"), nil),
+		`metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`)
+}
+
 func TestClaimTemplatePaths(t *testing.T) {
 	got := Claim(map[string]string{v1alpha1.AnnotationListenerClass: "foo"}, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = ptr("x") }),
 		ClaimFacts{Classes: classes}, field.NewPath("spec", "volumeClaimTemplates").Index(2))
