@@ -12,7 +12,8 @@
 //     storage class filled in.
 //
 // Validating: ListenerClasses, Listeners, listener claims and the pod
-// templates of workloads, with the rules of api/validation.
+// templates of workloads, with the rules of api/validation. Pods are checked
+// by the pod mutator itself (one webhook call per pod instead of two).
 //
 // Mutations are computed as JSON patch operations on exactly the fields they
 // change, from small views of the request that decode only what the handlers
