@@ -61,7 +61,7 @@ SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridg
 # Host paths containerd/kubelet create outside the work dir; removed by `down`
 # only if they did not exist before `up`.
 HOST_PATHS=(/run/containerd /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/netns
-  /var/lib/containerd /opt/containerd)
+  /var/lib/containerd /opt/containerd /usr/libexec/kubernetes)
 
 t0=$SECONDS
 say() { printf '>> [%3ds] %s\n' $((SECONDS - t0)) "$*" >&2; }
@@ -281,7 +281,7 @@ start_control_plane() {
     --authentication-kubeconfig "$KUBECONFIG_OUT" --authorization-kubeconfig "$KUBECONFIG_OUT" \
     --bind-address 127.0.0.1 --secure-port 10357 --leader-elect=false \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
-    --use-service-account-credentials --controllers '*' \
+    --use-service-account-credentials --controllers '*' --flex-volume-plugin-dir "$work/volume-plugins" \
     --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key"
   start kube-scheduler "$k8sbin/kube-scheduler" --kubeconfig "$KUBECONFIG_OUT" \
     --authentication-kubeconfig "$KUBECONFIG_OUT" --authorization-kubeconfig "$KUBECONFIG_OUT" \
