@@ -88,12 +88,30 @@ func TestServiceFollowsListenerAndClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Spec.Ports = []v1alpha1.ListenerPort{port("https", 443)}
+	l.Labels = map[string]string{"tier": "front"}
 	if err := c.Update(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	getService(t, ctx, c, ns, "app", func(s *corev1.Service) error {
 		if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Name != "https" || s.Spec.Ports[0].Port != 443 {
 			return fmt.Errorf("ports %+v", s.Spec.Ports)
+		}
+		if s.Labels["tier"] != "front" {
+			return fmt.Errorf("labels %v lack the Listener's new label", s.Labels)
+		}
+		return nil
+	})
+	// A label change alone (no new generation) reaches the Service too.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+		t.Fatal(err)
+	}
+	l.Labels = map[string]string{"tier": "back"}
+	if err := c.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	getService(t, ctx, c, ns, "app", func(s *corev1.Service) error {
+		if s.Labels["tier"] != "back" {
+			return fmt.Errorf("labels %v", s.Labels)
 		}
 		return nil
 	})
