@@ -206,3 +206,36 @@ func TestDesiredServiceSurvivesOddOverrides(t *testing.T) {
 		}
 	}
 }
+
+func TestAllocated(t *testing.T) {
+	svc := func(typ corev1.ServiceType, ips []string, nodePorts ...int32) *corev1.Service {
+		s := &corev1.Service{Spec: corev1.ServiceSpec{Type: typ, ClusterIPs: ips}}
+		for _, np := range nodePorts {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: 80, NodePort: np})
+		}
+		return s
+	}
+	class := func(typ v1alpha1.ServiceType) *v1alpha1.ListenerClass {
+		return &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: typ}}
+	}
+	noNodePorts := svc(corev1.ServiceTypeLoadBalancer, []string{"10.0.0.1"}, 0)
+	noNodePorts.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
+	tests := []struct {
+		name  string
+		svc   *corev1.Service
+		class v1alpha1.ServiceType
+		want  bool
+	}{
+		{"ClusterIP with an IP", svc(corev1.ServiceTypeClusterIP, []string{"10.0.0.1"}), v1alpha1.ServiceTypeClusterIP, true},
+		{"ClusterIP without one yet", svc(corev1.ServiceTypeClusterIP, nil), v1alpha1.ServiceTypeClusterIP, false},
+		{"NodePort with all node ports", svc(corev1.ServiceTypeNodePort, []string{"10.0.0.1"}, 30000, 30001), v1alpha1.ServiceTypeNodePort, true},
+		{"NodePort missing a node port", svc(corev1.ServiceTypeNodePort, []string{"10.0.0.1"}, 30000, 0), v1alpha1.ServiceTypeNodePort, false},
+		{"LoadBalancer allocating node ports, none yet", svc(corev1.ServiceTypeLoadBalancer, []string{"10.0.0.1"}, 0), v1alpha1.ServiceTypeLoadBalancer, false},
+		{"LoadBalancer without node ports by choice", noNodePorts, v1alpha1.ServiceTypeLoadBalancer, true},
+	}
+	for _, tt := range tests {
+		if got := allocated(tt.svc, class(tt.class)); got != tt.want {
+			t.Errorf("%s: allocated = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
