@@ -188,7 +188,7 @@ func claimSpec() corev1.PersistentVolumeClaimSpec {
 
 // mountEverywhere mounts volume read-only at /stackable/listener in every
 // container of the pod (template) at path, and in the init containers that
-// the pod's AnnotationMountInitContainers names. Containers that already
+// the pod's v1alpha1.AnnotationMountInitContainers names. Containers that already
 // mount something at that path, or mount the volume elsewhere, are left
 // alone.
 func mountEverywhere(p *patch, path string, t *podTemplateView, volume string) {
@@ -196,7 +196,7 @@ func mountEverywhere(p *patch, path string, t *podTemplateView, volume string) {
 	for i := range t.Spec.Containers {
 		mountIn(p, path+"/containers", i, &t.Spec.Containers[i], mount)
 	}
-	want := t.Metadata.Annotations[AnnotationMountInitContainers]
+	want := t.Metadata.Annotations[v1alpha1.AnnotationMountInitContainers]
 	if want == "" {
 		return
 	}

@@ -82,7 +82,7 @@ func TestStatefulSetInjection(t *testing.T) {
 		Spec:       claimSpec(),
 	}}
 	initToo := statefulSet(ns, "init", optIn, map[string]string{v1alpha1.AnnotationListenerName: "shared"})
-	initToo.Spec.Template.Annotations = map[string]string{AnnotationMountInitContainers: "setup"}
+	initToo.Spec.Template.Annotations = map[string]string{v1alpha1.AnnotationMountInitContainers: "setup"}
 	const listenerMounts = "app:listener@/stackable/listener(ro) sidecar:data@/data sidecar:listener@/stackable/listener(ro)"
 	for _, tc := range []struct {
 		name          string

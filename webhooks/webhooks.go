@@ -47,12 +47,6 @@ const (
 	defaultStorageClassAnn = "storageclass.kubernetes.io/is-default-class"
 )
 
-// AnnotationMountInitContainers on a pod (or pod template) names, comma
-// separated, the init containers that also get the /stackable/listener mount;
-// "*" names all of them. Init containers usually run before the address is
-// needed, so they only get it when asked.
-const AnnotationMountInitContainers = "listeners.stackable.tech/mount-init-containers"
-
 // The handlers read these; they write nothing.
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses;listeners,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes;namespaces,verbs=get;list;watch

@@ -41,6 +41,12 @@ const (
 	// injection when set to "true".
 	LabelEnabled = "listeners.stackable.tech/enabled"
 
+	// AnnotationMountInitContainers on a pod (or pod template) names, comma
+	// separated, the init containers that also get the listener mount; "*"
+	// names all of them. Init containers usually run before the address is
+	// needed, so they only get it when asked.
+	AnnotationMountInitContainers = "listeners.stackable.tech/mount-init-containers"
+
 	// VolumeName is the name of the injected listener volume (and claim template).
 	VolumeName = "listener"
 
