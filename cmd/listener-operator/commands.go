@@ -25,6 +25,30 @@ func commands() map[string]command {
 	}
 }
 
+// options are a long-running subcommand's flags: registered, completed
+// (defaults that depend on each other, cross-checks), then run.
+type options interface {
+	addFlags(fs *flag.FlagSet)
+	complete() error
+	run(ctx context.Context) error
+}
+
+// optionsCommand makes a subcommand out of its options.
+func optionsCommand(summary string, o options) command {
+	return command{
+		summary: summary,
+		setup: func(fs *flag.FlagSet, _ io.Writer) func(context.Context) error {
+			o.addFlags(fs)
+			return func(ctx context.Context) error {
+				if err := o.complete(); err != nil {
+					return err
+				}
+				return o.run(ctx)
+			}
+		},
+	}
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: listener-operator <command> [flags]")
 	fmt.Fprintln(w, "\ncommands:")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -83,19 +82,7 @@ func newScheme() (*runtime.Scheme, error) {
 }
 
 func controllerCommand() command {
-	o := &controllerOptions{}
-	return command{
-		summary: "run the manager: reconcilers (leader only) and admission webhooks (every replica)",
-		setup: func(fs *flag.FlagSet, _ io.Writer) func(context.Context) error {
-			o.addFlags(fs)
-			return func(ctx context.Context) error {
-				if err := o.complete(); err != nil {
-					return err
-				}
-				return o.run(ctx)
-			}
-		},
-	}
+	return optionsCommand("run the manager: reconcilers (leader only) and admission webhooks (every replica)", &controllerOptions{})
 }
 
 func (o *controllerOptions) run(ctx context.Context) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -59,19 +58,7 @@ func (o *csiOptions) complete() error {
 }
 
 func csiCommand() command {
-	o := &csiOptions{}
-	return command{
-		summary: "run the CSI driver: --mode=controller (provisioning) or --mode=node (publishing addresses into pods)",
-		setup: func(fs *flag.FlagSet, _ io.Writer) func(context.Context) error {
-			o.addFlags(fs)
-			return func(ctx context.Context) error {
-				if err := o.complete(); err != nil {
-					return err
-				}
-				return o.run(ctx)
-			}
-		},
-	}
+	return optionsCommand("run the CSI driver: --mode=controller (provisioning) or --mode=node (publishing addresses into pods)", &csiOptions{})
 }
 
 func (o *csiOptions) run(ctx context.Context) error {
