@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -66,6 +67,21 @@ func (o *controllerOptions) complete() error {
 	return o.certs.complete(o.webhookCertDir, o.namespace)
 }
 
+// startup is what every long-running subcommand does first: set up
+// logging, and find the scheme and the cluster it talks to.
+func startup(zo *zap.Options) (*runtime.Scheme, *rest.Config, error) {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zo)))
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, nil, fmt.Errorf("build scheme: %w", err)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return scheme, cfg, nil
+}
+
 // newScheme has every type the manager reads or writes.
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -86,16 +102,11 @@ func controllerCommand() command {
 }
 
 func (o *controllerOptions) run(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	scheme, cfg, err := startup(&o.zap)
+	if err != nil {
+		return err
+	}
 	log := ctrl.Log.WithName("setup")
-	scheme, err := newScheme()
-	if err != nil {
-		return fmt.Errorf("build scheme: %w", err)
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},

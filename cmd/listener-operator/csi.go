@@ -62,16 +62,11 @@ func csiCommand() command {
 }
 
 func (o *csiOptions) run(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	scheme, cfg, err := startup(&o.zap)
+	if err != nil {
+		return err
+	}
 	log := ctrl.Log.WithName("csi")
-	scheme, err := newScheme()
-	if err != nil {
-		return fmt.Errorf("build scheme: %w", err)
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
 	node := o.mode == "node"
 	cacheOpts := csi.CacheOptions{Controller: !node}
 	if node {
