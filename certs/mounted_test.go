@@ -71,28 +71,10 @@ func TestRenewedMountedSecretIsServedWithoutRestart(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	addr := serveTLS(t, TLSOptions(tls.VersionTLS12, false, w.GetCertificate))
 
-	eventually(t, "mounted certificate served", func() error {
-		got, err := served(addr, caCert)
-		if err != nil {
-			return err
-		}
-		if got.SerialNumber.Cmp(first.SerialNumber) != 0 {
-			return errSerial(got, first)
-		}
-		return nil
-	})
+	eventuallyServed(t, "mounted certificate served", addr, caCert, first)
 	for i := 2; i <= 3; i++ {
 		certPEM, keyPEM, next := issue(t, caCert, caKey)
 		projectSecret(t, dir, fmt.Sprint(i), certPEM, keyPEM)
-		eventually(t, fmt.Sprintf("renewal %d served", i-1), func() error {
-			got, err := served(addr, caCert)
-			if err != nil {
-				return err
-			}
-			if got.SerialNumber.Cmp(next.SerialNumber) != 0 {
-				return errSerial(got, next)
-			}
-			return nil
-		})
+		eventuallyServed(t, fmt.Sprintf("renewal %d served", i-1), addr, caCert, next)
 	}
 }

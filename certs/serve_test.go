@@ -70,16 +70,7 @@ func TestFilesModeWaitsForTheCertificateAndFollowsChanges(t *testing.T) {
 	if _, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "first certificate served", func() error {
-		got, err := served(addr, caCert)
-		if err != nil {
-			return err
-		}
-		if got.SerialNumber.Cmp(first.SerialNumber) != 0 {
-			return errSerial(got, first)
-		}
-		return nil
-	})
+	eventuallyServed(t, "first certificate served", addr, caCert, first)
 	if err := ready(&http.Request{}); err != nil {
 		t.Fatalf("readiness with a valid certificate: %v", err)
 	}
@@ -91,16 +82,7 @@ func TestFilesModeWaitsForTheCertificateAndFollowsChanges(t *testing.T) {
 	if changed, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil || changed {
 		t.Fatalf("rewriting the same pair: changed=%v err=%v, want no change", changed, err)
 	}
-	eventually(t, "renewed certificate served", func() error {
-		got, err := served(addr, caCert)
-		if err != nil {
-			return err
-		}
-		if got.SerialNumber.Cmp(second.SerialNumber) != 0 {
-			return errSerial(got, second)
-		}
-		return nil
-	})
+	eventuallyServed(t, "renewed certificate served", addr, caCert, second)
 
 	reg := prometheus.NewRegistry()
 	if err := w.RegisterMetrics(reg); err != nil {
@@ -120,6 +102,22 @@ func TestFilesModeWaitsForTheCertificateAndFollowsChanges(t *testing.T) {
 	if err := late.ReadyCheck(nil)(&http.Request{}); err == nil || !strings.Contains(err.Error(), "not now") {
 		t.Errorf("readiness with an expired certificate: %v", err)
 	}
+}
+
+// eventuallyServed waits until the server at addr presents the certificate
+// want (compared by serial number).
+func eventuallyServed(t *testing.T, what, addr string, caPEM []byte, want *x509.Certificate) {
+	t.Helper()
+	eventually(t, what, func() error {
+		got, err := served(addr, caPEM)
+		if err != nil {
+			return err
+		}
+		if got.SerialNumber.Cmp(want.SerialNumber) != 0 {
+			return errSerial(got, want)
+		}
+		return nil
+	})
 }
 
 func errSerial(got, want *x509.Certificate) error {
