@@ -48,14 +48,7 @@ func TestCSIFlags(t *testing.T) {
 // against a real API server and talks CSI to it over its socket, as
 // node-driver-registrar and kubelet do.
 func TestCSICommandServesNodeService(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver: run without -short")
-	}
-	e, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := testenv.Require(t, env)
 	t.Setenv("KUBECONFIG", e.Kubeconfig)
 	dir, err := os.MkdirTemp("", "csi")
 	if err != nil {

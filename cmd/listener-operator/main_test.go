@@ -4,7 +4,15 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
+
+// env is one control plane shared by the tests that run subcommands
+// against a real API server.
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
 
 func TestRun(t *testing.T) {
 	tests := []struct {

@@ -65,14 +65,7 @@ func freeLoopbackPort(t *testing.T) int {
 // presents a certificate for the Service name, chained to that CA, over
 // TLS ≥ 1.2 without HTTP/2.
 func TestControllerCommandSelfSignedTLS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver: run without -short")
-	}
-	e, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := testenv.Require(t, env)
 	t.Setenv("KUBECONFIG", e.Kubeconfig)
 	ctx, cancel := context.WithCancel(t.Context())
 
@@ -117,7 +110,7 @@ func TestControllerCommandSelfSignedTLS(t *testing.T) {
 
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", probePort)
 	var last string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
