@@ -67,16 +67,7 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 }
 
 func podsOfClaims(ctx context.Context, c client.Reader, namespace, claim string) []ctrl.Request {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingFields{indexPodClaim: claim}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list pods of claim", "claim", claim)
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(pods.Items))
-	for _, p := range pods.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
-	}
-	return reqs
+	return requestsFor(ctx, c, &corev1.PodList{}, client.InNamespace(namespace), client.MatchingFields{indexPodClaim: claim})
 }
 
 // podVolumeListener is a listener volume of a pod and the Listener it uses.

@@ -7,7 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -114,30 +116,30 @@ func nodeAddressesChanged() predicate.Predicate {
 }
 
 func listenersOfClass(ctx context.Context, c client.Reader, class string) []ctrl.Request {
-	var ls v1alpha1.ListenerList
-	if err := c.List(ctx, &ls, client.MatchingFields{indexListenerClass: class}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list listeners of class", "class", class)
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(ls.Items))
-	for _, l := range ls.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: l.Namespace, Name: l.Name}})
-	}
-	return reqs
+	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.MatchingFields{indexListenerClass: class})
 }
 
 // listenersOfService maps a Service to the Listener whose Service it is (or
 // would be).
 func listenersOfService(ctx context.Context, c client.Reader, namespace, svcName string) []ctrl.Request {
-	var ls v1alpha1.ListenerList
-	if err := c.List(ctx, &ls, client.InNamespace(namespace), client.MatchingFields{indexListenerService: svcName}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list listeners of service", "service", svcName)
+	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{indexListenerService: svcName})
+}
+
+// requestsFor lists objects through an index (from the cache) and turns
+// them into reconcile requests. A failed list is logged and maps to nothing:
+// a map function has no way to return an error.
+func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []ctrl.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list objects to reconcile", "kind", fmt.Sprintf("%T", list), "options", opts)
 		return nil
 	}
-	reqs := make([]ctrl.Request, 0, len(ls.Items))
-	for _, l := range ls.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: l.Namespace, Name: l.Name}})
-	}
+	var reqs []ctrl.Request
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if obj, ok := o.(client.Object); ok {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+		return nil
+	})
 	return reqs
 }
 
