@@ -14,7 +14,8 @@
 # the host directories that did not exist before `up`.
 #
 # Network: pods on 10.88.0.0/24 behind bridge listener0 (10.88.0.1, also the
-# node's InternalIP and the API server address), Services on 10.88.1.0/24.
+# node's InternalIP and the API server address), Services on 10.88.128.0/20 (4,096 addresses:
+# the scale and fault tests create hundreds of ClusterIP Services).
 # Traffic between the bridge and any other interface is dropped.
 set -euo pipefail
 
@@ -35,8 +36,8 @@ POD_CIDR=10.88.0.0/24
 # Pods get .2–.239; .240–.254 are never given out, so tests can play a load
 # balancer with those addresses (test/e2e).
 POD_RANGE_END=10.88.0.239
-SERVICE_CIDR=10.88.1.0/24
-SERVICE_IP=10.88.1.1
+SERVICE_CIDR=10.88.128.0/20
+SERVICE_IP=10.88.128.1
 APISERVER=https://$NODE_IP:6443
 ETCD_URL=http://127.0.0.1:23790
 NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
