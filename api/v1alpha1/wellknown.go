@@ -57,6 +57,16 @@ const (
 	// of every object the operator writes.
 	FieldManager = "listener-operator"
 
+	// AnnotationHandoverToClaim on a per-claim Listener that has no controller
+	// owner reference names the claim (by name, in the Listener's namespace)
+	// that may adopt it. Node-loss recovery sets it when it deletes a claim
+	// pinned to a lost node, so that the claim recreated under the same name
+	// keeps the Listener (its Service, node ports and name); the claim
+	// reconciler adopts the Listener (controller reference to the new claim's
+	// UID) and removes the annotation. A Listener without it and without a
+	// controller is never adopted: it may be a user's own.
+	AnnotationHandoverToClaim = "listeners.stackable.tech/handover-to-claim"
+
 	// PodListenersNamePrefix prefixes the name of a pod's PodListeners object;
 	// the rest is the pod's UID.
 	PodListenersNamePrefix = "pod-"
