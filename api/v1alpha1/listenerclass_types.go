@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -77,12 +79,77 @@ type ListenerClassSpec struct {
 	// +optional
 	PinnedNodePorts *bool `json:"pinnedNodePorts,omitempty"`
 
+	// PinnedNodeLoss says what happens to a volume pinned to a node that is
+	// gone (pinnedNodePorts: true only; other classes pin nothing). Unset
+	// means release: NodeDeleted.
+	// +optional
+	PinnedNodeLoss *PinnedNodeLoss `json:"pinnedNodeLoss,omitempty"`
+
 	// ServiceOverrides is a partial Service merged over the generated one,
 	// after serviceAnnotations and before a Listener's objectOverrides.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
 	ServiceOverrides *runtime.RawExtension `json:"serviceOverrides,omitempty"`
+}
+
+// PinnedNodeRelease says when the operator releases a listener volume from
+// the node it is pinned to.
+// +kubebuilder:validation:Enum=NodeDeleted;NodeNotReady;Never
+type PinnedNodeRelease string
+
+const (
+	// PinnedNodeReleaseNodeDeleted releases the volume once its node's Node
+	// object is deleted (the default).
+	PinnedNodeReleaseNodeDeleted PinnedNodeRelease = "NodeDeleted"
+	// PinnedNodeReleaseNodeNotReady also releases it once its node has not
+	// been Ready for notReadyTimeout.
+	PinnedNodeReleaseNodeNotReady PinnedNodeRelease = "NodeNotReady"
+	// PinnedNodeReleaseNever never releases it: the operator only explains
+	// (events, Listener condition, metric) how to release it by hand.
+	PinnedNodeReleaseNever PinnedNodeRelease = "Never"
+)
+
+// DefaultNotReadyTimeout is how long a node must not be Ready before
+// release: NodeNotReady releases volumes pinned to it, when the class does
+// not say.
+const DefaultNotReadyTimeout = 10 * time.Minute
+
+// PinnedNodeLoss is the recovery policy for listener volumes pinned to a
+// node that is gone. Releasing deletes the listener claim (never any other
+// claim) after handing its Listener over to the claim recreated under the
+// same name, and deletes the pod's Pending replacement that still requires
+// the lost node, so that its controller recreates both and the new volume
+// is pinned to the node the pod now lands on. The Listener keeps its name,
+// Service and node ports; only the node address changes.
+// +kubebuilder:validation:XValidation:rule="!has(self.notReadyTimeout) || self.release == 'NodeNotReady'",message="notReadyTimeout only applies to release: NodeNotReady"
+type PinnedNodeLoss struct {
+	// Release says when a pinned volume is released: NodeDeleted (when the
+	// Node object is deleted), NodeNotReady (also when the node has not been
+	// Ready for notReadyTimeout) or Never.
+	// +kubebuilder:default=NodeDeleted
+	// +optional
+	Release PinnedNodeRelease `json:"release,omitempty"`
+
+	// NotReadyTimeout is how long a node must not be Ready before release:
+	// NodeNotReady releases the volumes pinned to it (default 10m).
+	// +optional
+	NotReadyTimeout *metav1.Duration `json:"notReadyTimeout,omitempty"`
+}
+
+// EffectivePinnedNodeLoss resolves an unset policy and its defaults: the
+// release mode and, for NodeNotReady, the timeout (0 otherwise).
+func (s *ListenerClassSpec) EffectivePinnedNodeLoss() (PinnedNodeRelease, time.Duration) {
+	if s.PinnedNodeLoss == nil || s.PinnedNodeLoss.Release == "" {
+		return PinnedNodeReleaseNodeDeleted, 0
+	}
+	if s.PinnedNodeLoss.Release != PinnedNodeReleaseNodeNotReady {
+		return s.PinnedNodeLoss.Release, 0
+	}
+	if t := s.PinnedNodeLoss.NotReadyTimeout; t != nil && t.Duration > 0 {
+		return PinnedNodeReleaseNodeNotReady, t.Duration
+	}
+	return PinnedNodeReleaseNodeNotReady, DefaultNotReadyTimeout
 }
 
 // EffectiveAddressType resolves HostnameConservative (and an unset
@@ -111,6 +178,7 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Service Type",type=string,JSONPath=`.spec.serviceType`
 // +kubebuilder:printcolumn:name="Pinned",type=boolean,JSONPath=`.spec.pinnedNodePorts`
 // +kubebuilder:printcolumn:name="Address Type",type=string,JSONPath=`.spec.preferredAddressType`,priority=1
+// +kubebuilder:printcolumn:name="Release Pinned",type=string,JSONPath=`.spec.pinnedNodeLoss.release`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ListenerClass is a cluster-wide policy for exposing Listeners.
