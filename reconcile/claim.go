@@ -1,12 +1,10 @@
 package reconcile
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/listener-operator/listener-operator/api/names"
+	listenerports "github.com/listener-operator/listener-operator/api/ports"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -30,6 +29,7 @@ const (
 	EventListenerCreated = "ListenerCreated"
 	EventListenerUpdated = "ListenerUpdated"
 	EventForeignListener = "ForeignListener"
+	EventListenerAdopted = "ListenerAdopted"
 )
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=create;update
@@ -74,7 +74,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.client.List(ctx, &pods, client.InNamespace(pvc.Namespace), client.MatchingFields{indexPodClaim: pvc.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods of claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
-	ports := podPorts(pods.Items)
+	ports := listenerports.FromPods(pods.Items)
 
 	existing := &v1alpha1.Listener{}
 	key := types.NamespacedName{Namespace: pvc.Namespace, Name: names.ClaimListenerName(pvc.Name)}
@@ -94,22 +94,40 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get listener %s/%s: %w", key.Namespace, key.Name, err)
 	}
-	if !metav1.IsControlledBy(existing, pvc) {
+	adopt := handedOver(existing, pvc)
+	if !adopt && !metav1.IsControlledBy(existing, pvc) {
+		if ref := metav1.GetControllerOf(existing); ref != nil && ref.Kind == "PersistentVolumeClaim" && ref.Name == pvc.Name {
+			// The claim was deleted and made again under the same name;
+			// the garbage collector removes the old claim's Listener, and
+			// its deletion brings this claim back here.
+			r.recorder.Eventf(pvc, existing, corev1.EventTypeNormal, EventForeignListener, "Reconcile",
+				"Listener %s belongs to an earlier claim of this name (uid %s); waiting for it to be garbage-collected", existing.Name, ref.UID)
+			return ctrl.Result{}, nil
+		}
 		r.recorder.Eventf(pvc, existing, corev1.EventTypeWarning, EventForeignListener, "Reconcile",
 			"Listener %s exists and is not owned by this claim; use the %s annotation to share it", existing.Name, v1alpha1.AnnotationListenerName)
 		return ctrl.Result{}, nil
 	}
-	if len(pods.Items) == 0 {
-		// Between pods the Listener keeps the ports it had, so the address
-		// and its ports stay the same across restarts.
+	if len(ports) == 0 {
+		// While no running pod declares ports (between pods, or when the
+		// pods finished) the Listener keeps the ports it had, so the
+		// address and its ports stay the same.
 		ports = existing.Spec.Ports
 	}
 	want := claimListenerObject(pvc, ports)
-	if equality.Semantic.DeepEqual(existing.Labels, want.Labels) && ptr.Equal(existing.Spec.ClassName, want.Spec.ClassName) &&
+	if !adopt && equality.Semantic.DeepEqual(existing.Labels, want.Labels) && ptr.Equal(existing.Spec.ClassName, want.Spec.ClassName) &&
 		equality.Semantic.DeepEqual(existing.Spec.Ports, want.Spec.Ports) {
 		return ctrl.Result{}, nil
 	}
 	updated := existing.DeepCopy()
+	if adopt {
+		// Keep the Listener (its Service, node ports and name) for the
+		// claim it was handed over to.
+		updated.OwnerReferences = append(slices.DeleteFunc(slices.Clone(existing.OwnerReferences), func(o metav1.OwnerReference) bool {
+			return ptr.Deref(o.Controller, false)
+		}), want.OwnerReferences...)
+		delete(updated.Annotations, v1alpha1.AnnotationHandoverToClaim)
+	}
 	updated.Labels = want.Labels
 	updated.Spec.ClassName = want.Spec.ClassName
 	updated.Spec.Ports = want.Spec.Ports
@@ -120,8 +138,21 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		return ctrl.Result{}, fmt.Errorf("update listener %s/%s for claim: %w", key.Namespace, key.Name, err)
 	}
+	if adopt {
+		r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerAdopted, "Adopt", "Adopted Listener %s, handed over to this claim", updated.Name)
+		return ctrl.Result{}, nil
+	}
 	r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerUpdated, "Update", "Updated Listener %s", updated.Name)
 	return ctrl.Result{}, nil
+}
+
+// handedOver reports whether l was handed over to pvc (node-loss recovery
+// deleted the claim it belonged to): it has no controller and its
+// handover annotation names pvc. A Listener without a controller and
+// without that annotation may be a user's own and is never adopted.
+func handedOver(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
+	return metav1.GetControllerOf(l) == nil && l.DeletionTimestamp.IsZero() &&
+		l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name
 }
 
 // claimListenerObject is the Listener a claim asks for.
@@ -145,37 +176,4 @@ func claimListenerObject(pvc *corev1.PersistentVolumeClaim, ports []v1alpha1.Lis
 			Ports:     ports,
 		},
 	}
-}
-
-// podPorts are the ports the containers of pods declare, unique by name
-// (unnamed ones are named port-<number>) and sorted, so that the same pods
-// always give the same Listener. Pods that finished are left out.
-func podPorts(pods []corev1.Pod) []v1alpha1.ListenerPort {
-	byName := map[string]v1alpha1.ListenerPort{}
-	pods = slices.Clone(pods)
-	slices.SortFunc(pods, func(a, b corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
-	for _, pod := range pods {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for _, c := range pod.Spec.Containers {
-			for _, p := range c.Ports {
-				name := p.Name
-				if name == "" {
-					name = "port-" + strconv.Itoa(int(p.ContainerPort))
-				}
-				if _, dup := byName[name]; dup {
-					continue
-				}
-				proto := p.Protocol
-				if proto == "" {
-					proto = corev1.ProtocolTCP
-				}
-				byName[name] = v1alpha1.ListenerPort{Name: name, Port: p.ContainerPort, Protocol: proto}
-			}
-		}
-	}
-	out := slices.Collect(maps.Values(byName))
-	slices.SortFunc(out, func(a, b v1alpha1.ListenerPort) int { return cmp.Compare(a.Name, b.Name) })
-	return out
 }

@@ -210,32 +210,3 @@ func TestPodListeners(t *testing.T) {
 		return nil
 	})
 }
-
-func TestPodPorts(t *testing.T) {
-	pod := func(name string, phase corev1.PodPhase, ports ...corev1.ContainerPort) corev1.Pod {
-		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Ports: ports}}}, Status: corev1.PodStatus{Phase: phase}}
-	}
-	tests := []struct {
-		name string
-		pods []corev1.Pod
-		want []v1alpha1.ListenerPort
-	}{
-		{"no pods", nil, nil},
-		{"unnamed ports are named by number, UDP kept",
-			[]corev1.Pod{pod("a", "", corev1.ContainerPort{ContainerPort: 53, Protocol: corev1.ProtocolUDP}, corev1.ContainerPort{Name: "http", ContainerPort: 80})},
-			[]v1alpha1.ListenerPort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}, {Name: "port-53", Port: 53, Protocol: corev1.ProtocolUDP}}},
-		{"same name in two pods: the first pod by name wins",
-			[]corev1.Pod{pod("b", "", corev1.ContainerPort{Name: "http", ContainerPort: 81}), pod("a", "", corev1.ContainerPort{Name: "http", ContainerPort: 80})},
-			[]v1alpha1.ListenerPort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
-		{"finished pods are left out",
-			[]corev1.Pod{pod("a", corev1.PodSucceeded, corev1.ContainerPort{Name: "old", ContainerPort: 1}), pod("b", corev1.PodRunning, corev1.ContainerPort{Name: "new", ContainerPort: 2})},
-			[]v1alpha1.ListenerPort{{Name: "new", Port: 2, Protocol: corev1.ProtocolTCP}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := podPorts(tt.pods); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("podPorts = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}

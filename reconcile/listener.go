@@ -67,6 +67,9 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if !v.ready {
+		st = keepPublished(l.Status, st)
+	}
 	conflict, err := r.updateStatus(ctx, l, st, v)
 	if conflict {
 		// The cache has not caught up with a newer Listener (often our own

@@ -413,11 +413,14 @@ func TestLoadBalancerStatusBecomesAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	l = waitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonReady)
+	// In the Service's order (the first one is the pods' default-address),
+	// and no node ports: the existing operator reads their presence as
+	// "node-scoped".
 	want := []v1alpha1.ListenerIngress{
-		{Address: "198.51.100.8", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"http": 80}},
 		{Address: "lb.example.test", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}},
+		{Address: "198.51.100.8", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"http": 80}},
 	}
-	if !reflect.DeepEqual(l.Status.IngressAddresses, want) {
-		t.Errorf("addresses = %+v, want %+v", l.Status.IngressAddresses, want)
+	if !reflect.DeepEqual(l.Status.IngressAddresses, want) || l.Status.NodePorts != nil {
+		t.Errorf("addresses = %+v, node ports %v; want %+v and no node ports", l.Status.IngressAddresses, l.Status.NodePorts, want)
 	}
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,7 +36,9 @@ type verdict struct {
 func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
 	st := v1alpha1.ListenerStatus{ServiceName: o.svc.Name, ServiceType: o.class.Spec.ServiceType}
 	pref := o.class.Spec.EffectiveAddressType()
-	if o.class.Spec.ServiceType != v1alpha1.ServiceTypeClusterIP {
+	// Only NodePort Listeners publish node ports: the existing operator
+	// does the same, and its readers take their presence as "node-scoped".
+	if o.class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
 		if np := addresses.NodePorts(o.svc); len(np) > 0 {
 			st.NodePorts = np
 		}
@@ -91,6 +94,31 @@ func pinnedNodes(pv *corev1.PersistentVolume) []string {
 		}
 	}
 	return out
+}
+
+// keepPublished is the status a Listener publishes with a verdict that is
+// not Ready. Clients, PodListeners and pods' volumes rely on the addresses
+// it published last, and the trouble (a missing class, a rejected Service,
+// a gap between endpoints) is often transient or fixable, so each
+// published field stays until a correct new value replaces it: the ingress
+// addresses while the Service type is unchanged (or unknown, when no
+// Service was looked at), node ports and the Service name while none were
+// computed. A change of Service type is a real change of address and
+// publishes what was computed.
+func keepPublished(last, computed v1alpha1.ListenerStatus) v1alpha1.ListenerStatus {
+	if computed.ServiceType != "" && computed.ServiceType != last.ServiceType {
+		return computed
+	}
+	kept := computed
+	kept.ServiceType = cmp.Or(computed.ServiceType, last.ServiceType)
+	kept.ServiceName = cmp.Or(computed.ServiceName, last.ServiceName)
+	if len(computed.IngressAddresses) == 0 {
+		kept.IngressAddresses = last.IngressAddresses
+	}
+	if len(computed.NodePorts) == 0 {
+		kept.NodePorts = last.NodePorts
+	}
+	return kept
 }
 
 // withCondition returns st with the Ready condition from v; the transition

@@ -64,7 +64,9 @@ func ClusterIPIngress(svc *corev1.Service, pref v1alpha1.AddressType, clusterDom
 // LoadBalancerIngress is what a LoadBalancer Listener publishes: one address
 // per entry of the Service's status.loadBalancer.ingress, its IP or hostname
 // by preference (falling back to the other). Empty until the load balancer
-// is provisioned.
+// is provisioned. The order is the Service's (not sorted), as the existing
+// operator gives it, so a multi-address load balancer gets the same
+// default-address there and here.
 func LoadBalancerIngress(svc *corev1.Service, pref v1alpha1.AddressType) []v1alpha1.ListenerIngress {
 	ports := ServicePorts(svc)
 	var ings []v1alpha1.ListenerIngress
@@ -75,7 +77,7 @@ func LoadBalancerIngress(svc *corev1.Service, pref v1alpha1.AddressType) []v1alp
 		}
 		ings = append(ings, v1alpha1.ListenerIngress{Address: addr, AddressType: typ, Ports: maps.Clone(ports)})
 	}
-	return Sort(ings)
+	return ings
 }
 
 // NodePortIngress is what a NodePort Listener publishes: one address per
