@@ -291,9 +291,8 @@ func Claim(annotations map[string]string, spec *corev1.PersistentVolumeClaimSpec
 		errs = append(errs, classNotFound(ann.Key(v1alpha1.AnnotationListenerClass), class, facts.Classes))
 	case hasName && name == "":
 		errs = append(errs, field.Required(ann.Key(v1alpha1.AnnotationListenerName), "name a Listener in namespace "+facts.Namespace))
-	case hasName && !facts.Listeners[name]:
-		errs = append(errs, field.Invalid(ann.Key(v1alpha1.AnnotationListenerName), name,
-			fmt.Sprintf("Listener %q not found in namespace %q; create it first, or use %s to get a Listener for this claim", name, facts.Namespace, v1alpha1.AnnotationListenerClass)))
+		// A shared Listener that does not exist yet is admitted with a
+		// warning (MissingListener): it may come later in the same apply.
 	}
 	if spec == nil {
 		return append(errs, field.Required(sp, "a claim needs a spec"))
@@ -368,4 +367,161 @@ func childPath(path *field.Path, name string, more ...string) *field.Path {
 		return field.NewPath(name, more...)
 	}
 	return path.Child(name, more...)
+}
+
+// ListenerClassPolicy lists what a ListenerClass decides about the Service
+// of each of its Listeners and a Listener's spec.objectOverrides may
+// therefore not change: ListenerClasses are cluster policy, written by
+// administrators; Listeners are written by tenants. Besides these fields,
+// the keys of the class's serviceAnnotations and every field the class's
+// serviceOverrides sets are the class's.
+var ListenerClassPolicy = []string{
+	"spec.type", "spec.selector", "spec.loadBalancerClass", "spec.allocateLoadBalancerNodePorts",
+	"spec.externalTrafficPolicy", "spec.internalTrafficPolicy", "spec.loadBalancerSourceRanges",
+}
+
+// ListenerOverrides refuses the parts of a Listener's objectOverrides that
+// would change, on the Listener's Service, what its ListenerClass class
+// decides (see ListenerClassPolicy). Overrides of other objects than a v1
+// Service are not the class's business.
+func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) field.ErrorList {
+	var errs field.ErrorList
+	classSpec, classAnn := classOverrideKeys(class)
+	for i, o := range l.Spec.ObjectOverrides {
+		var svc struct {
+			APIVersion string                     `json:"apiVersion"`
+			Kind       string                     `json:"kind"`
+			Metadata   map[string]json.RawMessage `json:"metadata"`
+			Spec       map[string]json.RawMessage `json:"spec"`
+		}
+		if json.Unmarshal(o.Raw, &svc) != nil || svc.APIVersion != "v1" || svc.Kind != "Service" {
+			continue
+		}
+		p := field.NewPath("spec", "objectOverrides").Index(i)
+		for _, f := range ListenerClassPolicy {
+			key := strings.TrimPrefix(f, "spec.")
+			if _, ok := svc.Spec[key]; ok {
+				errs = append(errs, field.Forbidden(p.Child("spec", key), classDecides(class.Name, f)))
+			}
+		}
+		for key := range svc.Spec {
+			if classSpec[key] && !slicesContains(ListenerClassPolicy, "spec."+key) {
+				errs = append(errs, field.Forbidden(p.Child("spec", key),
+					fmt.Sprintf("ListenerClass %q sets spec.%s in its serviceOverrides, and a Listener may not change what its class decides; remove it, or use a class that allows it", class.Name, key)))
+			}
+		}
+		var ann map[string]json.RawMessage
+		if raw, ok := svc.Metadata["annotations"]; ok && json.Unmarshal(raw, &ann) == nil {
+			for key := range ann {
+				if classAnn[key] {
+					errs = append(errs, field.Forbidden(p.Child("metadata", "annotations").Key(key),
+						fmt.Sprintf("ListenerClass %q sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need", class.Name)))
+				}
+			}
+		}
+	}
+	sortErrors(errs)
+	return errs
+}
+
+// classDecides is the denial of an override of field f of a class's Service.
+func classDecides(class, f string) string {
+	return fmt.Sprintf("%s of a Listener's Service is decided by its ListenerClass %q (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need", f, class)
+}
+
+// classOverrideKeys are the Service spec fields and the annotations that
+// the class sets, through serviceAnnotations and serviceOverrides.
+func classOverrideKeys(class *v1alpha1.ListenerClass) (spec, annotations map[string]bool) {
+	spec, annotations = map[string]bool{}, map[string]bool{}
+	for k := range class.Spec.ServiceAnnotations {
+		annotations[k] = true
+	}
+	if class.Spec.ServiceOverrides == nil || len(class.Spec.ServiceOverrides.Raw) == 0 {
+		return spec, annotations
+	}
+	var o struct {
+		Metadata struct {
+			Annotations map[string]json.RawMessage `json:"annotations"`
+		} `json:"metadata"`
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(class.Spec.ServiceOverrides.Raw, &o) != nil {
+		return spec, annotations
+	}
+	for k := range o.Spec {
+		spec[k] = true
+	}
+	for k := range o.Metadata.Annotations {
+		annotations[k] = true
+	}
+	return spec, annotations
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// sortErrors orders errors by field path, so that messages built from map
+// iteration are stable.
+func sortErrors(errs field.ErrorList) {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+}
+
+// OptIn checks the annotations of an opted-in object (a StatefulSet, a bare
+// pod, or a pod template labelled listeners.stackable.tech/enabled) at path:
+// they pick the listener volume's class or shared Listener, and the class
+// must exist (or a default must be set). A shared Listener that does not
+// exist yet is not an error (see MissingListener).
+func OptIn(annotations map[string]string, facts ClaimFacts, path *field.Path) field.ErrorList {
+	name, hasName := annotations[v1alpha1.AnnotationListenerName]
+	class, hasClass := annotations[v1alpha1.AnnotationListenerClass]
+	switch {
+	case hasName && name != "":
+		return nil
+	case hasName:
+		return field.ErrorList{field.Required(path.Key(v1alpha1.AnnotationListenerName), "name a Listener in namespace "+facts.Namespace)}
+	case hasClass && class == "":
+		return field.ErrorList{field.Required(path.Key(v1alpha1.AnnotationListenerClass), "name a ListenerClass, one of: "+facts.Classes.String())}
+	case hasClass && !facts.Classes.Has(class):
+		return field.ErrorList{classNotFound(path.Key(v1alpha1.AnnotationListenerClass), class, facts.Classes)}
+	case !hasClass && facts.DefaultClass == "":
+		return field.ErrorList{field.Required(path.Key(v1alpha1.AnnotationListenerClass),
+			fmt.Sprintf("no default ListenerClass is set, so name one (available: %s), or name a shared Listener with %s", facts.Classes, v1alpha1.AnnotationListenerName))}
+	}
+	return nil
+}
+
+// MissingListener is the warning for a claim (or claim template) that names
+// a shared Listener which does not exist yet: it is admitted, since the
+// Listener may come later in the same apply, Helm release or sync, and its
+// pods wait in ContainerCreating until it does. "" when the claim names no
+// Listener or it exists.
+func MissingListener(annotations map[string]string, facts ClaimFacts) string {
+	name := annotations[v1alpha1.AnnotationListenerName]
+	if name == "" || facts.Listeners[name] {
+		return ""
+	}
+	return fmt.Sprintf("Listener %q does not exist in namespace %q yet: pods that mount this volume wait in ContainerCreating until it is created", name, facts.Namespace)
+}
+
+// OptInExisting is the denial for labelling an existing StatefulSet that
+// has no listener claim template listeners.stackable.tech/enabled: claim
+// templates are immutable, so the label alone would do nothing.
+func OptInExisting(name string, path *field.Path) *field.Error {
+	return field.Forbidden(path.Key(v1alpha1.LabelEnabled), fmt.Sprintf(
+		"StatefulSet %q has no listener volume claim template, and claim templates cannot be added to an existing StatefulSet, so this label would do nothing; "+
+			"to opt it in, run `kubectl delete statefulset %s --cascade=orphan` and apply it again with the label: its pods keep running and are adopted by the new StatefulSet", name, name))
+}
+
+// ForeignListenerVolume is the denial for an opted-in StatefulSet or pod
+// whose pod (template) has a volume named like the listener volume that is
+// not one: the listener volume cannot be added under its name.
+func ForeignListenerVolume(path *field.Path) *field.Error {
+	return field.Invalid(path.Child("name"), v1alpha1.VolumeName, fmt.Sprintf(
+		"the listener volume is added under the name %q, which this volume (not a listener volume) already uses; rename it, or make it a listener volume", v1alpha1.VolumeName))
 }

@@ -161,8 +161,10 @@ func TestClaim(t *testing.T) {
 			`metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`},
 		{"empty class", map[string]string{v1alpha1.AnnotationListenerClass: ""}, claimSpec(nil),
 			`metadata.annotations[listeners.stackable.tech/listener-class]: Required value: name a ListenerClass, one of: cluster-internal, external-stable, external-unstable`},
-		{"unknown listener", map[string]string{v1alpha1.AnnotationListenerName: "web"}, claimSpec(nil),
-			`metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": Listener "web" not found in namespace "ns"; create it first, or use listeners.stackable.tech/listener-class to get a Listener for this claim`},
+		// A Listener may come later in the same apply: MissingListener warns.
+		{"listener not there yet", map[string]string{v1alpha1.AnnotationListenerName: "web"}, claimSpec(nil), ""},
+		{"empty listener name", map[string]string{v1alpha1.AnnotationListenerName: ""}, claimSpec(nil),
+			`metadata.annotations[listeners.stackable.tech/listener-name]: Required value: name a Listener in namespace ns`},
 		{"other storage class", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = ptr("standard") }),
 			`spec.storageClassName: Invalid value: "standard": listener claims use storageClassName "listeners.stackable.tech"; set it, or remove the listeners.stackable.tech/listener-class and listeners.stackable.tech/listener-name annotations`},
 		{"no storage class", byClass, claimSpec(func(s *corev1.PersistentVolumeClaimSpec) { s.StorageClassName = nil }),
@@ -222,8 +224,78 @@ func TestVolumes(t *testing.T) {
 			Spec:       *claimSpec(nil)}}}},
 	}
 	check(t, Volumes(vols, facts, field.NewPath("spec", "volumes")),
-		`spec.volumes[2].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes of the listener driver are not supported; use a generic ephemeral volume instead: ephemeral: {volumeClaimTemplate: {metadata: {annotations: {listeners.stackable.tech/listener-class: <class>}}, spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}}}`+"\n"+
-			`spec.volumes[4].ephemeral.volumeClaimTemplate.metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": Listener "web" not found in namespace "ns"; create it first, or use listeners.stackable.tech/listener-class to get a Listener for this claim`)
+		`spec.volumes[2].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes of the listener driver are not supported; use a generic ephemeral volume instead: ephemeral: {volumeClaimTemplate: {metadata: {annotations: {listeners.stackable.tech/listener-class: <class>}}, spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}}}`)
+}
+
+func TestMissingListener(t *testing.T) {
+	facts := ClaimFacts{Namespace: "ns", Classes: classes, Listeners: map[string]bool{"shared": true}}
+	for ann, want := range map[string]string{
+		"shared": "",
+		"web":    `Listener "web" does not exist in namespace "ns" yet: pods that mount this volume wait in ContainerCreating until it is created`,
+	} {
+		if got := MissingListener(map[string]string{v1alpha1.AnnotationListenerName: ann}, facts); got != want {
+			t.Errorf("MissingListener(%s) = %q, want %q", ann, got, want)
+		}
+	}
+	if got := MissingListener(map[string]string{v1alpha1.AnnotationListenerClass: "x"}, facts); got != "" {
+		t.Errorf("a claim by class: %q", got)
+	}
+}
+
+func TestOptIn(t *testing.T) {
+	path := field.NewPath("metadata", "annotations")
+	withDefault := ClaimFacts{Namespace: "ns", Classes: classes, DefaultClass: "cluster-internal"}
+	noDefault := ClaimFacts{Namespace: "ns", Classes: classes}
+	for _, tc := range []struct {
+		name  string
+		ann   map[string]string
+		facts ClaimFacts
+		want  string
+	}{
+		{"default class", nil, withDefault, ""},
+		{"known class", map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, noDefault, ""},
+		{"shared listener, existing or not", map[string]string{v1alpha1.AnnotationListenerName: "later"}, noDefault, ""},
+		{"unknown class", map[string]string{v1alpha1.AnnotationListenerClass: "does-not-exist"}, withDefault,
+			`metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist": ListenerClass "does-not-exist" not found; available: cluster-internal, external-stable, external-unstable`},
+		{"no default", nil, noDefault,
+			`metadata.annotations[listeners.stackable.tech/listener-class]: Required value: no default ListenerClass is set, so name one (available: cluster-internal, external-stable, external-unstable), or name a shared Listener with listeners.stackable.tech/listener-name`},
+		{"empty class", map[string]string{v1alpha1.AnnotationListenerClass: ""}, withDefault,
+			`metadata.annotations[listeners.stackable.tech/listener-class]: Required value: name a ListenerClass, one of: cluster-internal, external-stable, external-unstable`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { check(t, OptIn(tc.ann, tc.facts, path), tc.want) })
+	}
+}
+
+func TestListenerOverrides(t *testing.T) {
+	internal := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-internal"},
+		Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
+			ServiceAnnotations: map[string]string{"lb.example.com/internal": "true"},
+			ServiceOverrides:   &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"policy.example.com/tier":"gold"}},"spec":{"sessionAffinity":"ClientIP"}}`)}}}
+	override := func(o string) *v1alpha1.Listener {
+		return &v1alpha1.Listener{Spec: v1alpha1.ListenerSpec{ClassName: ptr("cluster-internal"), ObjectOverrides: []runtime.RawExtension{{Raw: []byte(o)}}}}
+	}
+	for _, tc := range []struct{ name, override, want string }{
+		{"labels and own annotations are the Listener's", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","labels":{"team":"a"},"annotations":{"mine":"x"}},"spec":{"publishNotReadyAddresses":true}}`, ""},
+		{"other kinds are not the class's business", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"type":"x"}}`, ""},
+		{"type", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"type":"LoadBalancer"}}`,
+			`spec.objectOverrides[0].spec.type: Forbidden: spec.type of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need`},
+		{"everything the class decides", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"lb.example.com/internal":"false","policy.example.com/tier":"free"}},"spec":{"selector":{"a":"b"},"loadBalancerClass":"x","allocateLoadBalancerNodePorts":false,"externalTrafficPolicy":"Local","sessionAffinity":"None"}}`,
+			`spec.objectOverrides[0].metadata.annotations[lb.example.com/internal]: Forbidden: ListenerClass "cluster-internal" sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need` + "\n" +
+				`spec.objectOverrides[0].metadata.annotations[policy.example.com/tier]: Forbidden: ListenerClass "cluster-internal" sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need` + "\n" +
+				`spec.objectOverrides[0].spec.allocateLoadBalancerNodePorts: Forbidden: spec.allocateLoadBalancerNodePorts of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
+				`spec.objectOverrides[0].spec.externalTrafficPolicy: Forbidden: spec.externalTrafficPolicy of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
+				`spec.objectOverrides[0].spec.loadBalancerClass: Forbidden: spec.loadBalancerClass of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
+				`spec.objectOverrides[0].spec.selector: Forbidden: spec.selector of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
+				`spec.objectOverrides[0].spec.sessionAffinity: Forbidden: ListenerClass "cluster-internal" sets spec.sessionAffinity in its serviceOverrides, and a Listener may not change what its class decides; remove it, or use a class that allows it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { check(t, ListenerOverrides(override(tc.override), internal), tc.want) })
+	}
+}
+
+func TestOptInExisting(t *testing.T) {
+	check(t, field.ErrorList{OptInExisting("web", field.NewPath("metadata", "labels"))},
+		"metadata.labels[listeners.stackable.tech/enabled]: Forbidden: StatefulSet \"web\" has no listener volume claim template, and claim templates cannot be added to an existing StatefulSet, so this label would do nothing; "+
+			"to opt it in, run `kubectl delete statefulset web --cascade=orphan` and apply it again with the label: its pods keep running and are adopted by the new StatefulSet")
 }
 
 func TestIsListenerClaim(t *testing.T) {
