@@ -101,6 +101,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// ones admitted before the webhooks ran, or while they were down.
 	errs := validation.ListenerClass(class)
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
+	// The class is policy: overrides may not change what it decides (the
+	// webhook refuses such Listeners; this catches those admitted without it).
+	errs = append(errs, validation.ListenerOverrides(l, class)...)
 	if len(errs) > 0 {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
 	}
