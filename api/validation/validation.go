@@ -400,21 +400,21 @@ func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) fiel
 		p := field.NewPath("spec", "objectOverrides").Index(i)
 		for _, f := range ListenerClassPolicy {
 			key := strings.TrimPrefix(f, "spec.")
-			if _, ok := svc.Spec[key]; ok {
-				errs = append(errs, field.Forbidden(p.Child("spec", key), classDecides(class.Name, f)))
+			if raw, ok := svc.Spec[key]; ok {
+				errs = append(errs, field.Invalid(p.Child("spec", key), rawValue(raw), classDecides(class.Name, f)))
 			}
 		}
-		for key := range svc.Spec {
+		for key, raw := range svc.Spec {
 			if classSpec[key] && !slicesContains(ListenerClassPolicy, "spec."+key) {
-				errs = append(errs, field.Forbidden(p.Child("spec", key),
+				errs = append(errs, field.Invalid(p.Child("spec", key), rawValue(raw),
 					fmt.Sprintf("ListenerClass %q sets spec.%s in its serviceOverrides, and a Listener may not change what its class decides; remove it, or use a class that allows it", class.Name, key)))
 			}
 		}
 		var ann map[string]json.RawMessage
 		if raw, ok := svc.Metadata["annotations"]; ok && json.Unmarshal(raw, &ann) == nil {
-			for key := range ann {
+			for key, raw := range ann {
 				if classAnn[key] {
-					errs = append(errs, field.Forbidden(p.Child("metadata", "annotations").Key(key),
+					errs = append(errs, field.Invalid(p.Child("metadata", "annotations").Key(key), rawValue(raw),
 						fmt.Sprintf("ListenerClass %q sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need", class.Name)))
 				}
 			}
@@ -455,6 +455,16 @@ func classOverrideKeys(class *v1alpha1.ListenerClass) (spec, annotations map[str
 		annotations[k] = true
 	}
 	return spec, annotations
+}
+
+// rawValue is an override's value for a message: a JSON string unquoted,
+// anything else as written.
+func rawValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 func slicesContains(s []string, v string) bool {
