@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -225,12 +227,44 @@ func current(root *os.Root, want map[string]entry) bool {
 			}
 			return nil
 		}
-		if b, err := root.ReadFile(path); err != nil || w.link != "" || string(b) != w.content {
+		if !d.Type().IsRegular() || w.link != "" {
+			return fs.ErrExist // a FIFO, device or socket where a file belongs
+		}
+		if b, err := readSmall(root, path, len(w.content)); err != nil || string(b) != w.content {
 			return fs.ErrExist
 		}
 		return nil
 	})
 	return err == nil && seen == len(want)
+}
+
+// readSmall reads a regular file of at most limit bytes. The volume is the
+// pod's, which may mount it read-write, so nothing in it is trusted: the
+// open does not block (a FIFO swapped in after the walk looked), and a
+// file that is not regular or is larger than limit is an error, never read.
+func readSmall(root *os.Root, path string, limit int) ([]byte, error) {
+	f, err := root.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	case fi.Size() > int64(limit):
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
 }
 
 func writeGeneration(root *os.Root, gen string, tree map[string]entry) error {
@@ -303,11 +337,18 @@ func replaceSymlink(root *os.Root, dest, name string) error {
 	if name != dataLink {
 		tmp = genPrefix + name + "_tmp"
 	}
-	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Whatever a pod left at these names (a directory, a FIFO) goes.
+	if err := root.RemoveAll(tmp); err != nil {
 		return err
 	}
 	if err := root.Symlink(dest, tmp); err != nil {
 		return err
+	}
+	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
+		// rename cannot replace a directory with a symlink.
+		if err := root.RemoveAll(name); err != nil {
+			return err
+		}
 	}
 	return root.Rename(tmp, name)
 }
@@ -317,11 +358,6 @@ func replaceSymlink(root *os.Root, dest, name string) error {
 func ensureSymlink(root *os.Root, dest, name string) error {
 	if cur, err := root.Readlink(name); err == nil && cur == dest {
 		return nil
-	}
-	if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
-		if err := root.RemoveAll(name); err != nil {
-			return err
-		}
 	}
 	return replaceSymlink(root, dest, name)
 }
