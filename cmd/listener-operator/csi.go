@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -97,7 +98,8 @@ func (o *csiOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	metricsSrv, err := newMetricsServer(o.metricsAddr, cfg)
+	health := newCSIHealth(o.endpoint)
+	metricsSrv, err := newMetricsServer(o.metricsAddr, cfg, health)
 	if err != nil {
 		return err
 	}
@@ -123,14 +125,16 @@ func (o *csiOptions) run(ctx context.Context) error {
 			return err
 		}
 		log.Info("serving CSI", "mode", o.mode, "endpoint", o.endpoint, "node", o.nodeName, "version", version.String())
+		health.Serving()
 		return srv.Serve(ctx, lis)
 	})
 	return g.Wait()
 }
 
 // newMetricsServer serves controller-runtime's registry (the driver's
-// metrics and client-go's) over plain HTTP; nil when addr is "0".
-func newMetricsServer(addr string, cfg *rest.Config) (metricsserver.Server, error) {
+// metrics and client-go's) and /healthz (the liveness probe) over plain
+// HTTP; nil when addr is "0".
+func newMetricsServer(addr string, cfg *rest.Config, health http.Handler) (metricsserver.Server, error) {
 	if addr == "0" || addr == "" {
 		return nil, nil
 	}
@@ -138,7 +142,7 @@ func newMetricsServer(addr string, cfg *rest.Config) (metricsserver.Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("metrics server client: %w", err)
 	}
-	s, err := metricsserver.NewServer(metricsserver.Options{BindAddress: addr}, cfg, httpClient)
+	s, err := metricsserver.NewServer(metricsserver.Options{BindAddress: addr, ExtraHandlers: map[string]http.Handler{"/healthz": health}}, cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("create metrics server on %s: %w", addr, err)
 	}
