@@ -3,6 +3,7 @@ package csi
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -92,6 +93,8 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 			ContextClaimNamespace: claim.Namespace,
 			ContextClaimName:      claim.Name,
 			ContextListenerName:   ref.Name,
+			ContextClaimUID:       string(claim.UID),
+			ContextPerClaim:       strconv.FormatBool(ref.Class != ""),
 		},
 	}
 	if class.Spec.IsPinned() {

@@ -2,6 +2,7 @@ package csi
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -75,7 +76,10 @@ func TestCreateVolumeTopology(t *testing.T) {
 			case tt.wantNode != "" && (len(topo) != 1 || len(topo[0].GetSegments()) != 1 || topo[0].GetSegments()[v1alpha1.TopologyKeyHostname] != tt.wantNode):
 				t.Errorf("pinned volume got topology %v, want only %s=%s", topo, v1alpha1.TopologyKeyHostname, tt.wantNode)
 			}
-			want := map[string]string{ContextClaimNamespace: f.ns, ContextClaimName: tt.claim, ContextListenerName: tt.wantListener}
+			// The claim's UID (a claim made again under the same name is
+			// another claim) and whether the Listener is the claim's own.
+			want := map[string]string{ContextClaimNamespace: f.ns, ContextClaimName: tt.claim, ContextListenerName: tt.wantListener,
+				ContextClaimUID: string(f.claimUIDs[tt.claim]), ContextPerClaim: strconv.FormatBool(tt.claim == tt.wantListener)}
 			for k, v := range want {
 				if vol.GetVolumeContext()[k] != v {
 					t.Errorf("volume context %s = %q, want %q", k, vol.GetVolumeContext()[k], v)

@@ -1,11 +1,13 @@
 package csi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -142,6 +145,7 @@ type fixture struct {
 	nodePort  string      // NodePort class, not pinned
 	pinned    string      // NodePort class, pinned
 	lb        string      // LoadBalancer class
+	claimUIDs map[string]types.UID
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -149,7 +153,8 @@ func newFixture(t testing.TB) *fixture {
 	e := testenv.Require(t, env)
 	ctx := context.Background()
 	f := &fixture{t: t, c: e.Client, ns: uniq("ns"), node: uniq("node"), pod: "pod-0",
-		clusterIP: uniq("cluster-internal"), nodePort: uniq("external-unstable"), pinned: uniq("external-stable"), lb: uniq("lb")}
+		clusterIP: uniq("cluster-internal"), nodePort: uniq("external-unstable"), pinned: uniq("external-stable"), lb: uniq("lb"),
+		claimUIDs: map[string]types.UID{}}
 	f.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.node}}
 	f.create(ctx, node)
@@ -229,14 +234,22 @@ func (f *fixture) claim(name string, annotations map[string]string) *corev1.Pers
 		},
 	}
 	f.create(context.Background(), pvc)
+	f.claimUIDs[name] = pvc.UID
 	return pvc
 }
 
-// listener creates a Listener of class with the given status.
+// listener creates a Listener of class with the given status, as the
+// reconciler makes it for a claim of the same name (created unless the
+// test made it): controlled by that claim.
 func (f *fixture) listener(name, class string, st v1alpha1.ListenerStatus) *v1alpha1.Listener {
 	f.t.Helper()
+	if _, ok := f.claimUIDs[name]; !ok {
+		f.claim(name, map[string]string{v1alpha1.AnnotationListenerClass: class})
+	}
 	l := &v1alpha1.Listener{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: name, UID: f.claimUIDs[name], Controller: ptr.To(true),
+		}}},
 		Spec: v1alpha1.ListenerSpec{
 			ClassName: ptr.To(class),
 			Ports:     []v1alpha1.ListenerPort{{Name: "http", Port: 8080}},
@@ -255,6 +268,11 @@ func (f *fixture) setStatus(l *v1alpha1.Listener, st v1alpha1.ListenerStatus) {
 		f.t.Fatal(err)
 	}
 	l.Status = st
+	if l.Status.Conditions == nil {
+		// Current: the reconciler looked at this generation.
+		l.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady,
+			ObservedGeneration: l.Generation, LastTransitionTime: metav1.Now()}}
+	}
 	if err := f.c.Status().Update(ctx, l); err != nil {
 		f.t.Fatalf("update status of listener %s: %v", l.Name, err)
 	}
@@ -268,6 +286,8 @@ func (f *fixture) volumeContext(claim, listener string) map[string]string {
 		ContextClaimNamespace:        f.ns,
 		ContextClaimName:             claim,
 		ContextListenerName:          listener,
+		ContextClaimUID:              cmp.Or(string(f.claimUIDs[claim]), "uid-of-a-claim-the-test-did-not-make"),
+		ContextPerClaim:              strconv.FormatBool(claim == listener),
 		v1alpha1.ContextPodName:      f.pod,
 		v1alpha1.ContextPodNamespace: f.ns,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +18,7 @@ import (
 type Metrics struct {
 	duration *prometheus.HistogramVec
 	requests *prometheus.CounterVec
+	panics   *prometheus.CounterVec
 }
 
 // NewMetrics registers the driver's metrics on reg (controller-runtime's
@@ -32,8 +34,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "listener_operator_csi_requests_total",
 			Help: "CSI calls by method and gRPC result code (OK, or the error's code).",
 		}, []string{"method", "code"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "listener_operator_csi_panics_total",
+			Help: "CSI calls that panicked (answered with Internal; the driver keeps serving).",
+		}, []string{"method"}),
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.requests} {
+	for _, c := range []prometheus.Collector{m.duration, m.requests, m.panics} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register CSI metrics: %w", err)
 		}
@@ -62,7 +68,11 @@ func interceptor(log logr.Logger, m *Metrics) grpc.UnaryServerInterceptor {
 		if v, ok := req.(interface{ GetVolumeId() string }); ok && v.GetVolumeId() != "" {
 			l = l.WithValues("volumeID", v.GetVolumeId())
 		}
-		resp, err := handler(logr.NewContext(ctx, l), req)
+		resp, err := recovered(logr.NewContext(ctx, l), req, handler, func() {
+			if m != nil {
+				m.panics.WithLabelValues(method).Inc()
+			}
+		})
 		took := time.Since(start)
 		code := status.Code(err)
 		if m != nil {
@@ -79,4 +89,18 @@ func interceptor(log logr.Logger, m *Metrics) grpc.UnaryServerInterceptor {
 		}
 		return resp, err
 	}
+}
+
+// recovered calls handler and turns a panic into Internal: one bad call
+// (a bug meeting odd input) must not take down the node plugin and every
+// pod publish on the node with it. The stack goes to the log.
+func recovered(ctx context.Context, req any, handler grpc.UnaryHandler, onPanic func()) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			onPanic()
+			logr.FromContextOrDiscard(ctx).Error(fmt.Errorf("panic: %v", p), "CSI call panicked", "stack", string(debug.Stack()))
+			resp, err = nil, status.Errorf(codes.Internal, "internal error in the listener CSI driver (panic: %v); see its log", p)
+		}
+	}()
+	return handler(ctx, req)
 }

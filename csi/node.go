@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -111,7 +112,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 }
 
 // addressesFor finds the pod and the Listener of a volume and computes the
-// addresses the pod advertises.
+// addresses the pod advertises, once the Listener may be published for it.
 func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map[string]string) ([]v1alpha1.ListenerIngress, error) {
 	podName, podNS := vctx[v1alpha1.ContextPodName], vctx[v1alpha1.ContextPodNamespace]
 	if podName == "" || podNS == "" {
@@ -119,7 +120,7 @@ func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map
 			"volume context lacks %s and %s: the CSIDriver object must set podInfoOnMount: true",
 			v1alpha1.ContextPodName, v1alpha1.ContextPodNamespace)
 	}
-	ref, err := s.listenerRef(ctx, volumeID, vctx, podNS)
+	ref, err := s.volumeRef(ctx, volumeID, vctx, podNS)
 	if err != nil {
 		return nil, err
 	}
@@ -129,17 +130,20 @@ func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map
 		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("pod %s/%s", podNS, podName))
 	}
 	listener := &v1alpha1.Listener{}
-	if err := s.reader.Get(ctx, ref, listener); err != nil {
+	if err := s.reader.Get(ctx, ref.listener, listener); err != nil {
 		// A per-claim Listener appears once the reconciler has seen the
 		// claim: a short wait, not an error of the user's.
-		return nil, apiError(ctx, err, codes.Unavailable, fmt.Sprintf("listener %s (waiting for it to be created)", ref))
+		return nil, apiError(ctx, err, codes.Unavailable, fmt.Sprintf("listener %s (waiting for it to be created)", ref.listener))
+	}
+	if err := publishable(ref, listener, pod); err != nil {
+		return nil, err
 	}
 	if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
-		return nil, status.Errorf(codes.FailedPrecondition, "listener %s has no spec.className", ref)
+		return nil, status.Errorf(codes.FailedPrecondition, "listener %s has no spec.className", ref.listener)
 	}
 	class := &v1alpha1.ListenerClass{}
 	if err := s.reader.Get(ctx, client.ObjectKey{Name: *listener.Spec.ClassName}, class); err != nil {
-		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", *listener.Spec.ClassName, ref))
+		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", *listener.Spec.ClassName, ref.listener))
 	}
 	node := &corev1.Node{}
 	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
@@ -151,22 +155,50 @@ func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map
 			return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("node %s of pod %s/%s", nodeName, podNS, podName))
 		}
 	}
-	return podAddresses(listener, class, node)
+	addrs, err := podAddresses(listener, class, node)
+	if err != nil {
+		return nil, err
+	}
+	if err := portsPublished(listener, addrs); err != nil {
+		return nil, err
+	}
+	return addrs, nil
 }
 
-// listenerRef names the volume's Listener: from the volume context that
-// CreateVolume wrote, or, for a volume provisioned some other way, from the
-// claim bound to the PersistentVolume.
-func (s *nodeServer) listenerRef(ctx context.Context, volumeID string, vctx map[string]string, podNS string) (client.ObjectKey, error) {
+// volumeRef names the volume's Listener and claim: from the volume context
+// that CreateVolume wrote; for a volume provisioned some other way (by hand,
+// by the existing Stackable operator), from the claim bound to the
+// PersistentVolume; for a volume of an earlier version of this driver
+// (no claim UID in the context), from the claim itself.
+func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[string]string, podNS string) (volumeRef, error) {
 	if name, ns := vctx[ContextListenerName], vctx[ContextClaimNamespace]; name != "" && ns != "" {
-		return client.ObjectKey{Namespace: ns, Name: name}, nil
+		ref := volumeRef{
+			listener: client.ObjectKey{Namespace: ns, Name: name},
+			claim:    client.ObjectKey{Namespace: ns, Name: vctx[ContextClaimName]},
+			claimUID: types.UID(vctx[ContextClaimUID]),
+			perClaim: vctx[ContextPerClaim] == "true",
+			volumeID: volumeID,
+		}
+		if ref.claimUID != "" || ref.claim.Name == "" {
+			return ref, nil
+		}
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := s.live.Get(ctx, ref.claim, claim); err != nil {
+			return volumeRef{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", ref.claim))
+		}
+		cl, err := listenerOfClaim(claim)
+		if err != nil {
+			return volumeRef{}, err
+		}
+		ref.claimUID, ref.perClaim = claim.UID, cl.Class != ""
+		return ref, nil
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := s.live.Get(ctx, client.ObjectKey{Name: volumeID}, pv); err != nil {
-		return client.ObjectKey{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolume %s", volumeID))
+		return volumeRef{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolume %s", volumeID))
 	}
 	if pv.Spec.ClaimRef == nil {
-		return client.ObjectKey{}, status.Errorf(codes.FailedPrecondition, "PersistentVolume %s is not bound to a claim", volumeID)
+		return volumeRef{}, status.Errorf(codes.FailedPrecondition, "PersistentVolume %s is not bound to a claim", volumeID)
 	}
 	claimKey := client.ObjectKey{Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name}
 	if claimKey.Namespace == "" {
@@ -174,13 +206,22 @@ func (s *nodeServer) listenerRef(ctx context.Context, volumeID string, vctx map[
 	}
 	claim := &corev1.PersistentVolumeClaim{}
 	if err := s.live.Get(ctx, claimKey, claim); err != nil {
-		return client.ObjectKey{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
+		return volumeRef{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
+	}
+	if uid := pv.Spec.ClaimRef.UID; uid != "" && uid != claim.UID {
+		return volumeRef{}, status.Errorf(codes.Unavailable, "PersistentVolume %s is bound to an earlier claim %s (uid %s): waiting for it to be released", volumeID, claimKey, uid)
 	}
 	cl, err := listenerOfClaim(claim)
 	if err != nil {
-		return client.ObjectKey{}, err
+		return volumeRef{}, err
 	}
-	return client.ObjectKey{Namespace: claim.Namespace, Name: cl.Name}, nil
+	return volumeRef{
+		listener: client.ObjectKey{Namespace: claim.Namespace, Name: cl.Name},
+		claim:    claimKey,
+		claimUID: claim.UID,
+		perClaim: cl.Class != "",
+		volumeID: pv.Name,
+	}, nil
 }
 
 // NodeUnpublishVolume removes the tree; a target that is already gone is

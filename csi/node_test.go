@@ -159,11 +159,14 @@ func TestNodePublishErrors(t *testing.T) {
 		{Address: "../../../../etc", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}},
 	}})
 	f.listener("evil-port", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
-		{Address: "ok.example", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"../../passwd": 80}},
+		{Address: "ok.example", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80, "../../passwd": 80}},
 	}})
 	ok := f.volumeContext("pending", "pending")
 	with := func(k, v string) map[string]string {
-		m := f.volumeContext("x", "x")
+		m := f.volumeContext("pending", "pending")
+		if k == ContextListenerName {
+			m = f.volumeContext(v, v)
+		}
 		m[k] = v
 		return m
 	}
@@ -239,7 +242,7 @@ func TestNodePublishFindsTheListenerThroughTheVolume(t *testing.T) {
 func TestNodeUnpublish(t *testing.T) {
 	f := newFixture(t)
 	d := f.startDriver(Options{NodeName: f.node})
-	f.listener("web", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{{Address: "web.example", AddressType: v1alpha1.AddressTypeHostname}}})
+	f.listener("web", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{{Address: "web.example", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}}}})
 	target := filepath.Join(t.TempDir(), "mount")
 	if err := publish(d, "vol", target, f.volumeContext("web", "web")); err != nil {
 		t.Fatal(err)

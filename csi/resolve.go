@@ -22,6 +22,13 @@ const (
 	ContextClaimName      = "listeners.stackable.tech/claim-name"
 	ContextClaimNamespace = "listeners.stackable.tech/claim-namespace"
 	ContextListenerName   = "listeners.stackable.tech/listener"
+	// ContextClaimUID is the UID of the claim the volume was made for: a
+	// claim deleted and made again under the same name is another claim,
+	// and must not publish the first one's per-claim Listener.
+	ContextClaimUID = "listeners.stackable.tech/claim-uid"
+	// ContextPerClaim is "true" when the volume's Listener is the claim's
+	// own (listener-class annotation), which the claim must control.
+	ContextPerClaim = "listeners.stackable.tech/per-claim-listener"
 )
 
 // claimListener is the Listener a claim's volume publishes: the one named by

@@ -9,7 +9,11 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 )
 
 func TestListen(t *testing.T) {
@@ -84,5 +88,43 @@ listener_operator_csi_requests_total{code="OK",method="DeleteVolume"} 1
 	}
 	if n, err := testutil.GatherAndCount(d.metrics, "listener_operator_csi_request_duration_seconds"); err != nil || n != 1 {
 		t.Errorf("duration histogram has %d series (%v), want 1 (DeleteVolume)", n, err)
+	}
+}
+
+func TestPanicBecomesInternal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := interceptor(logr.Discard(), m)
+	info := &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Node/NodePublishVolume"}
+	_, err = call(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: "v"}, info, func(context.Context, any) (any, error) {
+		var m map[string]int
+		m["boom"] = 1 // a nil map write: a real runtime panic
+		return nil, nil
+	})
+	wantCode(t, err, codes.Internal, "internal error in the listener CSI driver", "assignment to entry in nil map")
+	// The server goes on answering.
+	if _, err := call(context.Background(), &csi.NodePublishVolumeRequest{VolumeId: "v"}, info, func(context.Context, any) (any, error) {
+		return &csi.NodePublishVolumeResponse{}, nil
+	}); err != nil {
+		t.Errorf("the call after a panic: %v", err)
+	}
+	want := `
+# HELP listener_operator_csi_panics_total CSI calls that panicked (answered with Internal; the driver keeps serving).
+# TYPE listener_operator_csi_panics_total counter
+listener_operator_csi_panics_total{method="NodePublishVolume"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "listener_operator_csi_panics_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP listener_operator_csi_requests_total CSI calls by method and gRPC result code (OK, or the error's code).
+# TYPE listener_operator_csi_requests_total counter
+listener_operator_csi_requests_total{code="Internal",method="NodePublishVolume"} 1
+listener_operator_csi_requests_total{code="OK",method="NodePublishVolume"} 1
+`), "listener_operator_csi_requests_total"); err != nil {
+		t.Error(err)
 	}
 }
