@@ -38,6 +38,22 @@ type Options struct {
 
 	// APIServerFlags are extra kube-apiserver flags ("--name=value").
 	APIServerFlags []string
+
+	// OwnerReferencesPermissionEnforcement enables the admission plugin of
+	// that name (on in OpenShift): setting blockOwnerDeletion in an owner
+	// reference then needs update on the owner's finalizers subresource.
+	// It only binds users outside system:masters, such as a test's
+	// restricted operator identity.
+	OwnerReferencesPermissionEnforcement bool
+}
+
+// AdmissionPluginsFlag is the kube-apiserver flag that enables the extra
+// admission plugins opts asks for ("" when none).
+func (opts Options) AdmissionPluginsFlag() string {
+	if opts.OwnerReferencesPermissionEnforcement {
+		return "--enable-admission-plugins=OwnerReferencesPermissionEnforcement"
+	}
+	return ""
 }
 
 // Env is a running control plane.
@@ -145,7 +161,11 @@ func Start(opts Options) (*Env, error) {
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	args := te.ControlPlane.GetAPIServer().Configure()
-	for _, f := range opts.APIServerFlags {
+	flags := opts.APIServerFlags
+	if f := opts.AdmissionPluginsFlag(); f != "" {
+		flags = append(flags[:len(flags):len(flags)], f)
+	}
+	for _, f := range flags {
 		name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
 		args.Append(name, value)
 	}
