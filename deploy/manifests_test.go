@@ -35,8 +35,11 @@ func renderings() []rendering {
 	return []rendering{
 		{"kustomize config/default", "cert-manager", func(t *testing.T) []byte { return kustomize(t, "config/default") }},
 		{"kustomize config/selfsigned", "self-signed", func(t *testing.T) []byte { return kustomize(t, "config/selfsigned") }},
-		{"helm template (defaults)", "cert-manager", func(t *testing.T) []byte { return helm(t) }},
-		{"helm template certMode=self-signed", "self-signed", func(t *testing.T) []byte { return helm(t, "certMode=self-signed") }},
+		{"helm template (defaults)", "self-signed", func(t *testing.T) []byte { return helm(t) }},
+		{"helm template certMode=cert-manager", "cert-manager", func(t *testing.T) []byte { return helm(t, "certMode=cert-manager") }},
+		{"helm template certMode=cert-manager with an issuerRef", "cert-manager", func(t *testing.T) []byte {
+			return helm(t, "certMode=cert-manager", "certManager.issuerRef.kind=ClusterIssuer", "certManager.issuerRef.name=corporate-ca")
+		}},
 	}
 }
 
@@ -121,8 +124,15 @@ func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
 					}
 				}
 				inject := wc.GetAnnotations()["cert-manager.io/inject-ca-from"]
-				if r.certMode == "cert-manager" && inject != namespace+"/listener-operator-ca" {
-					t.Errorf("%s inject-ca-from = %q", kind, inject)
+				// cainjector injects the ca.crt of that Certificate's
+				// Secret: the chart's own CA, or with an issuerRef the
+				// serving Certificate's (whose ca.crt is that issuer's CA).
+				wantInject := namespace + "/listener-operator-ca"
+				if strings.Contains(r.name, "issuerRef") {
+					wantInject = namespace + "/listener-operator-serving-cert"
+				}
+				if r.certMode == "cert-manager" && inject != wantInject {
+					t.Errorf("%s inject-ca-from = %q, want %q", kind, inject, wantInject)
 				}
 				if r.certMode == "self-signed" && inject != "" {
 					t.Errorf("%s has inject-ca-from %q without cert-manager", kind, inject)
@@ -138,11 +148,23 @@ func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
 			switch r.certMode {
 			case "cert-manager":
 				serving := o.get(t, "Certificate", namespace, "listener-operator-serving-cert")
-				o.get(t, "Certificate", namespace, "listener-operator-ca")
-				o.get(t, "Issuer", namespace, "listener-operator-ca")
-				o.get(t, "Issuer", namespace, "listener-operator-selfsigned")
-				if got := str(t, serving, "spec", "issuerRef", "name"); got != "listener-operator-ca" {
-					t.Errorf("serving Certificate issued by %q, want the CA Issuer (so renewals keep the caBundle)", got)
+				if strings.Contains(r.name, "issuerRef") {
+					ref, _, _ := unstructured.NestedStringMap(serving.Object, "spec", "issuerRef")
+					if !reflect.DeepEqual(ref, map[string]string{"kind": "ClusterIssuer", "name": "corporate-ca"}) {
+						t.Errorf("serving Certificate issuerRef %v, want the ClusterIssuer the values name", ref)
+					}
+					for k := range o {
+						if strings.HasPrefix(k, "Issuer/") || k == key("Certificate", namespace, "listener-operator-ca") {
+							t.Errorf("with an issuerRef the chart still renders its own CA: %s", k)
+						}
+					}
+				} else {
+					o.get(t, "Certificate", namespace, "listener-operator-ca")
+					o.get(t, "Issuer", namespace, "listener-operator-ca")
+					o.get(t, "Issuer", namespace, "listener-operator-selfsigned")
+					if got := str(t, serving, "spec", "issuerRef", "name"); got != "listener-operator-ca" {
+						t.Errorf("serving Certificate issued by %q, want the CA Issuer (so renewals keep the caBundle)", got)
+					}
 				}
 				dns, _, _ := unstructured.NestedStringSlice(serving.Object, "spec", "dnsNames")
 				if !slices.Contains(dns, "listener-operator-webhook."+namespace+".svc") {
@@ -239,8 +261,8 @@ func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {
 		kustomize string
 		values    []string
 	}{
-		{"cert-manager", "config/default", nil},
-		{"self-signed", "config/selfsigned", []string{"certMode=self-signed"}},
+		{"cert-manager", "config/default", []string{"certMode=cert-manager"}},
+		{"self-signed", "config/selfsigned", nil},
 	}
 	for _, p := range pairs {
 		t.Run(p.name, func(t *testing.T) {
@@ -263,66 +285,6 @@ func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestHelmValues(t *testing.T) {
-	o := parse(t, helm(t,
-		"image.repository=registry.example/listener-operator", "image.tag=1.2.3",
-		"replicas=3",
-		"kubeletDir=/var/snap/microk8s/common/var/lib/kubelet",
-		"preset=none",
-		"serviceAccount.name=lo-operator",
-		"imagePullSecrets[0].name=regcred",
-		"nodeSelector.role=infra",
-		"tolerations[0].key=infra", "tolerations[0].operator=Exists",
-		"resources.operator.limits.memory=1Gi",
-		"webhook.tlsMinVersion=1.3", "webhook.enableHTTP2=true",
-	))
-	dep := o.get(t, "Deployment", namespace, "listener-operator")
-	spec := dep.Object["spec"].(map[string]any)
-	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
-	mgr := container(t, dep, "manager")
-	a := args(t, mgr)
-	checks := []struct {
-		what      string
-		got, want any
-	}{
-		{"replicas", spec["replicas"], int64(3)},
-		{"image", mgr["image"], "registry.example/listener-operator:1.2.3"},
-		{"service account", pod["serviceAccountName"], "lo-operator"},
-		{"pull secrets", pod["imagePullSecrets"], []any{map[string]any{"name": "regcred"}}},
-		{"node selector", pod["nodeSelector"], map[string]any{"role": "infra"}},
-		{"tolerations", pod["tolerations"], []any{map[string]any{"key": "infra", "operator": "Exists"}}},
-		{"memory limit", mgr["resources"].(map[string]any)["limits"], map[string]any{"memory": "1Gi"}},
-		{"preset", slices.Contains(a, "--listener-class-preset=none"), true},
-		{"TLS min version", slices.Contains(a, "--webhook-tls-min-version=1.3"), true},
-		{"HTTP/2", slices.Contains(a, "--webhook-enable-http2=true"), true},
-	}
-	for _, c := range checks {
-		if !reflect.DeepEqual(c.got, c.want) {
-			t.Errorf("%s = %#v, want %#v", c.what, c.got, c.want)
-		}
-	}
-	crb := o.get(t, "ClusterRoleBinding", "", "listener-operator")
-	if sa := slice(t, crb.Object, "subjects")[0].(map[string]any)["name"]; sa != "lo-operator" {
-		t.Errorf("ClusterRoleBinding binds %v, want the custom service account", sa)
-	}
-	o.get(t, "ServiceAccount", namespace, "lo-operator")
-
-	node := o.get(t, "DaemonSet", namespace, "listener-operator-csi-node")
-	const kubelet = "/var/snap/microk8s/common/var/lib/kubelet"
-	if !slices.Contains(args(t, container(t, node, "node-driver-registrar")), "--kubelet-registration-path="+kubelet+"/plugins/listeners.stackable.tech/csi.sock") {
-		t.Error("node-driver-registrar does not register the socket under the kubelet directory")
-	}
-	for _, v := range slice(t, node.Object, "spec", "template", "spec", "volumes") {
-		p, _, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path")
-		if !strings.HasPrefix(p, kubelet+"/") {
-			t.Errorf("node plugin host path %s is outside the kubelet directory", p)
-		}
-	}
-	if img := container(t, node, "csi")["image"]; img != "registry.example/listener-operator:1.2.3" {
-		t.Errorf("CSI node image %v, want the operator image (one image for all subcommands)", img)
 	}
 }
 
@@ -400,9 +362,9 @@ func TestServerAcceptsManifests(t *testing.T) {
 		})
 	}
 	t.Run("a broken manifest is refused", func(t *testing.T) {
-		bad := bytes.Replace(helm(t), []byte("minAvailable: 1"), []byte("minAvailable: one"), 1)
+		bad := bytes.Replace(helm(t), []byte("maxUnavailable: 1"), []byte("maxUnavailable: one"), 1)
 		if out, err := e.Kubectl(ctx, bad, "apply", "--server-side", "--dry-run=server", "-f", "-"); err == nil {
-			t.Fatalf("the API server accepted a PodDisruptionBudget with minAvailable: one:\n%s", out)
+			t.Fatalf("the API server accepted a PodDisruptionBudget with maxUnavailable: one:\n%s", out)
 		}
 	})
 }

@@ -53,11 +53,36 @@ func kustomize(t *testing.T, dir string) []byte {
 
 func helm(t *testing.T, values ...string) []byte {
 	t.Helper()
-	args := []string{"template", "listener-operator", "deploy/helm/listener-operator", "--namespace", namespace, "--include-crds"}
+	return helmIn(t, namespace, values...)
+}
+
+// helmIn renders the chart into namespace ns with --set values.
+func helmIn(t *testing.T, ns string, values ...string) []byte {
+	t.Helper()
+	tool(t, "helm")
+	out, err := helmTemplate(ns, values...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// helmTemplate renders the chart and returns helm's error message when it
+// refuses the values.
+func helmTemplate(ns string, values ...string) ([]byte, error) {
+	args := []string{"template", "listener-operator", "deploy/helm/listener-operator", "--namespace", ns, "--include-crds"}
 	for _, v := range values {
 		args = append(args, "--set", v)
 	}
-	return run(t, "helm", args...)
+	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "tools", "helm"), args...)
+	cmd.Dir = testenv.RepoRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
 }
 
 // objects is a rendering, indexed by kind/namespace/name.

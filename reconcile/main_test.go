@@ -61,6 +61,9 @@ func runWithManager(m *testing.M) int {
 		ControllerManager: []string{"garbagecollector", "pvc-protection"},
 		// Room for the benchmark's thousands of Services.
 		APIServerFlags: []string{"--service-cluster-ip-range=10.0.0.0/16"},
+		// As on OpenShift: the owner references the controllers write
+		// (blockOwnerDeletion) need the finalizers RBAC of the owners.
+		OwnerReferencesPermissionEnforcement: true,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
