@@ -20,6 +20,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/reconcile"
+	"github.com/listener-operator/listener-operator/reconcile/nodeloss"
 	"github.com/listener-operator/listener-operator/webhooks"
 )
 
@@ -38,6 +39,7 @@ type controllerOptions struct {
 	namespace        string // the operator's own namespace
 	certs            certOptions
 	reconcile        reconcile.Options
+	nodeLoss         nodeloss.Options
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
@@ -53,6 +55,7 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
 	o.certs.addFlags(fs)
 	o.reconcile.BindFlags(fs)
+	o.nodeLoss.BindFlags(fs)
 	o.zap.BindFlags(fs)
 }
 
@@ -142,6 +145,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 	if err := reconcile.SetupWithManager(mgr, o.reconcile); err != nil {
 		return fmt.Errorf("set up reconcilers: %w", err)
+	}
+	if err := nodeloss.SetupWithManager(mgr, o.nodeLoss); err != nil {
+		return fmt.Errorf("set up pinned node loss recovery: %w", err)
 	}
 
 	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)

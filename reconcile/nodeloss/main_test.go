@@ -1,0 +1,131 @@
+package nodeloss
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/reconcile"
+)
+
+// env is the control plane the package's tests share: kube-apiserver, and
+// kube-controller-manager's StatefulSet controller, garbage collector and
+// PVC protection, with one manager running the operator's reconcilers and
+// this package's controller as the operator's restricted identity.
+var env *testenv.Env
+
+// testHandoverTimeout is short so that the orphan test does not wait long.
+const testHandoverTimeout = 3 * time.Second
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	e, err := testenv.Start(testenv.Options{ControllerManager: []string{"garbagecollector", "pvc-protection", "statefulset"}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
+		return 1
+	}
+	env = e
+	defer func() {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
+		}
+	}()
+	if os.Getenv("NODELOSS_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	cfg, err := operatorIdentity(e)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
+		return 1
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "create manager: %v\n", err)
+		return 1
+	}
+	ro := reconcile.DefaultOptions()
+	ro.Preset = reconcile.PresetNone
+	if err := reconcile.SetupWithManager(mgr, ro); err != nil {
+		fmt.Fprintf(os.Stderr, "set up reconcilers: %v\n", err)
+		return 1
+	}
+	opts := DefaultOptions()
+	opts.HandoverTimeout = testHandoverTimeout
+	if err := SetupWithManager(mgr, opts); err != nil {
+		fmt.Fprintf(os.Stderr, "set up node-loss controller: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		fmt.Fprintf(os.Stderr, "manager cache did not sync: %v\n", <-done)
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// operatorIdentity returns a client configuration for a user holding only
+// the operator's generated ClusterRole (config/rbac/role.yaml), so the tests
+// also check that RBAC covers what the controller does.
+func operatorIdentity(e *testenv.Env) (*rest.Config, error) {
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return nil, fmt.Errorf("parse role.yaml: %w", err)
+	}
+	const user = "listener-operator-under-test"
+	role.Name = user
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := e.Client.Create(context.Background(), o); err != nil {
+			return nil, fmt.Errorf("create %T: %w", o, err)
+		}
+	}
+	u, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: user}, e.Config)
+	if err != nil {
+		return nil, fmt.Errorf("add user: %w", err)
+	}
+	return u.Config(), nil
+}

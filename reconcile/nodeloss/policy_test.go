@@ -1,0 +1,102 @@
+package nodeloss
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// TestDecide covers the policy table: for each class policy and node state,
+// whether the claim is lost, released, when to look again, the remedy and
+// the words a user reads.
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	claim := func(release v1alpha1.PinnedNodeRelease, timeout time.Duration) claimInfo {
+		return claimInfo{namespace: "ns", name: "listener-web-0", node: "node-b", class: "stable", listener: "listener-web-0", release: release, timeout: timeout}
+	}
+	gone := nodeState{}
+	ready := nodeState{exists: true, ready: true}
+	down := func(d time.Duration) nodeState { return nodeState{exists: true, notReadySince: now.Add(-d)} }
+	manual := claim(v1alpha1.PinnedNodeReleaseNever, 0)
+	manual.manual = "node-b"
+	stale := claim(v1alpha1.PinnedNodeReleaseNever, 0)
+	stale.manual = "node-a"
+
+	for _, tc := range []struct {
+		name          string
+		claim         claimInfo
+		node          nodeState
+		lost, release bool
+		trigger       string
+		recheck       time.Duration
+		remedy        string
+		says          []string
+	}{
+		{name: "ready node", claim: claim(v1alpha1.PinnedNodeReleaseNodeDeleted, 0), node: ready},
+		{name: "deleted node, default", claim: claim(v1alpha1.PinnedNodeReleaseNodeDeleted, 0), node: gone, lost: true, release: true, trigger: "NodeDeleted",
+			says: []string{"node-b, which no longer exists", "released it", "keeps its name and node ports"}},
+		{name: "deleted node, NodeNotReady policy", claim: claim(v1alpha1.PinnedNodeReleaseNodeNotReady, time.Minute), node: gone, lost: true, release: true, trigger: "NodeDeleted"},
+		{name: "deleted node, Never", claim: claim(v1alpha1.PinnedNodeReleaseNever, 0), node: gone, lost: true, remedy: RemedyAnnotateClaim,
+			says: []string{"node-b, which no longer exists", "pinnedNodeLoss.release: Never", "kubectl annotate pvc -n ns listener-web-0 listeners.stackable.tech/release-pinned-node=node-b"}},
+		{name: "not ready shortly, NodeNotReady", claim: claim(v1alpha1.PinnedNodeReleaseNodeNotReady, time.Minute), node: down(20 * time.Second), recheck: 40 * time.Second},
+		{name: "not ready long, NodeNotReady", claim: claim(v1alpha1.PinnedNodeReleaseNodeNotReady, time.Minute), node: down(2 * time.Minute), lost: true, release: true, trigger: "NodeNotReady",
+			says: []string{"not been Ready since 2026-11-23T11:58:00Z", "kubectl taint node node-b node.kubernetes.io/out-of-service=nodeshutdown:NoExecute", "never force-deletes"}},
+		{name: "not ready shortly, default", claim: claim(v1alpha1.PinnedNodeReleaseNodeDeleted, 0), node: down(time.Minute), recheck: v1alpha1.DefaultNotReadyTimeout - time.Minute},
+		{name: "not ready long, default", claim: claim(v1alpha1.PinnedNodeReleaseNodeDeleted, 0), node: down(time.Hour), lost: true, remedy: RemedyDeleteNode,
+			says: []string{"kubectl delete node node-b", "kubectl annotate pvc"}},
+		{name: "not ready long, Never", claim: claim(v1alpha1.PinnedNodeReleaseNever, 0), node: down(time.Hour), lost: true, remedy: RemedyAnnotateClaim, says: []string{"Never"}},
+		{name: "annotation for the pinned node", claim: manual, node: ready, release: true, trigger: "Annotation", says: []string{"as its annotation"}},
+		{name: "annotation for the pinned node, node gone", claim: manual, node: gone, lost: true, release: true, trigger: "Annotation"},
+		{name: "annotation for another node is ignored", claim: stale, node: ready},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decide(tc.claim, tc.node, now)
+			if d.lost != tc.lost || d.release != tc.release || d.trigger != tc.trigger || d.recheck != tc.recheck || d.remedy != tc.remedy {
+				t.Errorf("decide = lost %v release %v trigger %q recheck %s remedy %q; want %v %v %q %s %q",
+					d.lost, d.release, d.trigger, d.recheck, d.remedy, tc.lost, tc.release, tc.trigger, tc.recheck, tc.remedy)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(d.message, s) {
+					t.Errorf("message %q does not say %q", d.message, s)
+				}
+			}
+		})
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	node := func(status corev1.ConditionStatus, unschedulable bool) *corev1.Node {
+		return &corev1.Node{Spec: corev1.NodeSpec{Unschedulable: unschedulable}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+			{Type: corev1.NodeReady, Status: status, LastTransitionTime: since},
+		}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		node   *corev1.Node
+		usable bool
+		ready  bool
+	}{
+		{"missing", nil, false, false},
+		{"ready", node(corev1.ConditionTrue, false), true, true},
+		{"cordoned", node(corev1.ConditionTrue, true), false, true},
+		{"not ready", node(corev1.ConditionFalse, false), false, false},
+		{"unknown", node(corev1.ConditionUnknown, false), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := stateOf(tc.node)
+			if s.usable() != tc.usable || s.ready != tc.ready {
+				t.Errorf("usable %v ready %v, want %v %v", s.usable(), s.ready, tc.usable, tc.ready)
+			}
+			if tc.node != nil && !tc.ready && !s.notReadySince.Equal(since.Time) {
+				t.Errorf("notReadySince %s, want %s", s.notReadySince, since)
+			}
+		})
+	}
+}
