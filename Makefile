@@ -125,6 +125,7 @@ demo: ## One command for newcomers: cluster, operator, examples/, and what the p
 .PHONY: e2e
 e2e: ## Run test/e2e against the local cluster (brings it up and deploys the operator first).
 	cd hack/cluster && go test -count=1 ./...
+	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
 	$(CLUSTER) up
 	$(CLUSTER) deploy
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh
