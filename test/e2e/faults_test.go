@@ -123,7 +123,7 @@ func TestFaultLeaderKilledDuringConvergence(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "backend", Namespace: ns, Labels: map[string]string{}},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers: []corev1.Container{{Name: "hello", Image: demoImage, ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"-listen", ":8080"}}},
+			Containers:                    []corev1.Container{{Name: "hello", Image: demoImage, ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"-listen", ":8080"}}},
 		},
 	}
 	name := func(i int) string { return fmt.Sprintf("l-%04d", i) }
@@ -482,7 +482,9 @@ func TestFaultRecreatedClaimWaitsForItsOwnListener(t *testing.T) {
 	if err := k8s.client.Patch(ctx, &old, hold); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k8s.client.Patch(context.WithoutCancel(ctx), &v1alpha1.Listener{ObjectMeta: old.ObjectMeta}, release) })
+	t.Cleanup(func() {
+		_ = k8s.client.Patch(context.WithoutCancel(ctx), &v1alpha1.Listener{ObjectMeta: old.ObjectMeta}, release)
+	})
 
 	// The pod goes (and with it its ephemeral claim); the same pod is made
 	// again, with a new claim of the same name.
