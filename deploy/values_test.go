@@ -537,3 +537,13 @@ func valueKeys(t *testing.T, path string) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestHelmLint: the chart passes `helm lint --strict` in both certificate
+// modes.
+func TestHelmLint(t *testing.T) {
+	for _, mode := range []string{"self-signed", "cert-manager"} {
+		if out := run(t, "helm", "lint", "--strict", "deploy/helm/listener-operator", "--set", "certMode="+mode); !strings.Contains(string(out), "0 chart(s) failed") {
+			t.Errorf("helm lint (%s):\n%s", mode, out)
+		}
+	}
+}
