@@ -166,14 +166,16 @@ func TestOverridePrecedence(t *testing.T) {
 	})
 	l := listener(ns, "ov", class.Name, port("http", 80))
 	l.Spec.ObjectOverrides = []runtime.RawExtension{
-		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"ov","annotations":{"winner":"objectOverrides"}}}`)},
-		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"someone-else","annotations":{"winner":"wrong object"}}}`)},
-		{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ov","annotations":{"winner":"wrong kind"}}}`)},
+		// A Listener may add to what its class decides, not change it
+		// (api/validation): its overrides set a key of their own.
+		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"ov","annotations":{"mine":"objectOverrides"}}}`)},
+		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"someone-else","annotations":{"mine":"wrong object"}}}`)},
+		{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ov","annotations":{"mine":"wrong kind"}}}`)},
 	}
 	create(t, ctx, c, l)
 	waitReason(t, ctx, c, ns, "ov", v1alpha1.ReasonReady)
 	svc := getService(t, ctx, c, ns, "ov", nil)
-	for k, want := range map[string]string{"winner": "objectOverrides", "from-annotations": "yes", "from-class-overrides": "yes"} {
+	for k, want := range map[string]string{"winner": "serviceOverrides", "mine": "objectOverrides", "from-annotations": "yes", "from-class-overrides": "yes"} {
 		if svc.Annotations[k] != want {
 			t.Errorf("annotation %s = %q, want %q (all: %v)", k, svc.Annotations[k], want, svc.Annotations)
 		}
