@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -662,5 +663,84 @@ func TestFaultKubeletRestartKeepsTrees(t *testing.T) {
 	}
 	if after := tree(t, ctx, ns, "steady"); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("tree after the kubelet restart %v, before %v", after, before)
+	}
+}
+
+// TestFaultClassVanishesAndComesBack: a ListenerClass is deleted while the
+// webhooks are down (which refuse deleting a class in use). The Listener
+// says ClassNotFound and keeps its addresses; when the class comes back it
+// is Ready with the same addresses.
+func TestFaultClassVanishesAndComesBack(t *testing.T) {
+	ctx := t.Context()
+	ns := namespace(t, ctx, "e2e-class")
+	className := ns + "-vanishing"
+	class := listenerClass(className, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, PreferredAddressType: v1alpha1.PreferredAddressIP})
+	ensureClass(t, ctx, class)
+	t.Cleanup(func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), listenerClass(className, v1alpha1.ListenerClassSpec{})) })
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(className), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
+	if err := k8s.client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	reason := func(want string) *v1alpha1.Listener {
+		t.Helper()
+		got := &v1alpha1.Listener{}
+		eventually(t, ctx, time.Minute, "Listener reason "+want, func(ctx context.Context) (bool, string) {
+			if err := k8s.client.Get(ctx, client.ObjectKeyFromObject(l), got); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+			return c != nil && c.Reason == want && c.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status.Conditions)
+		})
+		return got
+	}
+	published := reason(v1alpha1.ReasonReady).Status.IngressAddresses
+
+	// The webhooks are down: their configuration is removed for the
+	// moment, and put back afterwards whatever happens.
+	var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := k8s.client.List(ctx, &hooks); err != nil {
+		t.Fatal(err)
+	}
+	var saved []admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, h := range hooks.Items {
+		for _, w := range h.Webhooks {
+			if strings.HasSuffix(w.Name, ".listeners.stackable.tech") {
+				saved = append(saved, h)
+				break
+			}
+		}
+	}
+	if len(saved) == 0 {
+		t.Fatal("no validating webhook configuration of the operator: is it deployed?")
+	}
+	restore := func() {
+		for _, h := range saved {
+			h := h.DeepCopy()
+			h.ResourceVersion, h.UID, h.CreationTimestamp, h.ManagedFields = "", "", metav1.Time{}, nil
+			if err := k8s.client.Create(context.WithoutCancel(ctx), h); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Errorf("restore webhook configuration %s: %v", h.Name, err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	for i := range saved {
+		if err := k8s.client.Delete(ctx, &saved[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.client.Delete(ctx, listenerClass(className, v1alpha1.ListenerClassSpec{})); err != nil {
+		t.Fatalf("delete the class with the webhooks down: %v", err)
+	}
+	restore()
+
+	gone := reason(v1alpha1.ReasonClassNotFound)
+	if fmt.Sprint(gone.Status.IngressAddresses) != fmt.Sprint(published) {
+		t.Errorf("without its class the Listener publishes %+v, want the last addresses %+v", gone.Status.IngressAddresses, published)
+	}
+	ensureClass(t, ctx, class)
+	back := reason(v1alpha1.ReasonReady)
+	if fmt.Sprint(back.Status.IngressAddresses) != fmt.Sprint(published) {
+		t.Errorf("with its class back the Listener publishes %+v, want %+v", back.Status.IngressAddresses, published)
 	}
 }
