@@ -676,7 +676,9 @@ func TestFaultClassVanishesAndComesBack(t *testing.T) {
 	className := ns + "-vanishing"
 	class := listenerClass(className, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, PreferredAddressType: v1alpha1.PreferredAddressIP})
 	ensureClass(t, ctx, class)
-	t.Cleanup(func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), listenerClass(className, v1alpha1.ListenerClassSpec{})) })
+	t.Cleanup(func() {
+		_ = k8s.client.Delete(context.WithoutCancel(ctx), listenerClass(className, v1alpha1.ListenerClassSpec{}))
+	})
 	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(className), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
 	if err := k8s.client.Create(ctx, l); err != nil {
