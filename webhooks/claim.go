@@ -121,5 +121,8 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
+	if w := validation.MissingListener(c.Metadata.Annotations, facts); w != "" {
+		return admission.Allowed("").WithWarnings(w)
+	}
 	return admission.Allowed("")
 }

@@ -97,8 +97,6 @@ func TestClaimDenials(t *testing.T) {
 			`admission webhook "claims.validate.listeners.stackable.tech" denied the request: PersistentVolumeClaim "a" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`},
 		{"namespace default that does not exist", listenerClaim(nsBadDefault, "b", nil, sc),
 			`PersistentVolumeClaim "b" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "nope": ListenerClass "nope" not found; available: cluster-internal, external-stable, external-unstable`},
-		{"unknown listener", listenerClaim(ns, "c", map[string]string{v1alpha1.AnnotationListenerName: "web"}, sc),
-			`metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": Listener "web" not found in namespace "` + ns + `"; create it first, or use listeners.stackable.tech/listener-class to get a Listener for this claim`},
 		{"both annotations", listenerClaim(ns, "d", map[string]string{v1alpha1.AnnotationListenerName: "web", v1alpha1.AnnotationListenerClass: "external-stable"}, sc),
 			`metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": set only one of listeners.stackable.tech/listener-class (a Listener for this claim) and listeners.stackable.tech/listener-name (an existing Listener shared by several claims)`},
 		{"wrong storage class", listenerClaim(ns, "f", map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, ptr("standard")),

@@ -82,7 +82,7 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
       "containers": [{"name": "app", "image": "web", "volumeMounts": [{"name": "data", "mountPath": "/data"}], "futureField": 1}, {"name": "metrics", "image": "exporter"}]}},
     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
     "futureField": "keep"}}`
-	stsUpdated := strings.Replace(sts, `{"metadata": {"name": "data"}`, `{"metadata": {"name": "listener"}}, {"metadata": {"name": "data"}`, 1)
+	stsUpdated := strings.Replace(sts, `{"metadata": {"name": "data"}`, `{"metadata": {"name": "listener"}, "spec": {"storageClassName": "listeners.stackable.tech"}}, {"metadata": {"name": "data"}`, 1)
 	return []handlerCase{
 		{"statefulset-create", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Create, sts, ""},
 		{"statefulset-update", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Update, stsUpdated, stsUpdated},

@@ -79,7 +79,9 @@ func run(m *testing.M) (int, error) {
 	}
 	e, err := testenv.Start(testenv.Options{
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{configs}, LocalServingHost: "127.0.0.1"},
-		ControllerManager:     []string{"statefulset"},
+		// Deletion and binding (TestNoWebhookServer) need the namespace,
+		// garbage collector, claim protection and PV binder controllers.
+		ControllerManager: []string{"statefulset", "deployment", "replicaset", "garbagecollector", "namespace", "pvc-protection", "persistentvolume-binder"},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("start control plane: %w", err)

@@ -63,11 +63,13 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		listeners  []string
 		nodes      []string
 		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
-		hasNamed   bool
+		named      = -1                       // the volume named like the listener volume
 	)
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		hasNamed = hasNamed || v.Name == v1alpha1.VolumeName
+		if v.Name == v1alpha1.VolumeName {
+			named = i
+		}
 		switch {
 		case v.PersistentVolumeClaim != nil:
 			listener, node, ok, err := m.claim(ctx, req.Namespace, v.PersistentVolumeClaim.ClaimName)
@@ -109,6 +111,12 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 
 	optedIn := pod.Metadata.Labels[v1alpha1.LabelEnabled] == "true"
+	// A volume named like the listener volume is taken for it when it is
+	// one, or a claim (whose class a failed or early lookup may not know).
+	hasNamed := named >= 0 && (listenerOf[v1alpha1.VolumeName] || pod.Spec.Volumes[named].PersistentVolumeClaim != nil)
+	if optedIn && named >= 0 && !hasNamed {
+		return invalid(req, field.ErrorList{validation.ForeignListenerVolume(field.NewPath("spec", "volumes").Index(named))})
+	}
 	if optedIn && !hasNamed {
 		ann, errs, err := claimAnnotations(ctx, m.lookup, req.Namespace, pod.Metadata.Annotations, field.NewPath("metadata", "annotations"))
 		switch {

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // +kubebuilder:webhook:path=/mutate-apps-v1-statefulset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps,resources=statefulsets,verbs=create;update,versions=v1,name=statefulsets.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
@@ -74,14 +74,20 @@ type affinityView struct {
 
 type statefulSetView struct {
 	Metadata struct {
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
 		Template             podTemplateView `json:"template"`
 		VolumeClaimTemplates []struct {
 			Metadata struct {
-				Name string `json:"name"`
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
 			} `json:"metadata"`
+			Spec struct {
+				StorageClassName *string `json:"storageClassName"`
+			} `json:"spec"`
 		} `json:"volumeClaimTemplates"`
 	} `json:"spec"`
 }
@@ -98,15 +104,47 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var p patch
-	hasTemplate := false
+	// The listener volume, recognised by what it is (a claim template of
+	// the listener storage class or with a listener annotation, or an
+	// ephemeral listener volume), not by its name.
+	volume := ""
 	for _, t := range s.Spec.VolumeClaimTemplates {
-		hasTemplate = hasTemplate || t.Metadata.Name == v1alpha1.VolumeName
+		if volume == "" && validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+			volume = t.Metadata.Name
+		}
 	}
-	hasVolume := false
-	for _, v := range s.Spec.Template.Spec.Volumes {
-		hasVolume = hasVolume || v.Name == v1alpha1.VolumeName
+	foreign := -1 // a pod volume named like the listener volume that is not one
+	for i, v := range s.Spec.Template.Spec.Volumes {
+		isListener := v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil &&
+			validation.IsListenerClaim(v.Ephemeral.VolumeClaimTemplate.Metadata.Annotations, v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName)
+		switch {
+		case isListener && volume == "":
+			volume = v.Name
+		case !isListener && v.Name == v1alpha1.VolumeName:
+			foreign = i
+		}
 	}
-	if !hasTemplate && !hasVolume && req.Operation == admissionv1.Create {
+	if volume == "" && req.Operation == admissionv1.Update {
+		// Claim templates are immutable: labelling an existing StatefulSet
+		// would silently do nothing. Refused with the way to do it, unless
+		// the old object was labelled already (it got in while the
+		// webhooks were down; other updates must not be blocked by it).
+		var old statefulSetView
+		if err := decode(req.OldObject.Raw, "StatefulSet", &old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if s.Metadata.Labels[v1alpha1.LabelEnabled] == "true" && old.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
+			name := s.Metadata.Name
+			if name == "" {
+				name = req.Name
+			}
+			return invalid(req, field.ErrorList{validation.OptInExisting(name, field.NewPath("metadata", "labels"))})
+		}
+	}
+	if volume == "" && req.Operation == admissionv1.Create {
+		if foreign >= 0 {
+			return invalid(req, field.ErrorList{validation.ForeignListenerVolume(field.NewPath("spec", "template", "spec", "volumes").Index(foreign))})
+		}
 		ann, errs, err := claimAnnotations(ctx, m.lookup, req.Namespace, s.Metadata.Annotations, field.NewPath("metadata", "annotations"))
 		if err != nil {
 			return lookupFailed(err)
@@ -119,17 +157,21 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 			n = -1
 		}
 		p.appendTo("/spec/volumeClaimTemplates", &n, claimTemplate(ann))
-		hasTemplate = true
+		volume = v1alpha1.VolumeName
 	}
-	if hasTemplate || hasVolume {
+	if volume != "" {
 		t := &s.Spec.Template
 		// Pods of the StatefulSet carry the opt-in label, so that the pod
 		// webhook mounts the volume in containers other webhooks add.
 		if t.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
 			exists := t.Metadata.Labels != nil
-			p.setMapEntry("/spec/template/metadata/labels", &exists, v1alpha1.LabelEnabled, "true")
+			if !exists && !hasTemplateMetadata(req.Object.Raw) {
+				p.add("/spec/template/metadata", map[string]any{"labels": map[string]string{v1alpha1.LabelEnabled: "true"}})
+			} else {
+				p.setMapEntry("/spec/template/metadata/labels", &exists, v1alpha1.LabelEnabled, "true")
+			}
 		}
-		mountEverywhere(&p, "/spec/template/spec", t, v1alpha1.VolumeName)
+		mountEverywhere(&p, "/spec/template/spec", t, volume)
 	}
 	if len(p) == 0 {
 		return admission.Allowed("")
@@ -142,25 +184,23 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 // or listener-class it names, else the default class. errs says that there
 // is no class to use.
 func claimAnnotations(ctx context.Context, l *lookup, namespace string, annotations map[string]string, path *field.Path) (ann map[string]string, errs field.ErrorList, err error) {
-	if name := annotations[v1alpha1.AnnotationListenerName]; name != "" {
-		return map[string]string{v1alpha1.AnnotationListenerName: name}, nil, nil
+	var want []string
+	if c := annotations[v1alpha1.AnnotationListenerClass]; c != "" {
+		want = append(want, c)
 	}
-	if class := annotations[v1alpha1.AnnotationListenerClass]; class != "" {
-		return map[string]string{v1alpha1.AnnotationListenerClass: class}, nil, nil
-	}
-	class, err := l.defaultClass(ctx, namespace)
-	if err != nil {
+	facts := validation.ClaimFacts{Namespace: namespace}
+	if facts.Classes, err = l.classNames(ctx, want...); err != nil {
 		return nil, nil, err
 	}
-	if class == "" {
-		classes, err := l.classNames(ctx)
-		if err != nil {
+	if annotations[v1alpha1.AnnotationListenerName] == "" && annotations[v1alpha1.AnnotationListenerClass] == "" {
+		if facts.DefaultClass, err = l.defaultClass(ctx, namespace); err != nil {
 			return nil, nil, err
 		}
-		return nil, field.ErrorList{field.Required(path.Key(v1alpha1.AnnotationListenerClass),
-			fmt.Sprintf("no default ListenerClass is set, so name one (available: %s), or name a shared Listener with %s", classes, v1alpha1.AnnotationListenerName))}, nil
 	}
-	return map[string]string{v1alpha1.AnnotationListenerClass: class}, nil, nil
+	if errs := validation.OptIn(annotations, facts, path); len(errs) > 0 {
+		return nil, errs, nil
+	}
+	return ephemeralAnnotations(annotations, facts.DefaultClass), nil, nil
 }
 
 // claimTemplateValue is a claim template as it goes into a patch: without
@@ -229,4 +269,18 @@ func containsName(list, name string) bool {
 		}
 	}
 	return false
+}
+
+// hasTemplateMetadata reports whether the workload raw has
+// spec.template.metadata (which encoders may omit when it is empty), so
+// that a patch adds to a map that exists.
+func hasTemplateMetadata(raw []byte) bool {
+	var v struct {
+		Spec struct {
+			Template struct {
+				Metadata *struct{} `json:"metadata"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	return viewDecoder.Unmarshal(raw, &v) == nil && v.Spec.Template.Metadata != nil
 }

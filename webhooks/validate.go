@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +21,7 @@ import (
 
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listenerclass,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listenerclasses,verbs=create;update;delete,versions=v1alpha1,name=listenerclasses.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listener,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listeners,verbs=create;update,versions=v1alpha1,name=listeners.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
-// +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps,resources=deployments;statefulsets;daemonsets,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps;batch,resources=deployments;statefulsets;daemonsets;jobs,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // classValidator checks ListenerClasses, and refuses deleting one that
 // Listeners or claims still use.
@@ -96,13 +97,32 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	if err != nil {
 		return lookupFailed(err)
 	}
-	errs := validation.Listener(&l, classes)
+	// The class is policy: overrides may not change what it decides.
+	var class *v1alpha1.ListenerClass
+	if l.Spec.ClassName != nil && *l.Spec.ClassName != "" && len(l.Spec.ObjectOverrides) > 0 {
+		var lc v1alpha1.ListenerClass
+		err := v.lookup.get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, &lc)
+		switch {
+		case err == nil:
+			class = &lc
+		case !apierrors.IsNotFound(err):
+			return lookupFailed(err)
+		}
+	}
+	check := func(l *v1alpha1.Listener) field.ErrorList {
+		errs := validation.Listener(l, classes)
+		if class != nil {
+			errs = append(errs, validation.ListenerOverrides(l, class)...)
+		}
+		return errs
+	}
+	errs := check(&l)
 	if req.Operation == admissionv1.Update {
 		var old v1alpha1.Listener
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Listener: %w", err))
 		}
-		errs = ratchet(errs, validation.Listener(&old, classes))
+		errs = ratchet(errs, check(&old))
 	}
 	if len(errs) > 0 {
 		return invalid(req, errs)
@@ -126,13 +146,21 @@ func ListenerWarnings(l *v1alpha1.Listener, classes validation.ClassNames) []str
 // workloadView is the part of a pod or a workload (its pod template and
 // claim templates) that the validator reads.
 type workloadView struct {
-	Spec struct {
+	Metadata objectMetaView `json:"metadata"`
+	Spec     struct {
 		podSpecView
 		Template struct {
-			Spec podSpecView `json:"spec"`
+			Metadata objectMetaView `json:"metadata"`
+			Spec     podSpecView    `json:"spec"`
 		} `json:"template"`
 		VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates"`
 	} `json:"spec"`
+}
+
+type objectMetaView struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
 }
 
 type podSpecView struct {
@@ -158,36 +186,27 @@ func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) a
 
 // check validates the decoded pod or workload w of req.
 func (v *workloadValidator) check(ctx context.Context, req admission.Request, w *workloadView) admission.Response {
-	spec, path := &w.Spec.podSpecView, field.NewPath("spec", "volumes")
-	if req.Kind.Kind != "Pod" {
-		spec, path = &w.Spec.Template.Spec, field.NewPath("spec", "template", "spec", "volumes")
-	}
-	// The claims this object asks for, wherever they sit.
-	type claim struct {
-		annotations map[string]string
-		spec        *corev1.PersistentVolumeClaimSpec
-		ephemeral   bool
-	}
-	var claims []claim
+	spec := w.podSpec(req.Kind.Kind)
+	claims := w.listenerClaims(req.Kind.Kind)
 	var classNames, listenerNames []string
-	for i := range spec.Volumes {
-		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && validation.IsListenerClaim(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
-			claims = append(claims, claim{e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true})
-		}
-	}
-	var templates []int
-	for i := range w.Spec.VolumeClaimTemplates {
-		t := &w.Spec.VolumeClaimTemplates[i]
-		if validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
-			claims = append(claims, claim{t.Annotations, &t.Spec, false})
-			templates = append(templates, i)
-		}
-	}
+	needDefault := false
 	for _, c := range claims {
 		if n := c.annotations[v1alpha1.AnnotationListenerName]; n != "" {
 			listenerNames = append(listenerNames, n)
 		}
 		classNames = append(classNames, c.annotations[v1alpha1.AnnotationListenerClass])
+		_, hasClass := c.annotations[v1alpha1.AnnotationListenerClass]
+		_, hasName := c.annotations[v1alpha1.AnnotationListenerName]
+		needDefault = needDefault || !hasClass && !hasName
+	}
+	optedIn := w.templateOptedIn(req.Kind.Kind)
+	if optedIn {
+		ann := w.Spec.Template.Metadata.Annotations
+		classNames = append(classNames, ann[v1alpha1.AnnotationListenerClass])
+		if n := ann[v1alpha1.AnnotationListenerName]; n != "" {
+			listenerNames = append(listenerNames, n)
+		}
+		needDefault = needDefault || ann[v1alpha1.AnnotationListenerClass] == "" && ann[v1alpha1.AnnotationListenerName] == ""
 	}
 	facts, err := v.lookup.claimFacts(ctx, req.Namespace, classNames, listenerNames)
 	if err != nil {
@@ -195,39 +214,37 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 	}
 	// Templates that name no class get the default when their claims are
 	// created.
-	for _, c := range claims {
-		_, hasClass := c.annotations[v1alpha1.AnnotationListenerClass]
-		_, hasName := c.annotations[v1alpha1.AnnotationListenerName]
-		if !hasClass && !hasName {
-			if facts.DefaultClass, err = v.lookup.defaultClass(ctx, req.Namespace); err != nil {
-				return lookupFailed(err)
-			}
-			break
+	if needDefault {
+		if facts.DefaultClass, err = v.lookup.defaultClass(ctx, req.Namespace); err != nil {
+			return lookupFailed(err)
 		}
 	}
-	errs := validation.Volumes(spec.Volumes, facts, path)
-	for _, i := range templates {
-		t := &w.Spec.VolumeClaimTemplates[i]
-		errs = append(errs, validation.Claim(t.Annotations, &t.Spec, facts, field.NewPath("spec", "volumeClaimTemplates").Index(i))...)
-	}
+	errs := w.errors(req.Kind.Kind, facts)
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		var old workloadView
 		if err := decode(req.OldObject.Raw, req.Kind.Kind, &old); err == nil {
-			oldSpec := &old.Spec.Template.Spec
-			oldErrs := validation.Volumes(oldSpec.Volumes, facts, path)
-			for i := range old.Spec.VolumeClaimTemplates {
-				t := &old.Spec.VolumeClaimTemplates[i]
-				if validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
-					oldErrs = append(oldErrs, validation.Claim(t.Annotations, &t.Spec, facts, field.NewPath("spec", "volumeClaimTemplates").Index(i))...)
-				}
-			}
-			errs = ratchet(errs, oldErrs)
+			errs = ratchet(errs, old.errors(req.Kind.Kind, facts))
 		}
 	}
 	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
 	var warnings []string
+	for _, c := range claims {
+		if m := validation.MissingListener(c.annotations, facts); m != "" {
+			warnings = append(warnings, m)
+		}
+	}
+	if req.Kind.Kind == "StatefulSet" && optedIn && w.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
+		warnings = append(warnings, fmt.Sprintf("only the pod template is labelled %s=true, so each pod gets an ephemeral listener volume: a new address whenever a pod is recreated; label the StatefulSet itself to get a claim template and a stable address per replica", v1alpha1.LabelEnabled))
+	}
+	if optedIn {
+		ann := ephemeralAnnotations(w.Spec.Template.Metadata.Annotations, facts.DefaultClass)
+		if m := validation.MissingListener(ann, facts); m != "" {
+			warnings = append(warnings, m)
+		}
+		warnings = append(warnings, v.claimWarnings(ctx, req, ann, spec, true)...)
+	}
 	for _, c := range claims {
 		warnings = append(warnings, v.claimWarnings(ctx, req, c.annotations, spec, c.ephemeral)...)
 	}
@@ -266,4 +283,95 @@ func (v *workloadValidator) claimWarnings(ctx context.Context, req admission.Req
 		}
 	}
 	return w
+}
+
+// claimOf is a listener claim that a pod or workload asks for.
+type claimOf struct {
+	annotations map[string]string
+	spec        *corev1.PersistentVolumeClaimSpec
+	ephemeral   bool
+	path        *field.Path
+}
+
+// podSpec is the pod spec of a pod, or of a workload's pod template.
+func (w *workloadView) podSpec(kind string) *podSpecView {
+	if kind == "Pod" {
+		return &w.Spec.podSpecView
+	}
+	return &w.Spec.Template.Spec
+}
+
+// volumesPath is where podSpec's volumes are.
+func volumesPath(kind string) *field.Path {
+	if kind == "Pod" {
+		return field.NewPath("spec", "volumes")
+	}
+	return field.NewPath("spec", "template", "spec", "volumes")
+}
+
+// listenerClaims are the listener claims the object asks for: ephemeral
+// volumes and claim templates, recognised by what they are (storage class,
+// annotations), not by their names.
+func (w *workloadView) listenerClaims(kind string) []claimOf {
+	var claims []claimOf
+	spec := w.podSpec(kind)
+	for i := range spec.Volumes {
+		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && validation.IsListenerClaim(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
+			claims = append(claims, claimOf{e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
+		}
+	}
+	for i := range w.Spec.VolumeClaimTemplates {
+		t := &w.Spec.VolumeClaimTemplates[i]
+		if validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
+			claims = append(claims, claimOf{t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
+		}
+	}
+	return claims
+}
+
+// templateOptedIn reports whether the workload's pod template carries the
+// opt-in label without a listener volume or claim template of its own: the
+// pod webhook then gives each pod an ephemeral listener volume, whose class
+// must be checked now, at apply time.
+func (w *workloadView) templateOptedIn(kind string) bool {
+	if kind == "Pod" || w.Spec.Template.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
+		return false
+	}
+	for _, c := range w.listenerClaims(kind) {
+		if !c.ephemeral {
+			return false // the StatefulSet's claim template provides it
+		}
+	}
+	for _, v := range w.Spec.Template.Spec.Volumes {
+		if v.Name == v1alpha1.VolumeName {
+			return false
+		}
+	}
+	return true
+}
+
+// errors are the problems of the object's listener volumes.
+func (w *workloadView) errors(kind string, facts validation.ClaimFacts) field.ErrorList {
+	errs := validation.Volumes(w.podSpec(kind).Volumes, facts, volumesPath(kind))
+	for _, c := range w.listenerClaims(kind) {
+		if c.path != nil {
+			errs = append(errs, validation.Claim(c.annotations, c.spec, facts, c.path)...)
+		}
+	}
+	if w.templateOptedIn(kind) {
+		errs = append(errs, validation.OptIn(w.Spec.Template.Metadata.Annotations, facts, field.NewPath("spec", "template", "metadata", "annotations"))...)
+	}
+	return errs
+}
+
+// ephemeralAnnotations are the annotations of the ephemeral listener volume
+// the pod webhook adds to an opted-in pod with these annotations.
+func ephemeralAnnotations(ann map[string]string, defaultClass string) map[string]string {
+	if n := ann[v1alpha1.AnnotationListenerName]; n != "" {
+		return map[string]string{v1alpha1.AnnotationListenerName: n}
+	}
+	if c := ann[v1alpha1.AnnotationListenerClass]; c != "" {
+		return map[string]string{v1alpha1.AnnotationListenerClass: c}
+	}
+	return map[string]string{v1alpha1.AnnotationListenerClass: defaultClass}
 }

@@ -232,7 +232,9 @@ func TestWorkloadDenials(t *testing.T) {
 	}
 	sts := statefulSet(ns, "unknown-class", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "foo"})
 	err = e.Client.Create(t.Context(), sts)
-	want = `StatefulSet.apps "unknown-class" is invalid: spec.volumeClaimTemplates[0].metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`
+	// Refused where the user wrote the class, before a claim template is
+	// injected.
+	want = `admission webhook "statefulsets.mutate.listeners.stackable.tech" denied the request: StatefulSet.apps "unknown-class" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error:\n got: %v\nwant: %s", err, want)
 	}

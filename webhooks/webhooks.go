@@ -80,15 +80,7 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	}
 	srv := mgr.GetWebhookServer()
 	log := mgr.GetLogger().WithName("webhooks")
-	for path, h := range map[string]admission.Handler{
-		PathMutatePod:         &podMutator{lookup: l, validator: &workloadValidator{lookup: l}},
-		PathMutateClaim:       &claimMutator{lookup: l},
-		PathMutateStatefulSet: &statefulSetMutator{lookup: l},
-		PathValidateClass:     &classValidator{lookup: l},
-		PathValidateListener:  &listenerValidator{lookup: l},
-		PathValidateClaim:     &claimValidator{lookup: l},
-		PathValidateWorkload:  &workloadValidator{lookup: l},
-	} {
+	for path, h := range handlers(l) {
 		wh := &admission.Webhook{Handler: h, RecoverPanic: ptr(true)}
 		wh.LogConstructor = func(_ logr.Logger, req *admission.Request) logr.Logger {
 			return admission.DefaultLogConstructor(log.WithValues("webhook", path), req)
@@ -96,6 +88,44 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		srv.Register(path, wh)
 	}
 	return nil
+}
+
+// handlers are the handlers by path, each refusing kinds it does not judge.
+func handlers(l *lookup) map[string]admission.Handler {
+	pod := schema.GroupKind{Kind: "Pod"}
+	claim := schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	sts := schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	return map[string]admission.Handler{
+		PathMutatePod:         expectKinds{&podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, []schema.GroupKind{pod}},
+		PathMutateClaim:       expectKinds{&claimMutator{lookup: l}, []schema.GroupKind{claim}},
+		PathMutateStatefulSet: expectKinds{&statefulSetMutator{lookup: l}, []schema.GroupKind{sts}},
+		PathValidateClass:     expectKinds{&classValidator{lookup: l}, []schema.GroupKind{{Group: v1alpha1.GroupVersion.Group, Kind: "ListenerClass"}}},
+		PathValidateListener:  expectKinds{&listenerValidator{lookup: l}, []schema.GroupKind{{Group: v1alpha1.GroupVersion.Group, Kind: "Listener"}}},
+		PathValidateClaim:     expectKinds{&claimValidator{lookup: l}, []schema.GroupKind{claim}},
+		PathValidateWorkload: expectKinds{&workloadValidator{lookup: l}, []schema.GroupKind{
+			{Group: "apps", Kind: "Deployment"}, sts, {Group: "apps", Kind: "DaemonSet"}, {Group: "batch", Kind: "Job"}}},
+	}
+}
+
+// expectKinds refuses requests for kinds the handler does not judge: the
+// API server only sends what a webhook's rules name, so anything else was
+// posted by something else, and a handler must not read one kind's fields
+// as another's.
+type expectKinds struct {
+	admission.Handler
+	kinds []schema.GroupKind
+}
+
+func (e expectKinds) Handle(ctx context.Context, req admission.Request) admission.Response {
+	got := schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}
+	if slices.Contains(e.kinds, got) {
+		return e.Handler.Handle(ctx, req)
+	}
+	want := make([]string, len(e.kinds))
+	for i, k := range e.kinds {
+		want[i] = k.String()
+	}
+	return admission.Errored(http.StatusBadRequest, fmt.Errorf("this webhook judges %s, not %q", strings.Join(want, ", "), got.String()))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -187,7 +217,16 @@ func (l *lookup) defaultClass(ctx context.Context, namespace string) (string, er
 	if err != nil {
 		return "", err
 	}
-	return DefaultClass(classes), nil
+	if c := DefaultClass(classes); c != "" {
+		return c, nil
+	}
+	// "No default" leads to a refusal: read the classes from the API
+	// server in case one was made the default a moment ago.
+	var live v1alpha1.ListenerClassList
+	if err := l.live.List(ctx, &live); err != nil {
+		return "", fmt.Errorf("list ListenerClasses: %w", err)
+	}
+	return DefaultClass(live.Items), nil
 }
 
 // DefaultClass picks the cluster's default ListenerClass from classes: the

@@ -1,0 +1,393 @@
+package webhooks
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// catalogueRow is one malformed or hostile request and what its sender
+// gets. Rows with a path are posted straight to the webhook server (the API
+// server never sends such requests); the others go through the API server
+// with dry-run (the webhooks have no side effects, so they are called as
+// for a real request). {ns} in objects is the test's namespace.
+type catalogueRow struct {
+	what   string
+	before string // api: an object created first; object is then an update of it
+	object string // api: the object; raw: the request body
+	path   string // raw: the handler path
+	// want is "denied: <text in the error>", "warning: <text>", "admitted"
+	// or "admitted: <text in the stored object>".
+	want string
+}
+
+const (
+	catClaim   = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}%s}}`
+	catPod     = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"containers":[{"name":"app","image":"x"}]%s}}`
+	catSts     = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"serviceName":"s","selector":{"matchLabels":{"app":"s"}},"template":{"metadata":{"labels":{"app":"s"}%s},"spec":{"containers":[{"name":"app","image":"x"}]%s}}%s}}`
+	catDeploy  = `{"apiVersion":"apps/v1","kind":"%s","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"%s}%s},"spec":{"containers":[{"name":"app","image":"x"}],"restartPolicy":"%s"%s}}}}`
+	catListen  = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"Listener","metadata":{"name":"%s","namespace":"{ns}"},"spec":%s}`
+	catClass   = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"ListenerClass","metadata":{"name":"%s"},"spec":%s}`
+	optedIn    = `,"labels":{"listeners.stackable.tech/enabled":"true"}`
+	classAnn   = `,"annotations":{"listeners.stackable.tech/listener-class":"%s"}`
+	listenAnn  = `,"annotations":{"listeners.stackable.tech/listener-name":"%s"}`
+	ephemeralV = `,"volumes":[{"name":"l","ephemeral":{"volumeClaimTemplate":{"metadata":{"annotations":{"listeners.stackable.tech/listener-class":"%s"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}}}]`
+	inlineCSI  = `,"volumes":[{"name":"l","csi":{"driver":"listeners.stackable.tech"}}]`
+	foreignVol = `,"volumes":[{"name":"listener","configMap":{"name":"c"}}]`
+	claimTmpl  = `,"volumeClaimTemplates":[{"metadata":{"name":"%s"%s},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}]`
+)
+
+func f(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+func deploy(kind, name, labels, ann, vols string) string {
+	restart := "Always"
+	o := f(catDeploy, kind, name, labels, ann, restart, vols)
+	if kind == "Job" { // a Job's selector is generated
+		o = strings.Replace(strings.Replace(o, `"selector":{"matchLabels":{"app":"d"}},`, "", 1), `"restartPolicy":"Always"`, `"restartPolicy":"Never"`, 1)
+		o = strings.Replace(o, `"apiVersion":"apps/v1"`, `"apiVersion":"batch/v1"`, 1)
+	}
+	return o
+}
+
+func review(kind, group, version, op, object, old string) string {
+	return string(reviewSeed(group, version, kind, strings.ToLower(kind)+"s", admissionv1.Operation(op), "{ns}", object, old))
+}
+
+var long253 = strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
+
+var catalogue = []catalogueRow{
+	// Claims.
+	{what: "claim of an unknown class", object: f(catClaim, "c1", f(classAnn, "does-not-exist"), ""),
+		want: `denied: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist": ListenerClass "does-not-exist" not found; available:`},
+	{what: "claim of a non-ASCII class", object: f(catClaim, "c2", f(classAnn, "clüster-internal"), ""),
+		want: `denied: ListenerClass "clüster-internal" not found`},
+	{what: "claim with an empty class", object: f(catClaim, "c3", f(classAnn, ""), ""),
+		want: `denied: metadata.annotations[listeners.stackable.tech/listener-class]: Required value: name a ListenerClass, one of:`},
+	{what: "claim with both annotations", object: f(catClaim, "c4", `,"annotations":{"listeners.stackable.tech/listener-class":"cluster-internal","listeners.stackable.tech/listener-name":"web"}`, ""),
+		want: `denied: metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": set only one of listeners.stackable.tech/listener-class (a Listener for this claim) and listeners.stackable.tech/listener-name (an existing Listener shared by several claims)`},
+	{what: "claim naming a Listener that comes later", object: f(catClaim, "c5", f(listenAnn, "later"), ""),
+		want: `warning: Listener "later" does not exist in namespace "{ns}" yet: pods that mount this volume wait in ContainerCreating until it is created`},
+	{what: "claim with an empty Listener name", object: f(catClaim, "c6", f(listenAnn, ""), ""),
+		want: `denied: metadata.annotations[listeners.stackable.tech/listener-name]: Required value: name a Listener in namespace {ns}`},
+	{what: "claim of a block volume", object: f(catClaim, "c7", f(classAnn, "cluster-internal"), `,"volumeMode":"Block"`),
+		want: `denied: spec.volumeMode: Unsupported value: "Block": supported values: "Filesystem"`},
+	{what: "claim asking for 2Gi", object: strings.Replace(f(catClaim, "c8", f(classAnn, "cluster-internal"), ""), `"storage":"1"`, `"storage":"2Gi"`, 1),
+		want: `denied: spec.resources.requests.storage: Invalid value: "2Gi": a listener volume holds a few small files; request at most 1Gi ("1" is customary)`},
+	{what: "claim cloned from another", object: f(catClaim, "c9", f(classAnn, "cluster-internal"), `,"dataSource":{"kind":"PersistentVolumeClaim","name":"x"}`),
+		want: `denied: spec.dataSource: Forbidden: a listener volume holds addresses that the operator writes for the pod and cannot be cloned or restored; remove it`},
+	{what: "claim with a selector", object: f(catClaim, "c10", f(classAnn, "cluster-internal"), `,"selector":{"matchLabels":{"a":"b"}}`),
+		want: `denied: spec.selector: Forbidden: listener volumes are provisioned for each claim and never pre-exist; remove spec.selector`},
+	{what: "claim by annotation of another storage class", object: strings.Replace(f(catClaim, "c11", f(classAnn, "cluster-internal"), ""), `"storageClassName":"listeners.stackable.tech"`, `"storageClassName":"standard"`, 1),
+		want: `denied: spec.storageClassName: Invalid value: "standard": listener claims use storageClassName "listeners.stackable.tech"; set it, or remove the listeners.stackable.tech/listener-class and listeners.stackable.tech/listener-name annotations`},
+	{what: "claim without access modes", object: strings.Replace(f(catClaim, "c12", f(classAnn, "cluster-internal"), ""), `"accessModes":["ReadWriteMany"],`, ``, 1),
+		want: `denied: spec.accessModes: Required value`},
+	{what: "claim with a 253-character name", object: f(catClaim, long253, f(classAnn, "cluster-internal"), ""),
+		want: `admitted`},
+	{what: "claim naming nothing (dry-run)", object: f(catClaim, "c13", "", ""),
+		want: `admitted: "listeners.stackable.tech/listener-class":"cluster-internal"`},
+	{what: "claim of another storage class, no annotation", object: strings.Replace(f(catClaim, "c14", "", ""), `"storageClassName":"listeners.stackable.tech"`, `"storageClassName":"standard"`, 1),
+		want: `admitted`},
+	{what: "claim update that only adds a finalizer (object being deleted would too)", before: f(catClaim, "c15", f(classAnn, "cluster-internal"), ""),
+		object: strings.Replace(f(catClaim, "c15", f(classAnn, "cluster-internal"), ""), `"namespace":"{ns}"`, `"namespace":"{ns}","finalizers":["example.com/hold"]`, 1),
+		want:   `admitted`},
+	{what: "claim re-targeted to an unknown class", before: f(catClaim, "c16", f(classAnn, "cluster-internal"), ""), object: f(catClaim, "c16", f(classAnn, "gone"), ""),
+		want: `denied: ListenerClass "gone" not found`},
+
+	// Pods.
+	{what: "opted-in bare pod of an unknown class", object: f(catPod, "p1", optedIn+f(classAnn, "does-not-exist"), ""),
+		want: `denied: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist": ListenerClass "does-not-exist" not found`},
+	{what: "opted-in bare pod with a non-listener volume named listener", object: f(catPod, "p2", optedIn, foreignVol),
+		want: `denied: spec.volumes[0].name: Invalid value: "listener": the listener volume is added under the name "listener", which this volume (not a listener volume) already uses; rename it, or make it a listener volume`},
+	{what: "pod with an inline CSI volume of the driver", object: f(catPod, "p3", "", inlineCSI),
+		want: `denied: spec.volumes[0].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes of the listener driver are not supported; use a generic ephemeral volume instead`},
+	{what: "pod with an ephemeral volume of an unknown class", object: f(catPod, "p4", "", f(ephemeralV, "nope")),
+		want: `denied: spec.volumes[0].ephemeral.volumeClaimTemplate.metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "nope": ListenerClass "nope" not found`},
+	{what: "opted-in bare pod, default class", object: f(catPod, "p5", optedIn, ""),
+		want: `admitted: "mountPath":"/stackable/listener"`},
+	{what: "pod with a pinned class on an ephemeral volume", object: f(catPod, "p6", "", f(ephemeralV, "external-stable")),
+		want: `warning: ListenerClass "external-stable" pins each volume to the node its pod first ran on`},
+	{what: "pod with a 253-character label value (invalid for the API server)", object: f(catPod, "p7", `,"labels":{"x":"`+long253+`"}`, ""),
+		want: `denied: ": must be no more than 63 bytes`},
+
+	// StatefulSets.
+	{what: "opted-in StatefulSet of an unknown class", object: f(catSts, "s1", optedIn+f(classAnn, "does-not-exist"), "", "", ""),
+		want: `denied: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist": ListenerClass "does-not-exist" not found`},
+	{what: "opted-in StatefulSet with a non-listener volume named listener", object: f(catSts, "s2", optedIn, "", foreignVol, ""),
+		want: `denied: spec.template.spec.volumes[0].name: Invalid value: "listener"`},
+	{what: "opted-in StatefulSet with its own listener claim template under another name", object: f(catSts, "s3", optedIn, "", "", f(claimTmpl, "addr", f(classAnn, "cluster-internal"))),
+		want: `admitted: "volumeMounts":[{"mountPath":"/stackable/listener","name":"addr","readOnly":true}]`},
+	{what: "StatefulSet claim template naming a Listener that comes later", object: f(catSts, "s4", "", "", "", f(claimTmpl, "listener", f(listenAnn, "later"))),
+		want: `warning: Listener "later" does not exist in namespace "{ns}" yet`},
+	{what: "existing StatefulSet labelled to opt in", before: f(catSts, "s5", "", "", "", ""), object: f(catSts, "s5", optedIn, "", "", ""),
+		want: "denied: metadata.labels[listeners.stackable.tech/enabled]: Forbidden: StatefulSet \"s5\" has no listener volume claim template, and claim templates cannot be added to an existing StatefulSet, so this label would do nothing; to opt it in, run `kubectl delete statefulset s5 --cascade=orphan` and apply it again with the label"},
+	{what: "StatefulSet with only its pod template labelled", object: strings.Replace(f(catSts, "s6", "", "", "", ""), `"labels":{"app":"s"}}`, `"labels":{"app":"s","listeners.stackable.tech/enabled":"true"}}`, 1),
+		want: `warning: only the pod template is labelled listeners.stackable.tech/enabled=true, so each pod gets an ephemeral listener volume`},
+	{what: "StatefulSet claim template with both annotations", object: f(catSts, "s7", "", "", "", f(claimTmpl, "listener", `,"annotations":{"listeners.stackable.tech/listener-class":"cluster-internal","listeners.stackable.tech/listener-name":"web"}`)),
+		want: `denied: spec.volumeClaimTemplates[0].metadata.annotations[listeners.stackable.tech/listener-name]: Invalid value: "web": set only one of`},
+
+	// Deployments, Jobs, DaemonSets.
+	{what: "Deployment whose pod template opts in with an unknown class", object: deploy("Deployment", "d1", `,"listeners.stackable.tech/enabled":"true"`, f(classAnn, "does-not-exist"), ""),
+		want: `denied: spec.template.metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist": ListenerClass "does-not-exist" not found`},
+	{what: "Job whose pod template opts in with an unknown class", object: deploy("Job", "j1", `,"listeners.stackable.tech/enabled":"true"`, f(classAnn, "does-not-exist"), ""),
+		want: `denied: spec.template.metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist"`},
+	{what: "DaemonSet with an inline CSI volume of the driver", object: deploy("DaemonSet", "ds1", "", "", inlineCSI),
+		want: `denied: spec.template.spec.volumes[0].csi.driver: Invalid value: "listeners.stackable.tech": inline CSI volumes`},
+	{what: "Deployment with a pinned class on an ephemeral volume", object: deploy("Deployment", "d2", "", "", f(ephemeralV, "external-stable")),
+		want: `warning: ListenerClass "external-stable" pins each volume to the node its pod first ran on, which keeps an address stable only for long-lived claims, but an ephemeral volume gets a new claim (and address) with every new pod of this Deployment`},
+	{what: "Deployment whose pod template opts in, default class", object: deploy("Deployment", "d3", `,"listeners.stackable.tech/enabled":"true"`, "", ""),
+		want: `admitted`},
+
+	// Listeners.
+	{what: "Listener overriding its class's Service type", object: f(catListen, "l1", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l1"},"spec":{"type":"LoadBalancer"}}]}`),
+		want: `denied: spec.objectOverrides[0].spec.type: Invalid value: "LoadBalancer": spec.type of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need`},
+	{what: "Listener overriding the selector", object: f(catListen, "l2", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l2"},"spec":{"selector":{"app":"other"}}}]}`),
+		want: `denied: spec.objectOverrides[0].spec.selector`},
+	{what: "Listener with duplicate ports", object: f(catListen, "l3", `{"className":"cluster-internal","ports":[{"name":"http","port":80},{"name":"web","port":80}]}`),
+		want: `denied: spec.ports[1].port: Invalid value: 80: spec.ports[0] ("http") already exposes 80/TCP and a Service cannot expose it twice; remove one or change its number`},
+	{what: "Listener of an unknown class", object: f(catListen, "l4", `{"className":"nope"}`),
+		want: `denied: spec.className: Invalid value: "nope": ListenerClass "nope" not found`},
+	{what: "Listener with a 253-character name", object: f(catListen, long253, `{"className":"cluster-internal"}`),
+		want: `warning: is not a DNS-1035 label, so the Listener's Service is named`},
+	{what: "Listener with a non-ASCII selector label", object: f(catListen, "l5", `{"className":"cluster-internal","extraPodSelectorLabels":{"app":"wéb"}}`),
+		want: `denied: spec.extraPodSelectorLabels: Invalid value: "wéb"`},
+	{what: "Listener without a class", object: f(catListen, "l6", `{}`),
+		want: `warning: spec.className is not set: the Listener gets no Service until it names a ListenerClass`},
+
+	// ListenerClasses.
+	{what: "ListenerClass with a loadBalancerClass on ClusterIP", object: f(catClass, "cat-lc1", `{"serviceType":"ClusterIP","loadBalancerClass":"example.com/lb"}`),
+		want: `denied: spec: Invalid value: loadBalancerClass can only be set when serviceType is LoadBalancer`}, // the CRD schema, before the webhook
+	{what: "ListenerClass whose overrides change the type", object: f(catClass, "cat-lc2", `{"serviceType":"NodePort","serviceOverrides":{"spec":{"type":"LoadBalancer"}}}`),
+		want: `denied: spec.serviceOverrides.spec.type: Forbidden: would change the Service type from NodePort to LoadBalancer behind the operator's back; set spec.serviceType: LoadBalancer instead`},
+
+	// Requests the API server never sends, posted to the webhook server.
+	{what: "a Pod sent to the claim webhook", path: PathValidateClaim, object: review("Pod", "", "v1", "CREATE", f(catPod, "x", "", ""), ""),
+		want: `denied: this webhook judges PersistentVolumeClaim, not "Pod"`},
+	{what: "a Deployment sent to the StatefulSet webhook", path: PathMutateStatefulSet, object: review("Deployment", "apps", "v1", "CREATE", deploy("Deployment", "x", "", "", ""), ""),
+		want: `denied: this webhook judges StatefulSet.apps, not "Deployment.apps"`},
+	{what: "a body that is not JSON", path: PathMutatePod, object: `{"apiVersion":`,
+		want: `denied: `},
+	{what: "an AdmissionReview without a request", path: PathMutatePod, object: `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`,
+		want: `denied: `},
+	{what: "a claim whose spec is a number", path: PathValidateClaim, object: review("PersistentVolumeClaim", "", "v1", "CREATE", `{"metadata":{"name":"x"},"spec":5}`, ""),
+		want: `denied: decode PersistentVolumeClaim`},
+	{what: "a pod with null metadata and volumes", path: PathMutatePod, object: review("Pod", "", "v1", "CREATE", `{"metadata":null,"spec":{"volumes":null,"containers":null}}`, ""),
+		want: `admitted`},
+	{what: "a StatefulSet UPDATE without its old object", path: PathMutateStatefulSet, object: review("StatefulSet", "apps", "v1", "UPDATE", `{"metadata":{"name":"x","labels":{"listeners.stackable.tech/enabled":"true"}}}`, ""),
+		want: `denied: decode StatefulSet`},
+	{what: "a Listener whose ports are a string", path: PathValidateListener, object: review("Listener", "listeners.stackable.tech", "v1alpha1", "CREATE", `{"metadata":{"name":"x"},"spec":{"ports":"80"}}`, ""),
+		want: `denied: decode Listener`},
+}
+
+// TestBadInputCatalogue runs the catalogue (docs/webhooks.md, "Bad
+// input"); the table there is rendered from it (-update rewrites it).
+func TestBadInputCatalogue(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	var (
+		mu       sync.Mutex
+		warnings []string
+	)
+	cfg := rest.CopyConfig(e.Config)
+	cfg.WarningHandler = warningFunc(func(msg string) {
+		mu.Lock()
+		warnings = append(warnings, msg)
+		mu.Unlock()
+	})
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient := webhookClient(t)
+	for _, row := range catalogue {
+		t.Run(row.what, func(t *testing.T) {
+			object := strings.ReplaceAll(row.object, "{ns}", ns)
+			want := strings.ReplaceAll(row.want, "{ns}", ns)
+			var got string
+			if row.path != "" {
+				got = postReview(t, httpClient, row.path, object)
+			} else {
+				mu.Lock()
+				warnings = nil
+				mu.Unlock()
+				got = throughAPIServer(t, e, dyn, ns, strings.ReplaceAll(row.before, "{ns}", ns), object)
+				mu.Lock()
+				for _, w := range warnings {
+					got += "\nwarning: " + w
+				}
+				mu.Unlock()
+			}
+			ok := false
+			switch {
+			case strings.HasPrefix(want, "admitted: "):
+				ok = strings.HasPrefix(got, "admitted") && strings.Contains(got, strings.TrimPrefix(want, "admitted: "))
+			case want == "admitted":
+				ok = strings.HasPrefix(got, "admitted")
+			case strings.HasPrefix(want, "warning: "):
+				ok = strings.HasPrefix(got, "admitted") && strings.Contains(got, "\nwarning: ") && strings.Contains(got, strings.TrimPrefix(want, "warning: "))
+			default:
+				ok = strings.HasPrefix(got, "denied: ") && strings.Contains(got, strings.TrimPrefix(want, "denied: "))
+			}
+			if !ok {
+				t.Errorf("got:\n%s\nwant: %s", got, want)
+			}
+		})
+	}
+	checkCatalogueDoc(t)
+}
+
+type warningFunc func(string)
+
+func (f warningFunc) HandleWarningHeader(code int, _ string, msg string) {
+	if code == 299 {
+		f(msg)
+	}
+}
+
+// throughAPIServer creates (or, with before, updates) object with dry-run
+// and renders the outcome.
+func throughAPIServer(t *testing.T, e *testenv.Env, dyn dynamic.Interface, ns, before, object string) string {
+	var u unstructured.Unstructured
+	if err := json.Unmarshal([]byte(object), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.Client.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r dynamic.ResourceInterface = dyn.Resource(m.Resource)
+	if u.GetNamespace() != "" {
+		r = dyn.Resource(m.Resource).Namespace(ns)
+	}
+	dry := []string{metav1.DryRunAll}
+	var out *unstructured.Unstructured
+	if before != "" {
+		var b unstructured.Unstructured
+		if err := json.Unmarshal([]byte(before), &b.Object); err != nil {
+			t.Fatal(err)
+		}
+		created, err := r.Create(t.Context(), &b, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create the object to update: %v", err)
+		}
+		u.SetResourceVersion(created.GetResourceVersion())
+		out, err = r.Update(t.Context(), &u, metav1.UpdateOptions{DryRun: dry})
+		if err != nil {
+			return "denied: " + err.Error()
+		}
+	} else {
+		out, err = r.Create(t.Context(), &u, metav1.CreateOptions{DryRun: dry})
+		if err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			return "denied: " + err.Error()
+		}
+	}
+	b, _ := json.Marshal(out.Object)
+	return "admitted " + string(b)
+}
+
+// webhookClient trusts the test webhook server's certificate.
+func webhookClient(t *testing.T) *http.Client {
+	wo := &env.Environment.WebhookInstallOptions
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(wo.LocalServingCertDir, "tls.crt"))
+	if err == nil {
+		pool.AppendCertsFromPEM(ca)
+	}
+	if len(wo.LocalServingCAData) > 0 {
+		pool.AppendCertsFromPEM(wo.LocalServingCAData)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: wo.LocalServingHost}}}
+}
+
+// postReview posts body to the webhook server's path and renders the answer.
+func postReview(t *testing.T, c *http.Client, path, body string) string {
+	wo := &env.Environment.WebhookInstallOptions
+	url := "https://" + net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort)) + path
+	resp, err := c.Post(url, "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
+		t.Fatalf("answer is not an AdmissionReview (HTTP %d): %v", resp.StatusCode, err)
+	}
+	if !out.Response.Allowed {
+		msg := ""
+		if out.Response.Result != nil {
+			msg = fmt.Sprintf("%s (code %d)", out.Response.Result.Message, out.Response.Result.Code)
+		}
+		return "denied: " + msg
+	}
+	return "admitted " + string(out.Response.Patch)
+}
+
+// catalogueDoc renders the catalogue as the table in docs/webhooks.md.
+func catalogueDoc() string {
+	var b strings.Builder
+	b.WriteString("| # | Request | Sent | Outcome |\n|---|---|---|---|\n")
+	for i, r := range catalogue {
+		sent := "API server, dry-run create"
+		switch {
+		case r.path != "":
+			sent = "straight to `" + r.path + "`"
+		case r.before != "":
+			sent = "API server, dry-run update"
+		}
+		out := strings.ReplaceAll(r.want, "|", `\|`)
+		out = strings.ReplaceAll(out, "{ns}", "<ns>")
+		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", i+1, r.what, sent, "`"+strings.ReplaceAll(out, "`", "'")+"`")
+	}
+	return b.String()
+}
+
+const (
+	catalogueBegin = "<!-- catalogue: generated by go test ./webhooks -run TestBadInputCatalogue -update -->\n"
+	catalogueEnd   = "<!-- end of catalogue -->"
+)
+
+// checkCatalogueDoc keeps the table in docs/webhooks.md equal to the
+// catalogue.
+func checkCatalogueDoc(t *testing.T) {
+	path := filepath.Join(testenv.RepoRoot(), "docs", "webhooks.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	i, j := strings.Index(s, catalogueBegin), strings.Index(s, catalogueEnd)
+	if i < 0 || j < i {
+		t.Fatalf("docs/webhooks.md has no catalogue section (%q … %q)", catalogueBegin, catalogueEnd)
+	}
+	want := s[:i] + catalogueBegin + catalogueDoc() + s[j:]
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != s {
+		t.Errorf("the catalogue in docs/webhooks.md differs from the test's (run with -update)")
+	}
+}

@@ -1,0 +1,199 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// The fuzz targets feed each admission handler raw AdmissionReview bytes,
+// as the webhook server receives them, through controller-runtime's
+// webhook (which decodes the review) with panic recovery off. Whatever the
+// bytes, the server must answer with an AdmissionReview, must not panic,
+// and a patch it returns must apply to the object it was computed for.
+// Lookups go to the test control plane, so absent and present classes,
+// Listeners and claims are both reached. The seeds below run in every
+// `go test`; `go test -run '^$' -fuzz '^FuzzPods$' ./webhooks` fuzzes.
+
+// reviewSeed is an AdmissionReview request for object (and old, on UPDATE).
+func reviewSeed(group, version, kind, resource string, op admissionv1.Operation, ns, object, old string) []byte {
+	r := map[string]any{
+		"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+		"request": map[string]any{
+			"uid":       "00000000-0000-4000-8000-000000000001",
+			"kind":      map[string]string{"group": group, "version": version, "kind": kind},
+			"resource":  map[string]string{"group": group, "version": version, "resource": resource},
+			"operation": op, "namespace": ns, "name": "x",
+			"userInfo": map[string]any{"username": "fuzz"},
+		},
+	}
+	req := r["request"].(map[string]any)
+	if object != "" {
+		req["object"] = json.RawMessage(object)
+	}
+	if old != "" {
+		req["oldObject"] = json.RawMessage(old)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var reviewDecoder = func() runtime.Decoder {
+	s := runtime.NewScheme()
+	if err := admissionv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return serializer.NewCodecFactory(s).UniversalDeserializer()
+}()
+
+// fuzzHandler fuzzes h with AdmissionReview bodies, starting from seeds.
+func fuzzHandler(f *testing.F, h admission.Handler, seeds ...[]byte) {
+	testenv.Require(f, env)
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	// The API server sends objects it has decoded and re-encoded; the
+	// webhook server reads at most 7 MiB (controller-runtime's limit).
+	wh := &admission.Webhook{Handler: h, RecoverPanic: ptr(false)}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		wh.ServeHTTP(rec, r)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("answer is not an AdmissionReview (%v): %s", err, rec.Body.Bytes())
+		}
+		resp := out.Response
+		if len(resp.Patch) == 0 {
+			return
+		}
+		if !resp.Allowed {
+			t.Fatalf("a denial with a patch: %s", resp.Patch)
+		}
+		var in admissionv1.AdmissionReview
+		if _, _, err := reviewDecoder.Decode(body, nil, &in); err != nil || in.Request == nil {
+			t.Fatalf("patched a request that does not decode (%v)", err)
+		}
+		// The API server always sends metadata and spec objects for the
+		// kinds these handlers patch; a patch for anything less proves
+		// nothing.
+		var shape struct {
+			Metadata map[string]json.RawMessage `json:"metadata"`
+			Spec     map[string]json.RawMessage `json:"spec"`
+		}
+		if json.Unmarshal(in.Request.Object.Raw, &shape) != nil || shape.Metadata == nil || shape.Spec == nil {
+			return
+		}
+		p, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			t.Fatalf("patch does not decode: %v: %s", err, resp.Patch)
+		}
+		patched, err := p.Apply(in.Request.Object.Raw)
+		if err != nil {
+			t.Fatalf("patch does not apply to its own object: %v\nobject: %s\npatch: %s", err, in.Request.Object.Raw, resp.Patch)
+		}
+		if !json.Valid(patched) {
+			t.Fatalf("patched object is not JSON: %s", patched)
+		}
+	})
+}
+
+const (
+	fuzzOptedInSts      = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"web","labels":{"listeners.stackable.tech/enabled":"true"},"annotations":{"listeners.stackable.tech/listener-class":"external-stable"}},"spec":{"serviceName":"web","selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"},"annotations":{"listeners.stackable.tech/mount-init-containers":"*"}},"spec":{"initContainers":[{"name":"init","image":"x"}],"containers":[{"name":"app","image":"web","ports":[{"containerPort":8080}],"volumeMounts":[{"name":"data","mountPath":"/data"}]},{"name":"metrics","image":"exporter"}]}},"volumeClaimTemplates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}]}}`
+	fuzzStsWithListener = `{"metadata":{"name":"web","labels":{"listeners.stackable.tech/enabled":"true"}},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"web","volumeMounts":[{"name":"listener","mountPath":"/stackable/listener"}]}]}},"volumeClaimTemplates":[{"metadata":{"name":"listener","annotations":{"listeners.stackable.tech/listener-name":"shared"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}]}}`
+	fuzzEphemeralPod    = `{"metadata":{"name":"p","labels":{"app":"p"}},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}},"containers":[{"name":"app","image":"x","volumeMounts":[{"name":"l","mountPath":"/stackable/listener"}]},{"name":"side","image":"y"}],"volumes":[{"name":"l","ephemeral":{"volumeClaimTemplate":{"metadata":{"annotations":{"listeners.stackable.tech/listener-class":"external-unstable"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}}},{"name":"c","persistentVolumeClaim":{"claimName":"some-claim"}},{"name":"i","csi":{"driver":"listeners.stackable.tech"}}]}}`
+	fuzzBarePod         = `{"metadata":{"name":"bare","labels":{"listeners.stackable.tech/enabled":"true"},"annotations":{"listeners.stackable.tech/listener-class":"cluster-internal"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`
+	fuzzDeployment      = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"metadata":{"labels":{"listeners.stackable.tech/enabled":"true"}},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":80}]}],"volumes":[{"name":"listener","ephemeral":{"volumeClaimTemplate":{"metadata":{"annotations":{"listeners.stackable.tech/listener-name":"shared"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"]}}}}]}}}}`
+	fuzzClaim           = `{"metadata":{"name":"c","annotations":{"listeners.stackable.tech/listener-class":"external-stable"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}`
+	fuzzClaimNoClass    = `{"metadata":{"name":"c"},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}`
+	fuzzClaimByName     = `{"metadata":{"name":"c","annotations":{"listeners.stackable.tech/listener-name":"web"}},"spec":{"storageClassName":"standard","accessModes":["ReadWriteMany"]}}`
+	fuzzListener        = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"Listener","metadata":{"name":"web"},"spec":{"className":"cluster-internal","ports":[{"name":"http","port":8080,"protocol":"TCP"}],"extraPodSelectorLabels":{"app":"web"},"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"type":"LoadBalancer"}}]}}`
+	fuzzClass           = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"ListenerClass","metadata":{"name":"lb"},"spec":{"serviceType":"LoadBalancer","loadBalancerClass":"example.com/lb","serviceAnnotations":{"a":"b"},"serviceOverrides":{"spec":{"type":"NodePort","selector":{"a":"b"}}}}}`
+)
+
+func FuzzPods(f *testing.F) {
+	l := testLookup
+	fuzzHandler(f, &podMutator{lookup: l, validator: &workloadValidator{lookup: l}},
+		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", fuzzEphemeralPod, ""),
+		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", fuzzBarePod, ""),
+		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", statefulSetPodJSON, ""),
+		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", `{"metadata":{"generateName":"g-","labels":{"listeners.stackable.tech/enabled":"true"}},"spec":{"containers":[{"name":"a"}],"volumes":[{"name":"listener","configMap":{"name":"c"}}]}}`, ""),
+		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", `null`, ""),
+	)
+}
+
+func FuzzStatefulSets(f *testing.F) {
+	fuzzHandler(f, &statefulSetMutator{lookup: testLookup},
+		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Create, "default", fuzzOptedInSts, ""),
+		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Update, "default", fuzzStsWithListener, fuzzOptedInSts),
+		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Update, "default", fuzzOptedInSts, fuzzOptedInSts),
+		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Create, "default", `{"metadata":{"annotations":{"listeners.stackable.tech/listener-name":"web"}},"spec":{"template":{"spec":{"volumes":[{"name":"listener","emptyDir":{}}]}}}}`, ""),
+	)
+}
+
+func FuzzClaims(f *testing.F) {
+	l := testLookup
+	seeds := [][]byte{
+		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "default", fuzzClaim, ""),
+		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "default", fuzzClaimNoClass, ""),
+		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "default", fuzzClaimByName, ""),
+		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Update, "default", fuzzClaimByName, fuzzClaim),
+	}
+	// One target, both handlers: the mutator's output is what the validator
+	// sees, and a corpus entry that reaches one reaches the other.
+	fuzzHandler(f, handlerPair{&claimMutator{lookup: l}, &claimValidator{lookup: l}}, seeds...)
+}
+
+// handlerPair runs the mutator, then the validator on the same request, and
+// answers with the validator's denial or the mutator's answer.
+type handlerPair struct{ mutate, validate admission.Handler }
+
+func (h handlerPair) Handle(ctx context.Context, req admission.Request) admission.Response {
+	m := h.mutate.Handle(ctx, req)
+	if !m.Allowed {
+		return m
+	}
+	if v := h.validate.Handle(ctx, req); !v.Allowed {
+		return v
+	}
+	return m
+}
+
+func FuzzWorkloads(f *testing.F) {
+	fuzzHandler(f, &workloadValidator{lookup: testLookup},
+		reviewSeed("apps", "v1", "Deployment", "deployments", admissionv1.Create, "default", fuzzDeployment, ""),
+		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Create, "default", fuzzStsWithListener, ""),
+		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Update, "default", fuzzStsWithListener, fuzzOptedInSts),
+		reviewSeed("apps", "v1", "DaemonSet", "daemonsets", admissionv1.Create, "default", `{"spec":{"template":{"spec":{"volumes":[{"name":"x","csi":{"driver":"listeners.stackable.tech"}}]}}}}`, ""),
+	)
+}
+
+func FuzzListeners(f *testing.F) {
+	fuzzHandler(f, &listenerValidator{lookup: testLookup},
+		reviewSeed("listeners.stackable.tech", "v1alpha1", "Listener", "listeners", admissionv1.Create, "default", fuzzListener, ""),
+		reviewSeed("listeners.stackable.tech", "v1alpha1", "Listener", "listeners", admissionv1.Update, "default", `{"metadata":{"name":"Web.1"},"spec":{"ports":[{"name":"a","port":1},{"name":"a","port":1}]}}`, fuzzListener),
+	)
+}
+
+func FuzzListenerClasses(f *testing.F) {
+	fuzzHandler(f, &classValidator{lookup: testLookup},
+		reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Create, "", fuzzClass, ""),
+		reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Update, "", `{"metadata":{"name":"lb"},"spec":{"serviceType":"ClusterIP","pinnedNodePorts":true,"serviceExternalTrafficPolicy":"Local"}}`, fuzzClass),
+		reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Delete, "", "", fuzzClass),
+	)
+}

@@ -1,0 +1,84 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// TestPodLabelPolicy installs config/policy and checks, as the manager's
+// service account, that it may add the per-Listener selector labels to a
+// pod and nothing else, while other users are not affected.
+func TestPodLabelPolicy(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/policy: %v", err)
+	}
+	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply the policy: %v: %s", err, msg)
+	}
+	t.Cleanup(func() {
+		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
+	})
+
+	ns := namespace(t, nil)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{"app": "p"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// The manager's service account (system:masters as well, so that RBAC
+	// allows everything and only the policy decides).
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
+	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := func(c client.Client, p string) error {
+		return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}, client.RawPatch("application/merge-patch+json", []byte(p)))
+	}
+	const denial = "the listener operator may only change labels starting with listener.stackable.tech/mnt. on a pod"
+	attempt := 0
+	eventually(t, "the policy in force", func() error {
+		attempt++ // a new value each time: a patch that changes nothing is never refused
+		if err := patch(manager, fmt.Sprintf(`{"metadata":{"labels":{"app":"changed-%d"}}}`, attempt)); err == nil || !strings.Contains(err.Error(), denial) {
+			return errorf("the manager changed another label: %v", err)
+		}
+		return nil
+	})
+	for _, tc := range []struct{ name, patch, want string }{
+		{"selector label", `{"metadata":{"labels":{"listener.stackable.tech/mnt.0123456789abcdef":"true"}}}`, ""},
+		{"another label", `{"metadata":{"labels":{"app":"other"}}}`, denial + "; it changed other labels of pod p"},
+		{"removing a label", `{"metadata":{"labels":{"app":null}}}`, denial + "; it changed other labels of pod p"},
+		{"an annotation", `{"metadata":{"annotations":{"a":"b"}}}`, denial + "; it changed the spec, annotations, finalizers or owner references of pod p"},
+		{"a finalizer", `{"metadata":{"finalizers":["example.com/x"]}}`, denial + "; it changed the spec, annotations, finalizers or owner references of pod p"},
+		{"the spec", `{"spec":{"activeDeadlineSeconds":5}}`, denial + "; it changed the spec, annotations, finalizers or owner references of pod p"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := patch(manager, tc.patch)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+		})
+	}
+	// Anyone else is not affected.
+	if err := patch(e.Client, `{"metadata":{"labels":{"app":"by-admin"},"annotations":{"a":"b"}}}`); err != nil {
+		t.Errorf("the policy stopped another user: %v", err)
+	}
+}
