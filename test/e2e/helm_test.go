@@ -107,6 +107,9 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		if want := "." + ns + ".svc.cluster.local"; !strings.HasSuffix(addr, want) || port != "8080" {
 			t.Errorf("hello-0 reads %s:%s, want its Service's DNS name (*%s) and 8080", addr, port, want)
 		}
+		// Gone before the uninstall: kubelet needs the node plugin to
+		// unpublish the pod's volume.
+		k8s.kubectlOK(t, ctx, "", "delete", "namespace", ns, "--wait=true", "--timeout=120s")
 	})
 	badClaim := func(t *testing.T) {
 		t.Helper()
