@@ -1,6 +1,7 @@
 package nodeloss
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -387,57 +388,98 @@ func (r *reconciler) pods(ctx context.Context, key types.NamespacedName, pvc *co
 		return ctrl.Result{}, nil
 	}
 	var res ctrl.Result
+	r.mu.Lock()
+	releasedFrom, released := r.released[key]
+	r.mu.Unlock()
+	if pvc == nil && !released {
+		// Released by an earlier leader: its Listener says so.
+		l := &v1alpha1.Listener{}
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: names.ClaimListenerName(key.Name)}, l)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("get listener %s: %w", key, err)
+		}
+		released = err == nil && l.Annotations[v1alpha1.AnnotationHandoverToClaim] == key.Name && metav1.GetControllerOf(l) == nil
+	}
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName != "" || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		for _, m := range requiredNodes(p) {
-			if m == pin {
-				continue
-			}
-			n := &corev1.Node{}
-			err := r.client.Get(ctx, types.NamespacedName{Name: m}, n)
-			if err != nil && !apierrors.IsNotFound(err) {
-				return res, fmt.Errorf("get node %s: %w", m, err)
-			}
-			if err == nil && stateOf(n).usable() {
-				continue
-			}
-			allowed, err := r.releaseAllowed(ctx, key, pvc, m)
+		lost, err := r.staleRequirement(ctx, p, pin)
+		if err != nil {
+			return res, err
+		}
+		var why string
+		switch {
+		case lost != "":
+			allowed, err := r.releaseAllowed(ctx, key, pvc, lost)
 			if err != nil {
 				return res, err
 			}
 			if !allowed {
-				r.event(key, p, pvc, corev1.EventTypeWarning, ReasonNodeLost, "Explain", fmt.Sprintf(
+				r.event(key, p, orNilClaim(pvc), corev1.EventTypeWarning, ReasonNodeLost, "Explain", fmt.Sprintf(
 					"pod %s requires node %s, which is gone, and its listener claim %s is no longer pinned there; delete the pod so that its controller recreates it without that requirement",
-					p.Name, m, key.Name))
+					p.Name, lost, key.Name))
 				continue
 			}
-			if metav1.GetControllerOf(p) == nil {
-				setLost(key.Namespace, key.Name, m, RemedyDeletePod)
-				r.event(key, p, pvc, corev1.EventTypeWarning, ReasonNodeLost, "Explain", fmt.Sprintf(
-					"pod %s requires node %s, which is gone, and its listener claim %s was released; the pod has no controller to recreate it: delete it and create it again",
-					p.Name, m, key.Name))
-				continue
-			}
-			// Not a force delete: an unscheduled pod has nothing to
-			// stop, so the API server removes it at once anyway.
-			err = r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				break
-			}
-			if err != nil {
-				return res, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
-			}
-			podsRecreatedTotal.Inc()
-			r.event(key, p, pvc, corev1.EventTypeNormal, ReasonPodRecreated, "Delete", fmt.Sprintf(
-				"deleted Pending pod %s: it requires node %s, which is gone, and its listener claim %s was released; its controller recreates it without that requirement",
-				p.Name, m, key.Name))
-			break
+			why = fmt.Sprintf("it requires node %s, which is gone, and its listener claim %s was released", lost, key.Name)
+		case pvc == nil && released:
+			// A StatefulSet recreates the missing claim of a Pending
+			// pod only when it next syncs that pod; a new pod gets its
+			// claims at once.
+			why = fmt.Sprintf("its listener claim %s was released from its lost node %s and is recreated with the pod", key.Name, releasedFrom)
+		default:
+			continue
 		}
+		if metav1.GetControllerOf(p) == nil {
+			setLost(key.Namespace, key.Name, cmp.Or(lost, releasedFrom), RemedyDeletePod)
+			r.event(key, p, orNilClaim(pvc), corev1.EventTypeWarning, ReasonNodeLost, "Explain", fmt.Sprintf(
+				"pod %s cannot start: %s; the pod has no controller to recreate it: delete it and create it again", p.Name, why))
+			continue
+		}
+		// Not a force delete: an unscheduled pod has nothing to stop, so
+		// the API server removes it at once anyway.
+		err = r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("delete pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		podsRecreatedTotal.Inc()
+		r.event(key, p, orNilClaim(pvc), corev1.EventTypeNormal, ReasonPodRecreated, "Delete", fmt.Sprintf(
+			"deleted Pending pod %s: %s; its controller recreates it (and the claim) without the old node", p.Name, why))
 	}
 	return res, nil
+}
+
+// staleRequirement is the first node the pod's listener hostname affinity
+// requires that is not pin (the claim's current node) and is not usable,
+// or "".
+func (r *reconciler) staleRequirement(ctx context.Context, p *corev1.Pod, pin string) (string, error) {
+	for _, m := range requiredNodes(p) {
+		if m == pin {
+			continue
+		}
+		n := &corev1.Node{}
+		err := r.client.Get(ctx, types.NamespacedName{Name: m}, n)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("get node %s: %w", m, err)
+		}
+		if err == nil && stateOf(n).usable() {
+			continue
+		}
+		return m, nil
+	}
+	return "", nil
+}
+
+// orNilClaim turns a nil claim into a nil interface.
+func orNilClaim(c *corev1.PersistentVolumeClaim) runtime.Object {
+	if c == nil {
+		return nil
+	}
+	return c
 }
 
 // releaseAllowed says whether a pod of the claim that requires the lost

@@ -499,3 +499,79 @@ func TestPolicyValidation(t *testing.T) {
 		_ = e.Client.Delete(context.WithoutCancel(t.Context()), class)
 	}
 }
+
+// TestPendingPodWithoutPinIsRecreated: a pod admitted while the webhooks
+// were down has no pinning affinity, only its volume's. After the release
+// its claim is gone, and a StatefulSet recreates a Pending pod's missing
+// claim only when it next syncs the pod: the operator deletes the Pending
+// pod, so that pod and claim come back at once.
+func TestPendingPodWithoutPinIsRecreated(t *testing.T) {
+	f := newFixture(t, nil)
+	b := f.node(f.ns+"-b", corev1.ConditionTrue, "10.9.3.2")
+	f.statefulSet("")
+	claim := f.waitClaim("listener-web-0")
+	pod := &corev1.Pod{}
+	eventually(t, "pod web-0", func() error { return f.get("web-0", pod) })
+	f.bind(claim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, b.Name)
+	f.waitListener("listener-web-0")
+
+	if err := f.c.Delete(f.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "no longer exists")
+	f.waitEvent("PodRecreated event on the pod", pod.UID, ReasonPodRecreated, "listener claim listener-web-0 was released from its lost node "+b.Name)
+	eventually(t, "claim and pod recreated", func() error {
+		c, p := &corev1.PersistentVolumeClaim{}, &corev1.Pod{}
+		if err := f.get("listener-web-0", c); err != nil {
+			return err
+		}
+		if err := f.get("web-0", p); err != nil {
+			return err
+		}
+		if c.UID == claim.UID || p.UID == pod.UID {
+			return fmt.Errorf("claim uid %s (was %s), pod uid %s (was %s)", c.UID, claim.UID, p.UID, pod.UID)
+		}
+		return nil
+	})
+}
+
+// TestBarePodIsNotDeleted: a pod without a controller that requires the
+// lost node is not deleted (nothing would recreate it); its event says to
+// recreate it, and the metric names that remedy.
+func TestBarePodIsNotDeleted(t *testing.T) {
+	f := newFixture(t, nil)
+	b := f.node(f.ns+"-b", corev1.ConditionTrue, "10.9.4.2")
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "listener-bare", Namespace: f.ns,
+		Annotations: map[string]string{v1alpha1.AnnotationListenerClass: f.class}}, Spec: corev1.PersistentVolumeClaimSpec{
+		StorageClassName: ptr.To(v1alpha1.StorageClassName), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+	}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: f.ns}, Spec: corev1.PodSpec{
+		Affinity:   requireNode(b.Name),
+		Containers: []corev1.Container{{Name: "c", Image: "c:1", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
+		Volumes: []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name}}}},
+	}}
+	for _, o := range []client.Object{claim, pod} {
+		if err := f.c.Create(f.ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.bind(claim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, b.Name)
+	f.waitListener(claim.Name)
+
+	if err := f.c.Delete(f.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEvent("NodeLost event on the bare pod", pod.UID, ReasonNodeLost, "has no controller to recreate it: delete it and create it again")
+	eventually(t, "metric names the delete-pod remedy", func() error {
+		if got := testutil.ToFloat64(lostGauge.WithLabelValues(f.ns, claim.Name, b.Name, RemedyDeletePod)); got != 1 {
+			return fmt.Errorf("gauge %v", got)
+		}
+		return nil
+	})
+	p := &corev1.Pod{}
+	if err := f.get(pod.Name, p); err != nil || p.UID != pod.UID || !p.DeletionTimestamp.IsZero() {
+		t.Errorf("bare pod: err %v, deleting %v; want it kept", err, p.DeletionTimestamp)
+	}
+}
