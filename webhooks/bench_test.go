@@ -250,3 +250,82 @@ func processCPU(b *testing.B, pid int) time.Duration {
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
+
+// BenchmarkScopeConditions measures what the fail-closed webhooks' scope
+// costs the API server on the requests it keeps away from them: 1,000
+// metadata updates of listener claims (the kind of update the PV
+// controller, the scheduler and finalizer removal make), with the
+// configurations registered (the match conditions are evaluated and are
+// false: no webhook call) and without them. The difference per update is
+// what the conditions cost.
+func BenchmarkScopeConditions(b *testing.B) {
+	e := testenv.Require(b, env)
+	const updates, clients = 1000, 20
+	cfg := rest.CopyConfig(e.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ns := namespace(b, nil)
+	for i := range clients {
+		if err := c.Create(b.Context(), listenerClaim(ns, fmt.Sprintf("c%d", i), map[string]string{"listeners.stackable.tech/listener-class": "cluster-internal"}, ptr("listeners.stackable.tech"))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run := func(phase string) {
+		var wg sync.WaitGroup
+		for w := range clients {
+			wg.Go(func() {
+				for i := w; i < updates; i += clients {
+					p := fmt.Sprintf(`{"metadata":{"annotations":{"example.com/touched":"%s-%d"}}}`, phase, i)
+					pvc := &corev1.PersistentVolumeClaim{}
+					pvc.Namespace, pvc.Name = ns, fmt.Sprintf("c%d", w)
+					if err := c.Patch(b.Context(), pvc, client.RawPatch("application/merge-patch+json", []byte(p))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	var mut admissionregistrationv1.MutatingWebhookConfiguration
+	var val admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(b.Context(), client.ObjectKey{Name: MutatingConfigurationName}, &mut); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Get(b.Context(), client.ObjectKey{Name: ValidatingConfigurationName}, &val); err != nil {
+		b.Fatal(err)
+	}
+	restore := func() {
+		for _, o := range []client.Object{mut.DeepCopy(), val.DeepCopy()} {
+			o.SetResourceVersion("")
+			o.SetUID("")
+			if err := c.Create(context.WithoutCancel(b.Context()), o); err != nil && !apierrors.IsAlreadyExists(err) {
+				b.Errorf("restore %s: %v", o.GetName(), err)
+			}
+		}
+	}
+	defer restore()
+	apiserver := childProcess(b, "kube-apiserver")
+	var off, on time.Duration
+	for b.Loop() {
+		for _, o := range []client.Object{mut.DeepCopy(), val.DeepCopy()} {
+			if err := c.Delete(b.Context(), o); err != nil {
+				b.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Second) // the API server's configuration watch catches up
+		a0 := processCPU(b, apiserver)
+		run(fmt.Sprintf("off%d", b.N))
+		off += processCPU(b, apiserver) - a0
+		restore()
+		time.Sleep(2 * time.Second)
+		a0 = processCPU(b, apiserver)
+		run(fmt.Sprintf("on%d", b.N))
+		on += processCPU(b, apiserver) - a0
+	}
+	b.ReportMetric(float64(off.Microseconds())/float64(updates*b.N), "apiserver-cpu-without-µs/update")
+	b.ReportMetric(float64(on.Microseconds())/float64(updates*b.N), "apiserver-cpu-with-µs/update")
+}
