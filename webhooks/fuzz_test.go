@@ -101,7 +101,7 @@ func fuzzHandler(f *testing.F, h admission.Handler, seeds ...[]byte) {
 			Metadata map[string]json.RawMessage `json:"metadata"`
 			Spec     map[string]json.RawMessage `json:"spec"`
 		}
-		if json.Unmarshal(in.Request.Object.Raw, &shape) != nil || shape.Metadata == nil || shape.Spec == nil {
+		if viewDecoder.Unmarshal(in.Request.Object.Raw, &shape) != nil || shape.Metadata == nil || shape.Spec == nil {
 			return
 		}
 		p, err := jsonpatch.DecodePatch(resp.Patch)
