@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -544,6 +545,42 @@ func TestHelmLint(t *testing.T) {
 	for _, mode := range []string{"self-signed", "cert-manager"} {
 		if out := run(t, "helm", "lint", "--strict", "deploy/helm/listener-operator", "--set", "certMode="+mode); !strings.Contains(string(out), "0 chart(s) failed") {
 			t.Errorf("helm lint (%s):\n%s", mode, out)
+		}
+	}
+}
+
+// TestExistingChartValues: a values file written for the existing chart
+// installs with this one, each value where it means the same.
+func TestExistingChartValues(t *testing.T) {
+	tool(t, "helm")
+	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "tools", "helm"), "template", "listener-operator", filepath.Join(testenv.RepoRoot(), "deploy", "helm", "listener-operator"),
+		"--namespace", namespace, "-f", filepath.Join(testenv.RepoRoot(), "deploy", "testdata", "existing-chart-values.yaml")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template -f existing-chart-values.yaml: %v\n%s", err, out)
+	}
+	o := parse(t, out)
+	ctl := o.get(t, "Deployment", namespace, "listener-operator-csi-controller")
+	node := o.get(t, "DaemonSet", namespace, "listener-operator-csi-node")
+	dep := o.get(t, "Deployment", namespace, "listener-operator")
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"operator image", container(t, dep, "manager")["image"], "oci.example/sdp/listener-operator:25.7.0"},
+		{"pull secrets", podSpec(t, node)["imagePullSecrets"], []any{map[string]any{"name": "regcred"}}},
+		{"vendor label", node.GetLabels()["stackable.tech/vendor"], "Stackable"},
+		{"cluster domain", slices.Contains(args(t, container(t, dep, "manager")), "--cluster-domain=my-cluster.local"), true},
+		{"preset", slices.Contains(args(t, container(t, dep, "manager")), "--listener-class-preset=stable-nodes"), true},
+		{"provisioner image", container(t, ctl, "csi-provisioner")["image"], "oci.example/sdp/sig-storage/csi-provisioner:v5.2.0"},
+		{"provisioner pod annotations", ctl.Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["annotations"], map[string]any{"team": "platform"}},
+		{"provisioner node selector", podSpec(t, ctl)["nodeSelector"], map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}},
+		{"controller service resources", container(t, ctl, "csi")["resources"].(map[string]any)["limits"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
+		{"registrar image", container(t, node, "node-driver-registrar")["image"], "oci.example/sdp/sig-storage/csi-node-driver-registrar:v2.13.0"},
+		{"node service SELinux", container(t, node, "csi")["securityContext"].(map[string]any)["seLinuxOptions"], map[string]any{"type": "spc_t"}},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %#v, want %#v", c.what, c.got, c.want)
 		}
 	}
 }
