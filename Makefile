@@ -110,9 +110,13 @@ clean: ## Remove built binaries (keeps the cached control plane).
 
 CLUSTER := hack/cluster/cluster.sh
 
+# Nodes of the local cluster: `make cluster-up NODES=3` (or NODES=3 make …).
+# cluster-up and demo default to 1, e2e to 2 (the cross-node scenarios need two).
+NODES ?=
+
 .PHONY: cluster-up
-cluster-up: ## Build what is missing and start a single-node cluster from source (containerd, kubelet, kube-proxy).
-	$(CLUSTER) up
+cluster-up: ## Build what is missing and start a cluster of NODES real nodes (default 1) from source.
+	NODES=$(or $(NODES),1) $(CLUSTER) up
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and restore the host (processes, mounts, iptables, bridge, cgroups, sysctls).
@@ -120,12 +124,12 @@ cluster-down: ## Stop the local cluster and restore the host (processes, mounts,
 
 .PHONY: demo
 demo: ## One command for newcomers: cluster, operator, examples/, and what the pods see.
-	$(CLUSTER) demo
+	NODES=$(or $(NODES),1) $(CLUSTER) demo
 
 .PHONY: e2e
-e2e: ## Run test/e2e against the local cluster (brings it up and deploys the operator first).
+e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).
 	cd hack/cluster && go test -count=1 ./...
 	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
-	$(CLUSTER) up
+	NODES=$(or $(NODES),2) $(CLUSTER) up
 	$(CLUSTER) deploy
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# A real single-node Kubernetes cluster built from source, on loopback and a
-# private bridge only: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, containerd (Debian), kubelet and kube-proxy (iptables mode).
-# No Docker engine, no registry, no internet: images are built locally
-# (hack/cluster/images) and imported into containerd.
+# A real Kubernetes cluster of NODES nodes (default 1) built from source, on
+# loopback and a private bridge only: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, and per node containerd (Debian),
+# kubelet and kube-proxy (iptables mode). No Docker engine, no registry, no
+# internet: images are built locally (hack/cluster/images) and imported into
+# every node's containerd.
 #
-# usage: hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
+# usage: [NODES=n] hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
+#        hack/cluster/cluster.sh stop-node|start-node <node name>
 #
 # State lives under .work/cluster (git-ignored). `down` restores the host: it
 # stops the processes it started (by pid), kills the containers (by the pids in
@@ -13,10 +15,16 @@
 # sysctls it or kubelet/kube-proxy changed, removes the bridge, the cgroups and
 # the host directories that did not exist before `up`.
 #
-# Network: pods on 10.88.0.0/24 behind bridge listener0 (10.88.0.1, also the
-# node's InternalIP and the API server address), Services on 10.88.128.0/20 (4,096 addresses:
-# the scale and fault tests create hundreds of ClusterIP Services).
-# Traffic between the bridge and any other interface is dropped.
+# Network: bridge listener0 is the cluster network. The host is 10.88.0.1 on
+# it: the API server's address and node 1 (listener-node-1), whose pods get
+# 10.88.0.0/24 on the same bridge. Node i >= 2 (listener-node-i) is a network
+# namespace plus a mount namespace on this machine: address 10.88.1.i (a veth
+# into the bridge; the host is 10.88.1.1 there and routes between nodes), pods
+# 10.88.i.0/24 on its own bridge. Services on 10.88.128.0/20 (4,096 addresses:
+# the scale and fault tests create hundreds of ClusterIP Services). Every node's
+# name resolves to its address on the host (/etc/hosts lines added by up,
+# removed by down). Traffic between the bridge and any other interface is
+# dropped.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,21 +38,28 @@ images=$work/images
 export CGO_ENABLED=0
 export PATH=$k8sbin:$PATH
 
+NODES=${NODES:-1}
 BRIDGE=listener0
-NODE_IP=10.88.0.1
-POD_CIDR=10.88.0.0/24
-# Pods get .2–.239; .240–.254 are never given out, so tests can play a load
-# balancer with those addresses (test/e2e).
+# The host on the cluster network: the API server's address, and node 1's.
+HOST_IP=10.88.0.1
+# The host's address on the subnet of nodes 2..N (10.88.1.i), their gateway.
+NODES_GW=10.88.1.1
+# Node 1's pods get .2–.239 of 10.88.0.0/24; .240–.254 are never given out, so
+# tests can play a load balancer with those addresses (test/e2e).
 POD_RANGE_END=10.88.0.239
+# Every pod and node address: kube-proxy's cluster CIDR.
+CLUSTER_CIDR=10.88.0.0/17
 SERVICE_CIDR=10.88.128.0/20
 SERVICE_IP=10.88.128.1
-APISERVER=https://$NODE_IP:6443
+APISERVER=https://$HOST_IP:6443
 ETCD_URL=http://127.0.0.1:23790
-NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
 KUBECONFIG_OUT=$work/kubeconfig
-SOCK=$work/containerd/containerd.sock
+# Every kubelet's root directory has this path in its node's mount namespace:
+# the CSI node DaemonSet's hostPaths are the same on every node.
 KUBELET_DIR=$work/kubelet
 ISOLATION_CHAIN=LISTENER-LOCAL-ISOLATION
+# Lines of /etc/hosts this cluster adds end with this marker; down removes them.
+HOSTS_MARK="# listener-operator local cluster"
 
 # Images the cluster runs, all built here. The operator's manifests are pointed
 # at these names by the overlay in hack/cluster/deploy.
@@ -125,18 +140,6 @@ build_images() {
   "$root/bin/cluster/images" -out "$images" -busybox /usr/bin/busybox "${specs[@]}" | sed 's/^/   /' >&2
 }
 
-import_images() {
-  say "importing images into containerd"
-  local f seen=$work/containerd/imported
-  mkdir -p "$seen"
-  for f in "$images"/*.tar; do
-    # Skip what this containerd already has (same inputs as the tarball).
-    cmp -s "$f.inputs" "$seen/$(basename "$f").inputs" && continue
-    ctr --address "$SOCK" -n k8s.io images import "$f" >/dev/null
-    [ ! -e "$f.inputs" ] || cp "$f.inputs" "$seen/$(basename "$f").inputs"
-  done
-}
-
 # ---------------------------------------------------------------- host state
 
 record_host() {
@@ -158,14 +161,16 @@ record_host() {
 
 setup_network() {
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    say "creating bridge $BRIDGE ($NODE_IP/24)"
+    say "creating bridge $BRIDGE ($HOST_IP/24, $NODES_GW/24)"
     ip link add "$BRIDGE" type bridge
-    ip addr add "$NODE_IP/24" dev "$BRIDGE"
+    ip addr add "$HOST_IP/24" dev "$BRIDGE"
   fi
+  # The gateway of nodes 2..N, which live on 10.88.1.0/24.
+  ip addr replace "$NODES_GW/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   # Service IPs go to the bridge, never to the default route, even before
   # kube-proxy has written its rules.
-  ip route replace "$SERVICE_CIDR" dev "$BRIDGE" src "$NODE_IP"
+  ip route replace "$SERVICE_CIDR" dev "$BRIDGE" src "$HOST_IP"
   sysctl -qw net.ipv4.ip_forward=1
   sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
   # Pods talk to each other, to the node and to Services, never beyond.
@@ -222,13 +227,11 @@ make_pki() {
       -days 365 -subj "/CN=listener-local-ca" 2>/dev/null
   fi
   cert apiserver kube-apiserver "" \
-    "IP:$NODE_IP,IP:$SERVICE_IP,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    "IP:$HOST_IP,IP:$SERVICE_IP,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert admin admin system:masters
-  cert kubelet "system:node:$NODE_NAME" system:nodes
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
   [ -e "$pki/sa.key" ] || { openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null; openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null; }
   kubeconfig "$KUBECONFIG_OUT" admin
-  kubeconfig "$work/kubelet.kubeconfig" kubelet
 }
 
 # ---------------------------------------------------------------- processes
@@ -268,7 +271,7 @@ start_control_plane() {
     --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
     --initial-cluster default=http://127.0.0.1:23800 --unsafe-no-fsync --log-level warn
   start kube-apiserver "$k8sbin/kube-apiserver" --etcd-servers "$ETCD_URL" \
-    --bind-address "$NODE_IP" --advertise-address "$NODE_IP" --secure-port 6443 \
+    --bind-address "$HOST_IP" --advertise-address "$HOST_IP" --secure-port 6443 \
     --service-cluster-ip-range "$SERVICE_CIDR" \
     --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
@@ -289,15 +292,140 @@ start_control_plane() {
     --bind-address 127.0.0.1 --secure-port 10359 --leader-elect=false
 }
 
-start_containerd() {
-  mkdir -p "$work/containerd" "$work/cni/net.d" "$work/cni/ipam"
-  put "$work/containerd/config.toml" <<EOF
+# ---------------------------------------------------------------- nodes
+#
+# Node i is listener-node-i. Node 1 runs in the host's namespaces (its state
+# keeps the single-node layout: .work/cluster/{containerd,cni,pod-logs,kubelet}).
+# Node i >= 2 runs in a network namespace and a mount namespace of its own,
+# with its state under .work/cluster/nodes/listener-node-i; its kubelet
+# directory is bind-mounted at node 1's path inside its mount namespace.
+
+node_name() { echo "listener-node-$1"; }
+node_index() { # name -> i
+  local i=${1##*-}
+  [[ $i =~ ^[0-9]+$ ]] && [ "$1" = "$(node_name "$i")" ] || die "no node named '$1': nodes are listener-node-1 … listener-node-N"
+  echo "$i"
+}
+node_ip() { if [ "$1" = 1 ]; then echo "$HOST_IP"; else echo "10.88.1.$1"; fi; }
+node_pod_cidr() { if [ "$1" = 1 ]; then echo 10.88.0.0/24; else echo "10.88.$1.0/24"; fi; }
+node_dir() { if [ "$1" = 1 ]; then echo "$work"; else echo "$work/nodes/$(node_name "$1")"; fi; }
+node_sock() { echo "$(node_dir "$1")/containerd/containerd.sock"; }
+# node_pid names the pid file of one of a node's processes (node 1: the
+# single-node names, so down also stops clusters started before NODES existed).
+node_pid() { if [ "$1" = 1 ]; then echo "$2"; else echo "$(node_name "$1").$2"; fi; }
+node_veth() { echo "lnode$1"; }
+# node_cgroup is the parent of everything kubelet and containerd create for
+# node i >= 2 (kubelet's cgroupRoot); node 1 uses the root.
+node_cgroup() { node_name "$1"; }
+
+# nodes_present lists the indices of the nodes with state on this host.
+nodes_present() {
+  echo 1
+  local d
+  for d in "$work"/nodes/listener-node-*; do [ -d "$d" ] && node_index "$(basename "$d")"; done | sort -n
+}
+
+# node_ns sets NS to the command prefix that enters node i's network and
+# mount namespaces (node 1: the host's, no prefix). nsenter, not `ip netns
+# exec`: that remounts /sys and hides the cgroup mounts kubelet needs. nsenter
+# does not fork, so `start` records the real pid.
+node_ns() {
+  NS=()
+  [ "$1" = 1 ] && return 0
+  NS=(nsenter --net="/run/netns/$(node_name "$1")" --mount="/proc/$(cat "$pids/$(node_pid "$1" mounts)")/ns/mnt" --)
+}
+
+# node_exec runs a command in node i's namespaces.
+node_exec() {
+  local i=$1 NS; shift
+  node_ns "$i"
+  "${NS[@]}" "$@"
+}
+
+# node_network gives node i >= 2 its network namespace: a veth into the
+# cluster bridge with its address, a default route via the host, and on the
+# host a route to its pods.
+node_network() {
+  local i=$1 n ip veth
+  n=$(node_name "$i") ip=$(node_ip "$i") veth=$(node_veth "$i")
+  [ -e "/run/netns/$n" ] || ip netns add "$n"
+  if ! ip link show "$veth" >/dev/null 2>&1; then
+    ip link add "$veth" type veth peer name eth0 netns "$n"
+    ip link set "$veth" master "$BRIDGE" up
+  fi
+  ip -n "$n" link set lo up
+  ip -n "$n" addr replace "$ip/24" dev eth0
+  ip -n "$n" link set eth0 up
+  ip -n "$n" route replace default via "$NODES_GW"
+  ip route replace "$(node_pod_cidr "$i")" via "$ip"
+  # Forwarding for its pods; bridged pod traffic through its iptables
+  # (kube-proxy); no shortcuts learnt from ICMP redirects.
+  nsenter --net="/run/netns/$n" sh -c 'sysctl -qw net.ipv4.ip_forward=1
+    sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null
+    sysctl -qw net.ipv4.conf.all.accept_redirects=0 net.ipv4.conf.default.accept_redirects=0' || true
+}
+
+# node_mounts starts the process that holds node i's mount namespace. In it,
+# the host's cluster mounts (node 1's pods, containerd, netns files) are
+# detached, so this node never keeps them busy, and the node's own kubelet
+# directory is bind-mounted at $KUBELET_DIR, shared so that the CSI node
+# plugin's Bidirectional mounts propagate, and its own /var/lib/kubelet.
+node_mounts() {
+  local i=$1 d
+  d=$(node_dir "$i")
+  running "$(node_pid "$i" mounts)" && return 0
+  mkdir -p "$d/kubelet" "$KUBELET_DIR"
+  rm -f "$d/mounts.ready"
+  put "$d/mounts.sh" <<EOS
+set -e
+awk '\$2 ~ "^$work/" || \$2 ~ "^/run/containerd" || \$2 ~ "^/run/netns/" || \$2 ~ "^/var/lib/kubelet" { print \$2 }' /proc/self/mounts |
+  awk '{ print length(\$0) " " \$0 }' | sort -rn | cut -d' ' -f2- | while read -r m; do umount -l "\$m" 2>/dev/null || true; done
+mount --bind "$d/kubelet" "$KUBELET_DIR"
+mount --make-rshared "$KUBELET_DIR"
+# kubelet keeps its device plugin socket under /var/lib/kubelet whatever its
+# root directory: one per node.
+mkdir -p /var/lib/kubelet "$d/var-lib-kubelet"
+mount --bind "$d/var-lib-kubelet" /var/lib/kubelet
+touch "$d/mounts.ready"
+exec sleep infinity
+EOS
+  start "$(node_pid "$i" mounts)" unshare --mount --propagation private -- bash "$d/mounts.sh"
+  wait_for "the mount namespace of $(node_name "$i")" 10 test -e "$d/mounts.ready"
+}
+
+# node_cgroup_root creates kubelet's cgroupRoot for node i >= 2 in every
+# hierarchy (cgroup v1: one per controller; kubelet refuses a missing one).
+node_cgroup_root() {
+  local c
+  local c f g
+  g=$(node_cgroup "$1")
+  for c in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -e "${c}cgroup.procs" ] || continue
+    mkdir -p "$c$g"
+    # A new v1 cpuset has no CPUs and no memory nodes: give it the parent's.
+    for f in cpuset.cpus cpuset.mems; do
+      [ ! -e "$c$f" ] || [ -n "$(cat "$c$g/$f")" ] || cat "$c$f" >"$c$g/$f"
+    done
+  done
+  return 0
+}
+
+node_containerd() {
+  local i=$1 d sock bridge gw range=""
+  d=$(node_dir "$i") sock=$(node_sock "$i")
+  if [ "$i" = 1 ]; then
+    bridge=$BRIDGE gw=$HOST_IP range=", \"rangeEnd\": \"$POD_RANGE_END\""
+  else
+    bridge=pods0 gw=10.88.$i.1
+  fi
+  mkdir -p "$d/containerd" "$d/cni/net.d" "$d/cni/ipam"
+  put "$d/containerd/config.toml" <<EOS
 version = 2
-root = "$work/containerd/root"
-state = "$work/containerd/state"
+root = "$d/containerd/root"
+state = "$d/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 [grpc]
-  address = "$SOCK"
+  address = "$sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$IMG_PAUSE"
   # root lacks CAP_SYS_RESOURCE here: without this runc fails to raise oom_score_adj.
@@ -311,39 +439,60 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$work/cni/net.d"
-EOF
-  put "$work/cni/net.d/10-listener-local.conflist" <<EOF
+    conf_dir = "$d/cni/net.d"
+EOS
+  put "$d/cni/net.d/10-listener-local.conflist" <<EOS
 {
   "cniVersion": "1.0.0",
   "name": "listener-local",
   "plugins": [
     {
-      "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-      "ipam": {"type": "host-local", "dataDir": "$work/cni/ipam",
-               "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP", "rangeEnd": "$POD_RANGE_END"}]],
+      "type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "dataDir": "$d/cni/ipam",
+               "ranges": [[{"subnet": "$(node_pod_cidr "$i")", "gateway": "$gw"$range}]],
                "routes": [{"dst": "0.0.0.0/0"}]}
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-EOF
-  say "starting containerd"
-  start containerd containerd --config "$work/containerd/config.toml"
-  wait_for containerd 30 ctr --address "$SOCK" version
+EOS
+  local NS
+  node_ns "$i"
+  start "$(node_pid "$i" containerd)" "${NS[@]}" containerd --config "$d/containerd/config.toml"
+  wait_for "containerd of $(node_name "$i")" 30 ctr --address "$sock" version
 }
 
-start_node() {
-  mkdir -p "$KUBELET_DIR" "$work/pod-logs" "$work/volume-plugins"
-  echo "nameserver $NODE_IP" | put "$work/resolv.conf"
-  put "$work/kubelet.yaml" <<EOF
+# import_images loads the image tarballs into node i's containerd.
+import_images() {
+  local i=$1 f sock seen
+  sock=$(node_sock "$i") seen=$(node_dir "$i")/containerd/imported
+  mkdir -p "$seen"
+  for f in "$images"/*.tar; do
+    # Skip what this containerd already has (same inputs as the tarball).
+    cmp -s "$f.inputs" "$seen/$(basename "$f").inputs" && continue
+    ctr --address "$sock" -n k8s.io images import "$f" >/dev/null
+    [ ! -e "$f.inputs" ] || cp "$f.inputs" "$seen/$(basename "$f").inputs"
+  done
+}
+
+node_kubelet() {
+  local i=$1 d n ip cgroot="" NS
+  node_ns "$i"
+  d=$(node_dir "$i") n=$(node_name "$i") ip=$(node_ip "$i")
+  [ "$i" = 1 ] || cgroot="cgroupRoot: /$(node_cgroup "$i")"
+  cert "kubelet-$n" "system:node:$n" system:nodes
+  kubeconfig "$d/kubelet.kubeconfig" "kubelet-$n"
+  mkdir -p "$KUBELET_DIR" "$d/pod-logs" "$work/volume-plugins"
+  echo "nameserver $HOST_IP" | put "$work/resolv.conf"
+  put "$d/kubelet.yaml" <<EOS
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # cgroup v1 host, no systemd, no CAP_SYS_RESOURCE
 failCgroupV1: false
 cgroupDriver: cgroupfs
+$cgroot
 oomScoreAdj: 0
-address: $NODE_IP
+address: $ip
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -353,8 +502,8 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: $pki/ca.crt}
 authorization: {mode: Webhook}
-containerRuntimeEndpoint: unix://$SOCK
-podLogsDir: $work/pod-logs
+containerRuntimeEndpoint: unix://$(node_sock "$i")
+podLogsDir: $d/pod-logs
 volumePluginDir: $work/volume-plugins
 resolvConf: $work/resolv.conf
 clusterDomain: cluster.local
@@ -365,31 +514,94 @@ serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
-EOF
-  put "$work/kube-proxy.yaml" <<EOF
+EOS
+  put "$d/kube-proxy.yaml" <<EOS
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
 clientConnection: {kubeconfig: $KUBECONFIG_OUT}
-hostnameOverride: $NODE_NAME
-clusterCIDR: $POD_CIDR
+hostnameOverride: $n
+clusterCIDR: $CLUSTER_CIDR
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-# NodePorts only on the bridge address, never on the host's own interfaces.
-nodePortAddresses: ["$NODE_IP/32"]
+# NodePorts only on this node's own address, never on the host's interfaces.
+nodePortAddresses: ["$ip/32"]
 iptables: {localhostNodePorts: false}
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-EOF
-  say "starting kubelet and kube-proxy; waiting for node $NODE_NAME to be Ready (about 20 s)"
-  start kubelet "$k8sbin/kubelet" --config "$work/kubelet.yaml" --kubeconfig "$work/kubelet.kubeconfig" \
-    --root-dir "$KUBELET_DIR" --node-ip "$NODE_IP" --hostname-override "$NODE_NAME" --v 1
-  start kube-proxy "$k8sbin/kube-proxy" --config "$work/kube-proxy.yaml" --v 1
-  wait_for "node $NODE_NAME" 120 kc get node "$NODE_NAME"
-  wait_for "node $NODE_NAME Ready" 120 kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
+EOS
+  start "$(node_pid "$i" kubelet)" "${NS[@]}" "$k8sbin/kubelet" --config "$d/kubelet.yaml" \
+    --kubeconfig "$d/kubelet.kubeconfig" --root-dir "$KUBELET_DIR" --node-ip "$ip" --hostname-override "$n" --v 1
+  start "$(node_pid "$i" kube-proxy)" "${NS[@]}" "$k8sbin/kube-proxy" --config "$d/kube-proxy.yaml" --v 1
+}
+
+# hosts_line makes node i's name resolve to its address on the host.
+hosts_line() { # i add|del
+  local n line tmp
+  n=$(node_name "$1")
+  line="$(node_ip "$1") $n $HOSTS_MARK"
+  tmp=$(mktemp)
+  grep -vF " $n $HOSTS_MARK" /etc/hosts >"$tmp" || true
+  [ "$2" = del ] || echo "$line" >>"$tmp"
+  # /etc/hosts may be a bind mount: rewrite it in place, never rename over it.
+  cmp -s "$tmp" /etc/hosts || cat "$tmp" >/etc/hosts
+  rm -f "$tmp"
+}
+
+# start_node brings up node i: namespaces (i >= 2), containerd with the
+# images, kubelet and kube-proxy. It does not wait for Ready.
+start_node() {
+  local i=$1
+  say "starting $(node_name "$i") ($(node_ip "$i"), pods $(node_pod_cidr "$i"))"
+  if [ "$i" != 1 ]; then
+    mkdir -p "$(node_dir "$i")"
+    node_network "$i"
+    node_cgroup_root "$i"
+    node_mounts "$i"
+  fi
+  node_containerd "$i"
+  import_images "$i"
+  node_kubelet "$i"
+  hosts_line "$i" add
+}
+
+wait_node_ready() {
+  local n
+  n=$(node_name "$1")
+  wait_for "node $n" 120 kc get node "$n"
+  wait_for "node $n Ready" 180 kc wait --for=condition=Ready "node/$n" --timeout=2s
+}
+
+# stop_node stops node i >= 2 and removes everything it left on the host:
+# processes, containers, its namespaces (and with them its mounts and
+# iptables), veth, route, cgroups, /etc/hosts line and runtime state. The
+# Node object stays (as when a machine goes away); the images stay for a fast
+# start-node.
+stop_node() {
+  local i=$1 n d f netns_files=""
+  n=$(node_name "$i") d=$(node_dir "$i")
+  [ "$i" != 1 ] || die "listener-node-1 is the host (it carries the API server): stop the cluster with down"
+  if running "$(node_pid "$i" mounts)"; then
+    # The pods' network namespace files this node mounted (empty files on the host).
+    netns_files=$(node_exec "$i" awk '$2 ~ "^/run/netns/cni-" { print $2 }' /proc/self/mounts 2>/dev/null || true)
+  fi
+  stop_pids "$(node_pid "$i" kubelet)" "$(node_pid "$i" kube-proxy)"
+  kill_containers "$(node_sock "$i")" "$(node_cgroup "$i")"
+  stop_pids "$(node_pid "$i" containerd)"
+  # The last process in the mount namespace: its mounts go with it.
+  stop_pids "$(node_pid "$i" mounts)"
+  for f in $netns_files; do rm -f "$f"; done
+  ip route del "$(node_pod_cidr "$i")" 2>/dev/null || true
+  ip link del "$(node_veth "$i")" 2>/dev/null || true
+  [ ! -e "/run/netns/$n" ] || ip netns del "$n"
+  for f in $(cgroup_dirs "$(node_cgroup "$i")"); do rmdir "$f" 2>/dev/null || true; done
+  hosts_line "$i" del
+  # Runtime state goes; the imported images (containerd root) stay.
+  rm -rf "$d/kubelet" "$d/containerd/state" "$d/cni/ipam" "$d/pod-logs" "$d/mounts.ready" 2>/dev/null || true
 }
 
 up() {
   [ "$(id -u)" = 0 ] || die "must run as root (containerd, kubelet and iptables need it)"
+  [[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le 50 ] || die "NODES=$NODES: give a number of nodes from 1 to 50"
   ensure_packages
   build_cluster_binaries
   build_images cluster
@@ -397,15 +609,16 @@ up() {
   setup_network
   make_pki
   start_control_plane
-  start_containerd
-  import_images
-  start_node
+  local i
+  for i in $(seq 1 "$NODES"); do start_node "$i"; done
+  say "waiting for $NODES node(s) to be Ready (about 20 s for one, 60 s for three)"
+  for i in $(seq 1 "$NODES"); do wait_node_ready "$i"; done
   say "cluster is up in $((SECONDS - t0))s"
   cat >&2 <<EOF
 
    export KUBECONFIG=$KUBECONFIG_OUT
    export PATH=$k8sbin:\$PATH
-   kubectl get nodes,pods -A
+   kubectl get nodes,pods -A -o wide
    make cluster-down    # stops everything and restores the host
 
 EOF
@@ -429,7 +642,11 @@ deploy() {
   out=$(build_images operator 2>&1)
   printf '%s\n' "$out" >&2
   built=$(grep -c 'built$' <<<"$out" || true)
-  import_images
+  local i
+  say "importing images into the nodes' containerd"
+  for i in $(nodes_present); do
+    ! running "$(node_pid "$i" containerd)" || import_images "$i"
+  done
   say "rendering hack/cluster/deploy (config/selfsigned for this cluster) into $work/deploy.yaml"
   # kubelet's directory depends on where the repository is: an overlay of the
   # committed one, written here, moves the CSI node's paths there (docs/csi.md).
@@ -534,26 +751,29 @@ stop_pids() { # name... : SIGTERM to all at once, SIGKILL after 10 s
   for n in "$@"; do rm -f "$pids/$n"; done
 }
 
-cgroup_dirs() { # every cgroup dir the node created, deepest first
-  local c
-  for c in /sys/fs/cgroup/ /sys/fs/cgroup/*/; do
-    for top in kubepods k8s.io; do # cgroup v1: per controller; v2: c is the root
-      if [ -d "$c$top" ]; then find "$c$top" -type d; fi
+# cgroup_dirs lists the cgroup dirs under the given top-level names (default:
+# those of every node), deepest first.
+cgroup_dirs() {
+  local c top d tops=("$@")
+  [ ${#tops[@]} -gt 0 ] || tops=(kubepods k8s.io 'listener-node-*')
+  for c in /sys/fs/cgroup/ /sys/fs/cgroup/*/; do # cgroup v1: per controller; v2: c is the root
+    for top in "${tops[@]}"; do
+      for d in $c$top; do # a pattern, expanded under $c
+        if [ -d "$d" ]; then find "$d" -type d; fi
+      done
     done
   done | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
 }
 
-kill_containers() {
-  # Container processes, found by the cgroups kubelet put them in.
-  local d p n=0
-  for d in $(cgroup_dirs); do
+# kill_containers kills a node's container processes (by the cgroups kubelet
+# put them in) and the shims of its containerd (by its socket).
+kill_containers() { # socket cgroup-top...
+  local sock=$1 d p n=0; shift
+  for d in $(cgroup_dirs "$@"); do
     for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null && n=$((n + 1)); done
   done
-  # containerd's shims, found by the socket of this cluster's containerd.
-  for d in /proc/[0-9]*; do
-    if { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null | grep -q -- "containerd-shim.*-address $SOCK"; then
-      kill -9 "${d#/proc/}" 2>/dev/null && n=$((n + 1))
-    fi
+  for p in $(pgrep -f -- "containerd-shim.* -address $sock( |\$)" || true); do
+    kill -9 "$p" 2>/dev/null && n=$((n + 1))
   done
   [ $n -eq 0 ] || say "killed $n container and shim processes"
   sleep 0.5
@@ -596,14 +816,21 @@ restore_iptables() {
 
 down() {
   [ "$(id -u)" = 0 ] || die "must run as root"
-  say "stopping kubelet, kube-proxy and the control plane"
-  stop_pids kubelet kube-proxy
+  local i nodes
+  nodes=$(nodes_present)
+  say "stopping kubelet and kube-proxy of $(echo $nodes | wc -w) node(s), and the control plane"
+  for i in $nodes; do stop_pids "$(node_pid "$i" kubelet)" "$(node_pid "$i" kube-proxy)"; done
   stop_pids kube-scheduler kube-controller-manager kube-apiserver
   stop_pids etcd
-  kill_containers
+  for i in $nodes; do
+    [ "$i" = 1 ] || { stop_node "$i"; rm -rf "$(node_dir "$i")"; }
+  done
+  rmdir "$work/nodes" 2>/dev/null || true
+  kill_containers "$(node_sock 1)" kubepods k8s.io
   stop_pids containerd
   unmount_all
   rm -f /run/netns/cni-* 2>/dev/null || true
+  hosts_line 1 del
   say "restoring iptables, bridge, cgroups and sysctls"
   restore_iptables
   ip link del "$BRIDGE" 2>/dev/null || true
@@ -615,7 +842,11 @@ down() {
       [ "$kind" = sysctl ] && echo "$b" >"/proc/sys/${a//.//}" 2>/dev/null || true
     done <"$work/host.before"
     for a in "${HOST_PATHS[@]}"; do
-      grep -qx "path $a" "$work/host.before" || rm -rf "$a" 2>/dev/null || true
+      if ! grep -qx "path $a" "$work/host.before"; then
+        # `ip netns add` makes /run/netns a mount point of itself.
+        while mountpoint -q "$a" 2>/dev/null; do umount "$a" 2>/dev/null || umount -l "$a" || break; done
+        rm -rf "$a" 2>/dev/null || true
+      fi
     done
     rm -f "$work/host.before" "$work/iptables.before" "$work/ip6tables.before" "$work/nft.before"
   fi
@@ -628,11 +859,29 @@ down() {
 }
 
 status() {
-  local n
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+  local n i
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler; do
     if running "$n"; then echo "$n: running (pid $(cat "$pids/$n"))"; else echo "$n: stopped"; fi
   done
+  for i in $(nodes_present); do
+    for n in mounts containerd kubelet kube-proxy; do
+      [ "$i" != 1 ] || [ "$n" != mounts ] || continue
+      if running "$(node_pid "$i" "$n")"; then echo "$(node_name "$i") $n: running (pid $(cat "$pids/$(node_pid "$i" "$n")"))"
+      else echo "$(node_name "$i") $n: stopped"; fi
+    done
+  done
   running kube-apiserver && kc get nodes -o wide || true
+}
+
+# start_one_node starts (again) one node i >= 2 of a running cluster.
+start_one_node() {
+  local i
+  i=$(node_index "$1")
+  [ "$i" != 1 ] || die "listener-node-1 is the host: start the cluster with up"
+  require_cluster
+  start_node "$i"
+  wait_node_ready "$i"
+  say "$1 is Ready"
 }
 
 case "${1:-}" in
@@ -643,5 +892,7 @@ case "${1:-}" in
   deploy) deploy ;;
   undeploy) undeploy ;;
   demo) demo ;;
-  *) echo "usage: $0 up|down|status|images|deploy|undeploy|demo" >&2; exit 2 ;;
+  stop-node) [ -n "${2:-}" ] || die "usage: $0 stop-node listener-node-<i>"; stop_node "$(node_index "$2")"; say "$2 stopped (its Node object stays)" ;;
+  start-node) [ -n "${2:-}" ] || die "usage: $0 start-node listener-node-<i>"; start_one_node "$2" ;;
+  *) echo "usage: [NODES=n] $0 up|down|status|images|deploy|undeploy|demo|stop-node <node>|start-node <node>" >&2; exit 2 ;;
 esac

@@ -1,4 +1,4 @@
-// Package cluster is the module of the local single-node cluster (make
+// Package cluster is the module of the local cluster of real nodes (make
 // cluster-up, make demo, make e2e). Its commands are small static binaries that
 // stand in for images the offline machine cannot pull, and the image builder
 // that packs them:
