@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -12,51 +11,70 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/listener-operator/listener-operator/csi"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
-// TestCSIHealthzProbesTheDriver runs `listener-operator csi --mode=node`
-// and reads /healthz on its metrics port as the kubelet's liveness probe
-// does: "ok" once the driver answers CSI Probe over its socket.
+// TestCSIHealthzProbesTheDriver serves the real CSI driver on a socket and
+// the CSI subcommand's metrics server with its /healthz, and reads /healthz
+// as the kubelet's liveness probe does: "ok" once the driver answers CSI
+// Probe over its socket. (The subcommand itself runs in
+// TestCSICommandServesNodeService; a second run in one process would
+// register its metrics twice.)
 func TestCSIHealthzProbesTheDriver(t *testing.T) {
 	e := testenv.Require(t, env)
-	t.Setenv("KUBECONFIG", e.Kubeconfig)
-	dir := t.TempDir()
-	socket := filepath.Join(dir, "csi.sock")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	socket := filepath.Join(t.TempDir(), "csi.sock")
+	srv, err := csi.NewServer(csi.Options{Controller: true, Reader: e.Client, Live: e.Client, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := csi.Listen("unix://" + socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lis) }()
+	defer func() { cancel(); <-served }()
+
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
+	health := newCSIHealth("unix://" + socket)
+	ms, err := newMetricsServer(addr, e.Config, health)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ms.Start(ctx) }()
 
-	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"csi", "--mode=node", "--node-name=worker-1", "--csi-endpoint=unix://" + socket, "--metrics-bind-address=" + addr}, &stdout, &stderr)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("csi command exited with %d: %s", code, stderr.String())
-		}
-	})
-	var body string
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	get := func() (int, string) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
-			return false, nil
+			return 0, err.Error()
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		body = string(b)
-		return resp.StatusCode == http.StatusOK && strings.TrimSpace(body) == "ok", nil
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	var code int
+	var body string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body = get()
+		return code != 0, nil
 	})
-	if err != nil {
-		t.Fatalf("/healthz never said ok (last: %q; stderr: %s)", body, stderr.String())
+	if err != nil || code != http.StatusOK || !strings.HasPrefix(body, "starting") {
+		t.Fatalf("before the driver is marked serving: %d %q, want 200 starting", code, body)
+	}
+	health.Serving()
+	if code, body = get(); code != http.StatusOK || body != "ok" {
+		t.Errorf("/healthz with the driver serving: %d %q, want 200 ok", code, body)
 	}
 }
 
