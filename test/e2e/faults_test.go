@@ -420,7 +420,7 @@ func TestFaultFinishedPodKeepsItsAddress(t *testing.T) {
 	faultClasses(t, ctx)
 	ns := namespace(t, ctx, "e2e-finished")
 	if err := k8s.client.Create(ctx, faultPod(ns, "job", e2eNodePortClass, corev1.RestartPolicyNever,
-		"sh", "-c", "cat "+treeRoot+"/default-address/ports/http; sleep 5")); err != nil {
+		"sh", "-c", "cat "+treeRoot+"/default-address/ports/http; sleep 20")); err != nil {
 		t.Fatal(err)
 	}
 	claim := "job-listener"
