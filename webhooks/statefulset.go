@@ -165,9 +165,14 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 		// webhook mounts the volume in containers other webhooks add.
 		if t.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
 			exists := t.Metadata.Labels != nil
-			if !exists && !hasTemplateMetadata(req.Object.Raw) {
-				p.add("/spec/template/metadata", map[string]any{"labels": map[string]string{v1alpha1.LabelEnabled: "true"}})
-			} else {
+			labels := map[string]any{"labels": map[string]string{v1alpha1.LabelEnabled: "true"}}
+			hasTemplate, hasMetadata := templateShape(req.Object.Raw)
+			switch {
+			case !exists && !hasTemplate:
+				p.add("/spec/template", map[string]any{"metadata": labels})
+			case !exists && !hasMetadata:
+				p.add("/spec/template/metadata", labels)
+			default:
 				p.setMapEntry("/spec/template/metadata/labels", &exists, v1alpha1.LabelEnabled, "true")
 			}
 		}
@@ -271,16 +276,19 @@ func containsName(list, name string) bool {
 	return false
 }
 
-// hasTemplateMetadata reports whether the workload raw has
-// spec.template.metadata (which encoders may omit when it is empty), so
-// that a patch adds to a map that exists.
-func hasTemplateMetadata(raw []byte) bool {
+// templateShape reports whether the workload raw has spec.template and
+// spec.template.metadata (which encoders may omit when empty), so that a
+// patch adds to maps that exist.
+func templateShape(raw []byte) (template, metadata bool) {
 	var v struct {
 		Spec struct {
-			Template struct {
+			Template *struct {
 				Metadata *struct{} `json:"metadata"`
 			} `json:"template"`
 		} `json:"spec"`
 	}
-	return viewDecoder.Unmarshal(raw, &v) == nil && v.Spec.Template.Metadata != nil
+	if viewDecoder.Unmarshal(raw, &v) != nil || v.Spec.Template == nil {
+		return false, false
+	}
+	return true, v.Spec.Template.Metadata != nil
 }
