@@ -172,7 +172,15 @@ func TestFaultLeaderKilledDuringConvergence(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := k8s.client.Create(ctx, l); err != nil {
+				// A killed replica stays among the webhook's endpoints
+				// for a moment: the API server's call to it is refused
+				// (InternalError), and a retry reaches the other one.
+				err := k8s.client.Create(ctx, l)
+				for deadline := time.Now().Add(time.Minute); apierrors.IsInternalError(err) && time.Now().Before(deadline); {
+					time.Sleep(time.Second)
+					err = k8s.client.Create(ctx, l.DeepCopy())
+				}
+				if err != nil && !apierrors.IsAlreadyExists(err) {
 					errs <- fmt.Errorf("create listener %s: %w", l.Name, err)
 				}
 			}()
@@ -191,7 +199,21 @@ func TestFaultLeaderKilledDuringConvergence(t *testing.T) {
 		if batch == 3 {
 			break
 		}
-		// Kill the leader of the moment while it works through the batch.
+		// Kill the leader of the moment while it works through the batch,
+		// once every replica runs: the other one serves the webhooks and
+		// takes over.
+		eventually(t, ctx, 3*time.Minute, "every operator replica ready", func(ctx context.Context) (bool, string) {
+			pods := operatorPods(t, ctx)
+			if len(pods) < 2 {
+				return false, fmt.Sprintf("%d replicas", len(pods))
+			}
+			for _, p := range pods {
+				if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !isReady(&p) {
+					return false, p.Name + " " + podState(&p)
+				}
+			}
+			return true, ""
+		})
 		var victim string
 		eventually(t, ctx, 2*time.Minute, "a leader", func(ctx context.Context) (bool, string) {
 			p, err := leader(ctx)
