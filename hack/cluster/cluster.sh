@@ -322,7 +322,9 @@ node_cgroup() { node_name "$1"; }
 nodes_present() {
   echo 1
   local d
-  for d in "$work"/nodes/listener-node-*; do [ -d "$d" ] && node_index "$(basename "$d")"; done | sort -n
+  # `|| continue`, not `&&`: with no node directory the loop's status would
+  # fail the pipeline (pipefail) and `down` with it.
+  for d in "$work"/nodes/listener-node-*; do [ -d "$d" ] || continue; node_index "$(basename "$d")"; done | sort -n
 }
 
 # node_ns sets NS to the command prefix that enters node i's network and
