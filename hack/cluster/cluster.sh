@@ -245,7 +245,12 @@ put() {
   if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
 }
 
-running() { local p; p=$(cat "$pids/$1" 2>/dev/null) && kill -0 "$p" 2>/dev/null; }
+# alive: the process exists and is not a zombie. Processes started here are
+# re-parented to this sandbox's pid 1, which may never reap them, so an exited
+# one can stay a zombie that `kill -0` still finds.
+alive() { kill -0 "$1" 2>/dev/null && [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]; }
+
+running() { local p; p=$(cat "$pids/$1" 2>/dev/null) && alive "$p"; }
 
 start() { # name cmd...
   local name=$1; shift
@@ -740,11 +745,11 @@ stop_pids() { # name... : SIGTERM to all at once, SIGKILL after 10 s
   local n p live=()
   for n in "$@"; do
     p=$(cat "$pids/$n" 2>/dev/null) || continue
-    kill -0 "$p" 2>/dev/null && kill "$p" 2>/dev/null && live+=("$p")
+    alive "$p" && kill "$p" 2>/dev/null && live+=("$p")
   done
   for _ in $(seq 1 40); do
     local still=()
-    for p in "${live[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
+    for p in "${live[@]}"; do alive "$p" && still+=("$p"); done
     live=("${still[@]}")
     [ ${#live[@]} -eq 0 ] && break
     sleep 0.25
