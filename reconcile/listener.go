@@ -76,12 +76,30 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		// last status write): look again once it has.
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
+	if err == nil && awaitsOthers(v) {
+		return ctrl.Result{RequeueAfter: awaitingRecheck}, nil
+	}
 	return ctrl.Result{}, err
 }
 
 // conflictRetry is how soon a reconcile that lost an optimistic-concurrency
 // race looks again.
 const conflictRetry = 50 * time.Millisecond
+
+// awaitingRecheck is how often a Listener that waits for other components
+// (endpoints, a load balancer) looks again on its own. Their events normally
+// wake it first; the recheck bounds the wait when one is missed, e.g. an
+// EndpointSlice event mapped while a new leader's Service cache still lagged
+// (seen in the leader-kill fault test: one of 200 Listeners stayed NoNodes
+// with a ready endpoint). It costs reads from the cache, and no write while
+// nothing changed.
+const awaitingRecheck = 30 * time.Second
+
+// awaitsOthers: the verdict waits for something other components provide,
+// not for a fix by the user.
+func awaitsOthers(v verdict) bool {
+	return !v.ready && (v.reason == v1alpha1.ReasonNoNodes || v.reason == v1alpha1.ReasonAwaitingLoadBalancer)
+}
 
 // reconcileService brings the Listener's Service in line and computes the
 // status to publish. Problems with the user's objects become a verdict, not
