@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -70,7 +71,7 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 			return nil
 		}},
 		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
-			return pinnedNodes(o.(*corev1.PersistentVolume))
+			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
 		}},
 		{&corev1.Pod{}, indexPodClaim, func(o client.Object) []string {
 			return podClaims(o.(*corev1.Pod))

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -340,7 +341,7 @@ func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Liste
 		if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != "" && pv.Spec.ClaimRef.UID != c.UID {
 			continue // bound to another claim of the same name
 		}
-		nodeNames = append(nodeNames, pinnedNodes(pv)...)
+		nodeNames = append(nodeNames, addresses.PinnedNodes(pv)...)
 	}
 
 	seen := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -170,10 +171,10 @@ func TestEndpointAndPinnedNodes(t *testing.T) {
 			{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-2"}},
 		}},
 	}}}}}
-	if got, want := pinnedNodes(pv), []string{"node-1"}; !reflect.DeepEqual(got, want) {
+	if got, want := addresses.PinnedNodes(pv), []string{"node-1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pinnedNodes = %v, want %v", got, want)
 	}
-	if got := pinnedNodes(&corev1.PersistentVolume{}); got != nil {
+	if got := addresses.PinnedNodes(&corev1.PersistentVolume{}); got != nil {
 		t.Errorf("pinnedNodes of an unpinned volume = %v", got)
 	}
 }

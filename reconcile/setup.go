@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -163,7 +164,7 @@ func listenerOfSlice(ctx context.Context, c client.Reader, s *discoveryv1.Endpoi
 // listenerOfVolume maps a PersistentVolume to the Listener its claim uses.
 func listenerOfVolume(ctx context.Context, c client.Reader, pv *corev1.PersistentVolume) []ctrl.Request {
 	ref := pv.Spec.ClaimRef
-	if ref == nil || len(pinnedNodes(pv)) == 0 {
+	if ref == nil || len(addresses.PinnedNodes(pv)) == 0 {
 		return nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}

@@ -79,23 +79,6 @@ func endpointNodes(slices_ []discoveryv1.EndpointSlice, publishNotReady bool) []
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// pinnedNodes are the nodes a PersistentVolume's node affinity pins it to
-// through the listener hostname topology key.
-func pinnedNodes(pv *corev1.PersistentVolume) []string {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return nil
-	}
-	var out []string
-	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		for _, expr := range term.MatchExpressions {
-			if expr.Key == v1alpha1.TopologyKeyHostname && expr.Operator == corev1.NodeSelectorOpIn {
-				out = append(out, expr.Values...)
-			}
-		}
-	}
-	return out
-}
-
 // keepPublished is the status a Listener publishes with a verdict that is
 // not Ready. Clients, PodListeners and pods' volumes rely on the addresses
 // it published last, and the trouble (a missing class, a rejected Service,

@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
@@ -219,23 +220,7 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (listene
 		}
 		return listener, "", true, fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
 	}
-	return listener, PinnedNode(&pv), true, nil
-}
-
-// PinnedNode is the node a listener volume is pinned to ("" if none): the
-// value of its node affinity on listeners.stackable.tech/hostname.
-func PinnedNode(pv *corev1.PersistentVolume) string {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
-	}
-	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		for _, e := range t.MatchExpressions {
-			if e.Key == v1alpha1.TopologyKeyHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
-				return e.Values[0]
-			}
-		}
-	}
-	return ""
+	return listener, addresses.PinnedNode(&pv), true, nil
 }
 
 // ephemeralListener is the Listener an ephemeral listener volume of the pod

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -109,7 +110,7 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	}{
 		{&corev1.Pod{}, indexPodClaim, func(o client.Object) []string { return podClaims(o.(*corev1.Pod)) }},
 		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
-			if n := pinnedNode(o.(*corev1.PersistentVolume)); n != "" {
+			if n := addresses.PinnedNode(o.(*corev1.PersistentVolume)); n != "" {
 				return []string{n}
 			}
 			return nil
@@ -147,7 +148,7 @@ func nodeUsabilityChanged() predicate.Predicate {
 }
 
 func claimOfVolume(pv *corev1.PersistentVolume) []ctrl.Request {
-	if ref := pv.Spec.ClaimRef; ref != nil && pinnedNode(pv) != "" {
+	if ref := pv.Spec.ClaimRef; ref != nil && addresses.PinnedNode(pv) != "" {
 		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
 	}
 	return nil
@@ -584,7 +585,7 @@ func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVol
 	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID != "" && ref.UID != pvc.UID {
 		return "", nil // bound to an earlier claim of this name
 	}
-	return pinnedNode(pv), nil
+	return addresses.PinnedNode(pv), nil
 }
 
 // claimInfo gathers what decide needs about a pinned claim.

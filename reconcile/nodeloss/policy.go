@@ -159,22 +159,6 @@ func decide(c claimInfo, n nodeState, now time.Time) decision {
 	}
 }
 
-// pinnedNode is the node a listener volume is pinned to ("" if none): the
-// single value of its node affinity on the listener hostname key.
-func pinnedNode(pv *corev1.PersistentVolume) string {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
-	}
-	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		for _, e := range t.MatchExpressions {
-			if e.Key == v1alpha1.TopologyKeyHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
-				return e.Values[0]
-			}
-		}
-	}
-	return ""
-}
-
 // requiredNodes are the nodes a pod's required node affinity pins it to
 // through the listener hostname key (what the pod webhook writes).
 func requiredNodes(pod *corev1.Pod) []string {
