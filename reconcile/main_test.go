@@ -12,16 +12,13 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -80,7 +77,7 @@ func runWithManager(m *testing.M) int {
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	cfg, err := operatorIdentity(e)
+	cfg, err := e.UserWithClusterRole(context.Background(), "listener-operator-under-test", filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
 		return 1
@@ -115,38 +112,6 @@ func runWithManager(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// operatorIdentity returns a client configuration for a user that has only
-// the operator's ClusterRole from config/rbac/role.yaml, so that every test
-// also checks that the generated RBAC covers what the controllers do.
-func operatorIdentity(e *testenv.Env) (*rest.Config, error) {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(raw, role); err != nil {
-		return nil, fmt.Errorf("parse role.yaml: %w", err)
-	}
-	const user = "listener-operator-under-test"
-	role.Name = user
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	ctx := context.Background()
-	for _, o := range []client.Object{role, binding} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			return nil, fmt.Errorf("create %T: %w", o, err)
-		}
-	}
-	u, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: user}, e.Config)
-	if err != nil {
-		return nil, fmt.Errorf("add user: %w", err)
-	}
-	return u.Config(), nil
 }
 
 // TestOperatorIdentityIsRestricted makes sure the RBAC check above is not

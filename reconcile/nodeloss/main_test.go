@@ -10,15 +10,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile"
@@ -58,7 +52,7 @@ func run(m *testing.M) int {
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	cfg, err := operatorIdentity(e)
+	cfg, err := e.UserWithClusterRole(context.Background(), "listener-operator-under-test", filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
 		return 1
@@ -97,35 +91,4 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
-}
-
-// operatorIdentity returns a client configuration for a user holding only
-// the operator's generated ClusterRole (config/rbac/role.yaml), so the tests
-// also check that RBAC covers what the controller does.
-func operatorIdentity(e *testenv.Env) (*rest.Config, error) {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(raw, role); err != nil {
-		return nil, fmt.Errorf("parse role.yaml: %w", err)
-	}
-	const user = "listener-operator-under-test"
-	role.Name = user
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := e.Client.Create(context.Background(), o); err != nil {
-			return nil, fmt.Errorf("create %T: %w", o, err)
-		}
-	}
-	u, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: user}, e.Config)
-	if err != nil {
-		return nil, fmt.Errorf("add user: %w", err)
-	}
-	return u.Config(), nil
 }
