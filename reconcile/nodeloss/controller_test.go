@@ -29,17 +29,7 @@ const waitFor = 30 * time.Second
 
 func eventually(t testing.TB, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	var err error
-	for {
-		if err = check(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %s: %v", what, waitFor, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, waitFor, what, check)
 }
 
 // fixture is one test's namespace, class and nodes.
