@@ -275,6 +275,20 @@ func httpGet(ctx context.Context, addr, port string) (string, error) {
 	return strings.TrimSpace(string(body)), err
 }
 
+// answers waits until http://addr:port/ answers from the host with the given
+// pod's greeting. kube-proxy programs node ports and ClusterIPs some time
+// after a pod is Ready, so a single try would fail on a slow machine.
+func answers(t *testing.T, ctx context.Context, addr, port, pod string) {
+	t.Helper()
+	eventually(t, ctx, time.Minute, fmt.Sprintf("curl http://%s:%s/ answered by %s", addr, port, pod), func(ctx context.Context) (bool, string) {
+		body, err := httpGet(ctx, addr, port)
+		if err != nil {
+			return false, err.Error()
+		}
+		return body == "hello from "+pod, body
+	})
+}
+
 // listener reads the Listener of a StatefulSet pod's claim: the claim (and
 // so the Listener) of pod <sts>-<i> is listener-<sts>-<i>.
 func listener(t *testing.T, ctx context.Context, ns, pod string) *v1alpha1.Listener {

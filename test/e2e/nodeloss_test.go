@@ -134,9 +134,7 @@ func TestNodeLossReleasesPinnedReplica(t *testing.T) {
 	if got := nlPodListeners(t, ctx, p); !slices.Equal(got, []string{newIP + ":" + port}) {
 		t.Errorf("PodListeners of rel-0 record %v, want [%s:%s]", got, newIP, port)
 	}
-	if body, err := httpGet(ctx, newIP, port); err != nil || body != "hello from rel-0" {
-		t.Errorf("curl http://%s:%s/: %q, %v; want rel-0's greeting", newIP, port, body, err)
-	}
+	answers(t, ctx, newIP, port, "rel-0")
 	if c := nlClaim(t, ctx, ns, "listener-rel-0"); c.UID == relClaim.UID {
 		t.Errorf("listener claim of rel-0 was not recreated")
 	}

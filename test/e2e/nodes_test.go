@@ -100,19 +100,6 @@ func classAnnotation(class string) map[string]string {
 	return map[string]string{v1alpha1.AnnotationListenerClass: class}
 }
 
-// answers waits until http://addr:port/ answers from the host with the given
-// pod's greeting.
-func answers(t *testing.T, ctx context.Context, addr, port, pod string) {
-	t.Helper()
-	eventually(t, ctx, time.Minute, fmt.Sprintf("curl http://%s:%s/ answered by %s", addr, port, pod), func(ctx context.Context) (bool, string) {
-		body, err := httpGet(ctx, addr, port)
-		if err != nil {
-			return false, err.Error()
-		}
-		return body == "hello from "+pod, body
-	})
-}
-
 // ingressSet renders a Listener's status addresses as sorted address:http-port strings.
 func ingressSet(l *v1alpha1.Listener) []string {
 	var out []string
