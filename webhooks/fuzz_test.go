@@ -6,24 +6,94 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
+
+// fuzzObjects is what the fuzz targets' lookups find: the test classes plus
+// "lb" (which a Listener and a claim use, so deleting or changing it is
+// checked against them), a namespace with its own default class, Listeners
+// "web" and "shared", the StatefulSet pod's claims (listener-web-0 is
+// pinned to node-1, as after a first mount), a listener claim bound to an
+// unpinned volume and a default StorageClass.
+func fuzzObjects() []client.Object {
+	listenerSC := ptr(v1alpha1.StorageClassName)
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Annotations: map[string]string{v1alpha1.AnnotationDefaultClass: "external-unstable"}}},
+		&v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lb"},
+			Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeLoadBalancer}},
+		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: v1alpha1.ListenerSpec{ClassName: ptr("external-stable")}},
+		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shared"},
+			Spec: v1alpha1.ListenerSpec{ClassName: ptr("lb")}},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard", Annotations: map[string]string{defaultStorageClassAnn: "true"}}, Provisioner: "example.com/disk"},
+		listenerClaim("default", "listener-web-0", map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, listenerSC),
+		listenerClaim("default", "data-web-0", nil, ptr("standard")),
+		listenerClaim("default", "some-claim", map[string]string{v1alpha1.AnnotationListenerName: "shared"}, listenerSC),
+		listenerClaim("team", "by-class", map[string]string{v1alpha1.AnnotationListenerClass: "lb"}, listenerSC),
+		fuzzVolume("pv-listener-web-0", "node-1"),
+		fuzzVolume("pv-some-claim", ""),
+	}
+	for i := range fixtureClasses {
+		objs = append(objs, fixtureClasses[i].DeepCopy())
+	}
+	for _, o := range objs {
+		if c, ok := o.(*corev1.PersistentVolumeClaim); ok && c.Name != "data-web-0" && c.Name != "by-class" {
+			c.Spec.VolumeName = "pv-" + c.Name
+		}
+	}
+	return objs
+}
+
+// fuzzVolume is a listener volume, pinned to node unless node is "".
+func fuzzVolume(name, node string) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:       v1alpha1.StorageClassName,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: name}},
+		},
+	}
+	if node != "" {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}}}
+	}
+	return pv
+}
+
+// fuzzLookup is a lookup that reads fuzzObjects from memory, as both its
+// cache and its live reader.
+func fuzzLookup() *lookup {
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(fuzzObjects()...).Build()
+	return &lookup{cache: c, live: c}
+}
 
 // The fuzz targets feed each admission handler raw AdmissionReview bytes,
 // as the webhook server receives them, through controller-runtime's
 // webhook (which decodes the review) with panic recovery off. Whatever the
 // bytes, the server must answer with an AdmissionReview, must not panic,
 // and a patch it returns must apply to the object it was computed for.
-// Lookups go to the test control plane, so absent and present classes,
-// Listeners and claims are both reached. The seeds below run in every
+// Lookups read fuzzObjects from memory, never an API server: each fuzz
+// worker is a fresh process, and one control plane per worker would stall
+// the fuzzer (see TestMain). The fixture holds present and absent classes,
+// Listeners and claims, a pinned volume and a default storage class, so
+// every branch of the handlers is reached. The seeds below run in every
 // `go test`; `go test -run '^$' -fuzz '^FuzzPods$' ./webhooks` fuzzes.
 
 // reviewSeed is an AdmissionReview request for object (and old, on UPDATE).
@@ -62,7 +132,6 @@ var reviewDecoder = func() runtime.Decoder {
 
 // fuzzHandler fuzzes h with AdmissionReview bodies, starting from seeds.
 func fuzzHandler(f *testing.F, h admission.Handler, seeds ...[]byte) {
-	testenv.Require(f, env)
 	for _, s := range seeds {
 		f.Add(s)
 	}
@@ -132,7 +201,7 @@ const (
 )
 
 func FuzzPods(f *testing.F) {
-	l := testLookup
+	l := fuzzLookup()
 	fuzzHandler(f, &podMutator{lookup: l, validator: &workloadValidator{lookup: l}},
 		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", fuzzEphemeralPod, ""),
 		reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", fuzzBarePod, ""),
@@ -143,7 +212,7 @@ func FuzzPods(f *testing.F) {
 }
 
 func FuzzStatefulSets(f *testing.F) {
-	fuzzHandler(f, &statefulSetMutator{lookup: testLookup},
+	fuzzHandler(f, &statefulSetMutator{lookup: fuzzLookup()},
 		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Create, "default", fuzzOptedInSts, ""),
 		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Update, "default", fuzzStsWithListener, fuzzOptedInSts),
 		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Update, "default", fuzzOptedInSts, fuzzOptedInSts),
@@ -152,7 +221,7 @@ func FuzzStatefulSets(f *testing.F) {
 }
 
 func FuzzClaims(f *testing.F) {
-	l := testLookup
+	l := fuzzLookup()
 	seeds := [][]byte{
 		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "default", fuzzClaim, ""),
 		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "default", fuzzClaimNoClass, ""),
@@ -180,7 +249,7 @@ func (h handlerPair) Handle(ctx context.Context, req admission.Request) admissio
 }
 
 func FuzzWorkloads(f *testing.F) {
-	fuzzHandler(f, &workloadValidator{lookup: testLookup},
+	fuzzHandler(f, &workloadValidator{lookup: fuzzLookup()},
 		reviewSeed("apps", "v1", "Deployment", "deployments", admissionv1.Create, "default", fuzzDeployment, ""),
 		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Create, "default", fuzzStsWithListener, ""),
 		reviewSeed("apps", "v1", "StatefulSet", "statefulsets", admissionv1.Update, "default", fuzzStsWithListener, fuzzOptedInSts),
@@ -189,16 +258,68 @@ func FuzzWorkloads(f *testing.F) {
 }
 
 func FuzzListeners(f *testing.F) {
-	fuzzHandler(f, &listenerValidator{lookup: testLookup},
+	fuzzHandler(f, &listenerValidator{lookup: fuzzLookup()},
 		reviewSeed("listeners.stackable.tech", "v1alpha1", "Listener", "listeners", admissionv1.Create, "default", fuzzListener, ""),
 		reviewSeed("listeners.stackable.tech", "v1alpha1", "Listener", "listeners", admissionv1.Update, "default", `{"metadata":{"name":"Web.1"},"spec":{"ports":[{"name":"a","port":1},{"name":"a","port":1}]}}`, fuzzListener),
 	)
 }
 
 func FuzzListenerClasses(f *testing.F) {
-	fuzzHandler(f, &classValidator{lookup: testLookup},
+	fuzzHandler(f, &classValidator{lookup: fuzzLookup()},
 		reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Create, "", fuzzClass, ""),
 		reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Update, "", `{"metadata":{"name":"lb"},"spec":{"serviceType":"ClusterIP","pinnedNodePorts":true,"serviceExternalTrafficPolicy":"Local"}}`, fuzzClass),
 		reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Delete, "", "", fuzzClass),
+		fuzzClassInUse,
 	)
+}
+
+// fuzzClassInUse deletes ListenerClass lb, which a Listener and a claim of
+// fuzzObjects use.
+var fuzzClassInUse = bytes.Replace(reviewSeed("listeners.stackable.tech", "v1alpha1", "ListenerClass", "listenerclasses", admissionv1.Delete, "", "", fuzzClass),
+	[]byte(`"name":"x"`), []byte(`"name":"lb"`), 1)
+
+// TestFuzzFixture checks that the fuzz targets' in-memory lookup answers as
+// the control plane would, so that the fuzzer reaches the branches that
+// depend on what exists: the StatefulSet pod gets the pinned volume's node
+// affinity, a class in use cannot be deleted, a Listener of an unknown
+// class is refused and a claim without a class gets the namespace default.
+func TestFuzzFixture(t *testing.T) {
+	l := fuzzLookup()
+	for _, tc := range []struct {
+		name    string
+		handler admission.Handler
+		body    []byte
+		allowed bool
+		want    string // in the patch, or in the denial
+	}{
+		{"pinned replica", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}},
+			reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", statefulSetPodJSON, ""), true, `"values":["node-1"]`},
+		{"class in use", &classValidator{lookup: l}, fuzzClassInUse, false, "Listener team/shared"},
+		{"unknown class", &listenerValidator{lookup: l},
+			reviewSeed("listeners.stackable.tech", "v1alpha1", "Listener", "listeners", admissionv1.Create, "default", strings.Replace(fuzzListener, "cluster-internal", "nope", 1), ""), false, "nope"},
+		{"namespace default class", &claimMutator{lookup: l},
+			reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "team", fuzzClaimNoClass, ""), true, "external-unstable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var review admissionv1.AdmissionReview
+			if err := json.Unmarshal(tc.body, &review); err != nil {
+				t.Fatal(err)
+			}
+			resp := tc.handler.Handle(t.Context(), admission.Request{AdmissionRequest: *review.Request})
+			if resp.Allowed != tc.allowed {
+				t.Fatalf("allowed = %v, want %v: %v", resp.Allowed, tc.allowed, resp.Result)
+			}
+			got := resp.Result.String()
+			if tc.allowed {
+				b, err := json.Marshal(resp.Patches)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("answer does not mention %q: %s", tc.want, got)
+			}
+		})
+	}
 }

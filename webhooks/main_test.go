@@ -48,10 +48,10 @@ var fixtureClasses = []v1alpha1.ListenerClass{
 // TestMain starts a control plane whose API server calls this package's
 // handlers over TLS, through the configurations `kubectl kustomize
 // config/webhook` renders, and a kube-controller-manager running the
-// StatefulSet controller.
+// StatefulSet controller. Fuzzing starts none (see fuzzOnly).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
+	if testing.Short() || fuzzOnly() {
 		os.Exit(m.Run())
 	}
 	code, err := run(m)
@@ -60,6 +60,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(code)
+}
+
+// fuzzOnly says whether this process only fuzzes, so needs no control
+// plane: a fuzz worker (`go test -fuzz` starts one process per -parallel,
+// each running TestMain; a control plane each would stall the fuzzer), or
+// the fuzzing coordinator when -run selects no test. The fuzz targets read
+// an in-memory fixture instead (fuzzLookup).
+func fuzzOnly() bool {
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return true
+	}
+	fz, run := flag.Lookup("test.fuzz"), flag.Lookup("test.run")
+	return fz != nil && fz.Value.String() != "" && run != nil && run.Value.String() == "^$"
 }
 
 func run(m *testing.M) (int, error) {
