@@ -33,6 +33,9 @@ var (
 	testLookup *lookup
 	// webhookConfigs is the kustomize output that the API server got.
 	webhookConfigs string
+	// webhookServer is the manager's webhook server, on which benchmarks
+	// register their floor handlers next to ours.
+	webhookServer webhook.Server
 )
 
 // The classes every test can use; cluster-internal is the cluster default.
@@ -139,6 +142,7 @@ func startManager(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) 
 	}
 	mgr.GetWebhookServer().Register(pathTestSidecarInjector, &webhook.Admission{Handler: sidecarInjector{}})
 	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader()}
+	webhookServer = mgr.GetWebhookServer()
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
