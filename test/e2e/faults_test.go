@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -541,9 +542,251 @@ func TestFaultNodePluginRestartWhilePodStarts(t *testing.T) {
 	}
 }
 
-// restartClusterProcess restarts one of the cluster's host processes: SIGTERM to
-// the pid in .work/cluster/pids/<name>, then `hack/cluster/cluster.sh up`,
-// which starts what is not running.
+// TestFaultFinishedPodKeepsItsAddress: a restartPolicy Never pod with a
+// per-claim NodePort Listener exits. Its Listener keeps its ports, its
+// Service and its addresses.
+func TestFaultFinishedPodKeepsItsAddress(t *testing.T) {
+	ctx := t.Context()
+	faultClasses(t, ctx)
+	ns := namespace(t, ctx, "e2e-finished")
+	if err := k8s.client.Create(ctx, faultPod(ns, "job", e2eNodePortClass, corev1.RestartPolicyNever,
+		"sh", "-c", "cat "+treeRoot+"/default-address/ports/http; sleep 20")); err != nil {
+		t.Fatal(err)
+	}
+	claim := "job-listener"
+	var running v1alpha1.Listener
+	eventually(t, ctx, podTimeout, "the job's Listener published", func(ctx context.Context) (bool, string) {
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &running); err != nil {
+			return false, err.Error()
+		}
+		return running.Status.NodePorts["http"] != 0 && len(running.Status.IngressAddresses) > 0, fmt.Sprintf("%+v", running.Status)
+	})
+	var pod corev1.Pod
+	eventually(t, ctx, podTimeout, "the job finished", func(ctx context.Context) (bool, string) {
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job"}, &pod); err != nil {
+			return false, err.Error()
+		}
+		return pod.Status.Phase == corev1.PodSucceeded, podState(&pod)
+	})
+	// The claim controller has seen the finished pod once it copies a new
+	// label of the claim onto the Listener (it reconciles the claim with
+	// the pod's current phase). Before the fix, that reconcile emptied
+	// spec.ports: the Service was rejected and the addresses went.
+	var pvc corev1.PersistentVolumeClaim
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &pvc); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.client.Patch(ctx, &pvc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"e2e-seen":"finished"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	var l v1alpha1.Listener
+	eventually(t, ctx, time.Minute, "the claim controller saw the finished pod", func(context.Context) (bool, string) {
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &l); err != nil {
+			return false, err.Error()
+		}
+		return l.Labels["e2e-seen"] == "finished", fmt.Sprintf("labels %v", l.Labels)
+	})
+	// What a user reads: the same ports, node ports and addresses, and a
+	// condition that is Ready (Kubernetes keeps a finished pod's endpoint
+	// in the EndpointSlice until the pod is deleted: its controller does
+	// not react to the phase alone) or NoNodes (once the endpoint goes),
+	// never Invalid.
+	eventually(t, ctx, time.Minute, "the Listener's status current", func(context.Context) (bool, string) {
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &l); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.ObservedGeneration == l.Generation, fmt.Sprintf("generation %d, conditions %+v", l.Generation, l.Status.Conditions)
+	})
+	if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady); c.Reason != v1alpha1.ReasonReady && c.Reason != v1alpha1.ReasonNoNodes {
+		t.Errorf("after the pod finished the Listener says %s: %s; want Ready or NoNodes", c.Reason, c.Message)
+	}
+	if fmt.Sprint(l.Spec.Ports) != fmt.Sprint(running.Spec.Ports) || fmt.Sprint(l.Status.IngressAddresses) != fmt.Sprint(running.Status.IngressAddresses) ||
+		l.Status.NodePorts["http"] != running.Status.NodePorts["http"] {
+		t.Errorf("after the pod finished: ports %+v, addresses %+v, node ports %v; want %+v, %+v, %v",
+			l.Spec.Ports, l.Status.IngressAddresses, l.Status.NodePorts, running.Spec.Ports, running.Status.IngressAddresses, running.Status.NodePorts)
+	}
+	var svc corev1.Service
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: l.Status.ServiceName}, &svc); err != nil {
+		t.Fatalf("the Listener's Service: %v", err)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].NodePort != running.Status.NodePorts["http"] {
+		t.Errorf("the Service's ports %+v, want node port %d", svc.Spec.Ports, running.Status.NodePorts["http"])
+	}
+}
+
+// TestFaultKubeAPIServerRestartWhilePodsStart: kube-apiserver restarts while
+// pods with listener volumes start; they all reach Running with trees that
+// match their Listeners.
+func TestFaultKubeAPIServerRestartWhilePodsStart(t *testing.T) {
+	ctx := t.Context()
+	faultClasses(t, ctx)
+	ns := namespace(t, ctx, "e2e-apiserver")
+	for i := range 3 {
+		if err := k8s.client.Create(ctx, faultPod(ns, fmt.Sprintf("p%d", i), e2eClusterIPClass, corev1.RestartPolicyAlways)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restartClusterProcess(t, ctx, "kube-apiserver")
+	for i := range 3 {
+		name := fmt.Sprintf("p%d", i)
+		podRunning(t, ctx, ns, name, podTimeout)
+		var l v1alpha1.Listener
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-listener"}, &l); err != nil {
+			t.Fatal(err)
+		}
+		if a, p := defaultAddress(t, tree(t, ctx, ns, name)); len(l.Status.IngressAddresses) == 0 || a != l.Status.IngressAddresses[0].Address || p != "8080" {
+			t.Errorf("%s reads %s:%s, its Listener publishes %+v", name, a, p, l.Status.IngressAddresses)
+		}
+	}
+}
+
+// TestFaultKubeletRestartKeepsTrees: kubelet restarts with listener pods
+// running; it publishes their volumes again (the existing operator's #284,
+// "File exists"), the trees stay whole, and new pods still start.
+func TestFaultKubeletRestartKeepsTrees(t *testing.T) {
+	ctx := t.Context()
+	faultClasses(t, ctx)
+	ns := namespace(t, ctx, "e2e-kubelet")
+	// Both pods on the node whose kubelet restarts (node 1, the host).
+	onNode1 := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "listener-node-1"}
+		return p
+	}
+	if err := k8s.client.Create(ctx, onNode1(faultPod(ns, "steady", e2eNodePortClass, corev1.RestartPolicyAlways))); err != nil {
+		t.Fatal(err)
+	}
+	podRunning(t, ctx, ns, "steady", podTimeout)
+	before := tree(t, ctx, ns, "steady")
+	restartClusterProcess(t, ctx, "kubelet")
+	eventually(t, ctx, 2*time.Minute, "the node Ready again", func(ctx context.Context) (bool, string) {
+		var nodes corev1.NodeList
+		if err := k8s.client.List(ctx, &nodes); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+					return false, n.Name + " " + c.Reason
+				}
+			}
+		}
+		return true, ""
+	})
+	if err := k8s.client.Create(ctx, onNode1(faultPod(ns, "after", e2eNodePortClass, corev1.RestartPolicyAlways))); err != nil {
+		t.Fatal(err)
+	}
+	podRunning(t, ctx, ns, "after", podTimeout)
+	p := podRunning(t, ctx, ns, "steady", podTimeout)
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			t.Errorf("the steady pod's container restarted %d times", cs.RestartCount)
+		}
+	}
+	if after := tree(t, ctx, ns, "steady"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("tree after the kubelet restart %v, before %v", after, before)
+	}
+	// The restarted kubelet publishes the steady pod's volume again onto
+	// its existing target; a failure would be a FailedMount event (the
+	// existing operator's "File exists").
+	var evs corev1.EventList
+	if err := k8s.client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == "FailedMount" {
+			t.Errorf("%s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+}
+
+// TestFaultClassVanishesAndComesBack: a ListenerClass is deleted while the
+// webhooks are down (which refuse deleting a class in use). The Listener
+// says ClassNotFound and keeps its addresses; when the class comes back it
+// is Ready with the same addresses.
+func TestFaultClassVanishesAndComesBack(t *testing.T) {
+	ctx := t.Context()
+	ns := namespace(t, ctx, "e2e-class")
+	className := ns + "-vanishing"
+	class := listenerClass(className, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, PreferredAddressType: v1alpha1.PreferredAddressIP})
+	ensureClass(t, ctx, class)
+	t.Cleanup(func() {
+		_ = k8s.client.Delete(context.WithoutCancel(ctx), listenerClass(className, v1alpha1.ListenerClassSpec{}))
+	})
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(className), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
+	if err := k8s.client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	reason := func(want string) *v1alpha1.Listener {
+		t.Helper()
+		got := &v1alpha1.Listener{}
+		eventually(t, ctx, time.Minute, "Listener reason "+want, func(ctx context.Context) (bool, string) {
+			if err := k8s.client.Get(ctx, client.ObjectKeyFromObject(l), got); err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+			return c != nil && c.Reason == want && c.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status.Conditions)
+		})
+		return got
+	}
+	published := reason(v1alpha1.ReasonReady).Status.IngressAddresses
+
+	// The webhooks are down: their configuration is removed for the
+	// moment, and put back afterwards whatever happens.
+	var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := k8s.client.List(ctx, &hooks); err != nil {
+		t.Fatal(err)
+	}
+	var saved []admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, h := range hooks.Items {
+		for _, w := range h.Webhooks {
+			if strings.HasSuffix(w.Name, ".listeners.stackable.tech") {
+				saved = append(saved, h)
+				break
+			}
+		}
+	}
+	if len(saved) == 0 {
+		t.Fatal("no validating webhook configuration of the operator: is it deployed?")
+	}
+	restore := func() {
+		for _, h := range saved {
+			h := h.DeepCopy()
+			h.ResourceVersion, h.UID, h.CreationTimestamp, h.ManagedFields = "", "", metav1.Time{}, nil
+			if err := k8s.client.Create(context.WithoutCancel(ctx), h); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Errorf("restore webhook configuration %s: %v", h.Name, err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	for i := range saved {
+		if err := k8s.client.Delete(ctx, &saved[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.client.Delete(ctx, listenerClass(className, v1alpha1.ListenerClassSpec{})); err != nil {
+		t.Fatalf("delete the class with the webhooks down: %v", err)
+	}
+	restore()
+
+	gone := reason(v1alpha1.ReasonClassNotFound)
+	if fmt.Sprint(gone.Status.IngressAddresses) != fmt.Sprint(published) {
+		t.Errorf("without its class the Listener publishes %+v, want the last addresses %+v", gone.Status.IngressAddresses, published)
+	}
+	ensureClass(t, ctx, listenerClass(className, class.Spec))
+	back := reason(v1alpha1.ReasonReady)
+	if fmt.Sprint(back.Status.IngressAddresses) != fmt.Sprint(published) {
+		t.Errorf("with its class back the Listener publishes %+v, want %+v", back.Status.IngressAddresses, published)
+	}
+}
+
+// restartClusterProcess restarts one of the cluster's host processes on
+// node 1: SIGTERM to the pid in .work/cluster/pids/<name> (SIGKILL after
+// 10 s, as `cluster.sh down` does: a kube-apiserver can hang in its
+// shutdown), then `hack/cluster/cluster.sh up`, which starts what is not
+// running. Whatever happens later in the test, the process runs again at
+// its end.
 func restartClusterProcess(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -551,26 +794,46 @@ func restartClusterProcess(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	pidFile := filepath.Join(root, ".work", "cluster", "pids", name)
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatalf("%s: %v (is the cluster started from this tree?)", pidFile, err)
+	pid := func() int {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return 0
+		}
+		p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return p
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("%s: %v", pidFile, err)
+	up := func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", "cluster.sh"), "up")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("cluster.sh up after stopping %s: %w\n%s", name, err, out)
+		}
+		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatalf("stop %s (pid %d): %v", name, pid, err)
+	old := pid()
+	if old == 0 || !processAlive(old) {
+		t.Fatalf("%s: no running %s (is the cluster started from this tree?)", pidFile, name)
 	}
-	for deadline := time.Now().Add(30 * time.Second); processAlive(pid); time.Sleep(200 * time.Millisecond) {
+	t.Cleanup(func() {
+		if p := pid(); p == 0 || !processAlive(p) {
+			if err := up(context.WithoutCancel(ctx)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop %s (pid %d): %v", name, old, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); processAlive(old); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) did not stop", name, pid)
+			_ = syscall.Kill(old, syscall.SIGKILL)
 		}
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", "cluster.sh"), "up")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cluster.sh up after stopping %s: %v\n%s", name, err, out)
+	if err := up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := pid(); p == old || !processAlive(p) {
+		t.Fatalf("%s did not start again (pid %d, was %d)", name, p, old)
 	}
 }
 
