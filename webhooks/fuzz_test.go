@@ -228,8 +228,9 @@ func FuzzClaims(f *testing.F) {
 		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Create, "default", fuzzClaimByName, ""),
 		reviewSeed("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", admissionv1.Update, "default", fuzzClaimByName, fuzzClaim),
 	}
-	// One target, both handlers: the mutator's output is what the validator
-	// sees, and a corpus entry that reaches one reaches the other.
+	// One target, both handlers, on the same request (the API server would
+	// show the validator the mutated claim; the fuzzer does not need to):
+	// a corpus entry that reaches one reaches the other.
 	fuzzHandler(f, handlerPair{&claimMutator{lookup: l}, &claimValidator{lookup: l}}, seeds...)
 }
 
