@@ -436,21 +436,46 @@ rm -f addresses && mkdir -p addresses/` + addr + `/ports && echo 1 > addresses/`
 
 // TestFaultRecreatedClaimWaitsForItsOwnListener: a claim is deleted and
 // made again under the same name while the old Listener is still there (a
-// finalizer plays a slow garbage collector). The new pod waits, saying
-// why, and starts with the new Listener's node port once the old one is
-// gone.
+// finalizer plays a slow garbage collector), in both ways it happens: a
+// pod with a generic ephemeral volume made again under its name (claim
+// <pod>-<volume>, as a StatefulSet's pods are), and a PersistentVolumeClaim
+// deleted and applied again. The new pod waits, saying why, and starts
+// with the new Listener's node port once the old one is gone.
 func TestFaultRecreatedClaimWaitsForItsOwnListener(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ephemeral bool
+	}{
+		{name: "ephemeral claim of a pod made again", ephemeral: true},
+		{name: "claim deleted and applied again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { recreatedClaim(t, tc.ephemeral) })
+	}
+}
+
+func recreatedClaim(t *testing.T, ephemeral bool) {
 	ctx := t.Context()
 	faultClasses(t, ctx)
 	ns := namespace(t, ctx, "e2e-recreate")
+	claim := "web-listener"
+	standalone := func() *corev1.PersistentVolumeClaim {
+		tmpl := faultPod(ns, "web", e2eNodePortClass, corev1.RestartPolicyAlways).Spec.Volumes[0].Ephemeral.VolumeClaimTemplate
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: ns, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
+	}
 	makePod := func() {
-		if err := k8s.client.Create(ctx, faultPod(ns, "web", e2eNodePortClass, corev1.RestartPolicyAlways)); err != nil {
+		p := faultPod(ns, "web", e2eNodePortClass, corev1.RestartPolicyAlways)
+		if !ephemeral {
+			if err := k8s.client.Create(ctx, standalone()); err != nil {
+				t.Fatal(err)
+			}
+			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}
+		}
+		if err := k8s.client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	makePod()
 	podRunning(t, ctx, ns, "web", podTimeout)
-	claim := "web-listener"
 	var old v1alpha1.Listener
 	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &old); err != nil {
 		t.Fatal(err)
@@ -464,10 +489,15 @@ func TestFaultRecreatedClaimWaitsForItsOwnListener(t *testing.T) {
 		_ = k8s.client.Patch(context.WithoutCancel(ctx), &v1alpha1.Listener{ObjectMeta: old.ObjectMeta}, release)
 	})
 
-	// The pod goes (and with it its ephemeral claim); the same pod is made
-	// again, with a new claim of the same name.
+	// The pod and its claim go (an ephemeral claim with its pod); the same
+	// pod is made again, with a new claim of the same name.
 	if err := k8s.client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
+	}
+	if !ephemeral {
+		if err := k8s.client.Delete(ctx, standalone()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	eventually(t, ctx, 2*time.Minute, "the old pod and claim gone", func(ctx context.Context) (bool, string) {
 		errPod := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.Pod{})
