@@ -174,7 +174,7 @@ var catalogue = []catalogueRow{
 
 	// ListenerClasses.
 	{what: "ListenerClass with a loadBalancerClass on ClusterIP", object: f(catClass, "cat-lc1", `{"serviceType":"ClusterIP","loadBalancerClass":"example.com/lb"}`),
-		want: `denied: spec: Invalid value: loadBalancerClass can only be set when serviceType is LoadBalancer`}, // the CRD schema, before the webhook
+		want: `warning: spec.loadBalancerClass: "example.com/lb" is ignored: it only applies to serviceType LoadBalancer, not ClusterIP; remove it or set serviceType: LoadBalancer`}, // the Stackable operator accepted it: a warning (docs/migration.md)
 	{what: "ListenerClass whose overrides change the type", object: f(catClass, "cat-lc2", `{"serviceType":"NodePort","serviceOverrides":{"spec":{"type":"LoadBalancer"}}}`),
 		want: `denied: spec.serviceOverrides.spec.type: Forbidden: would change the Service type from NodePort to LoadBalancer behind the operator's back; set spec.serviceType: LoadBalancer instead`},
 

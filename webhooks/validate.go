@@ -53,7 +53,7 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
-	return admission.Allowed("")
+	return admission.Allowed("").WithWarnings(validation.ListenerClassWarnings(&lc)...)
 }
 
 // users lists the Listeners and claims that refer to the class.

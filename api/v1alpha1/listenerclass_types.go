@@ -41,9 +41,10 @@ const (
 )
 
 // ListenerClassSpec is cluster policy: how Listeners of this class are exposed.
-// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerClass) || self.serviceType == 'LoadBalancer'",message="loadBalancerClass can only be set when serviceType is LoadBalancer"
-// +kubebuilder:validation:XValidation:rule="!has(self.pinnedNodePorts) || !self.pinnedNodePorts || self.serviceType == 'NodePort'",message="pinnedNodePorts can only be true when serviceType is NodePort"
-// +kubebuilder:validation:XValidation:rule="!has(self.serviceExternalTrafficPolicy) || self.serviceType != 'ClusterIP'",message="serviceExternalTrafficPolicy only applies to NodePort and LoadBalancer services"
+// Fields that do not apply to the serviceType (loadBalancerClass,
+// pinnedNodePorts, serviceExternalTrafficPolicy) are ignored and draw an
+// admission warning, not a schema error: the Stackable operator accepted them
+// and stored classes carry them (see docs/migration.md).
 type ListenerClassSpec struct {
 	// ServiceType is the type of the Service created for each Listener.
 	// +required

@@ -83,38 +83,46 @@ func classNotFound(path *field.Path, name string, classes ClassNames) *field.Err
 	return field.Invalid(path, name, fmt.Sprintf("ListenerClass %q not found; available: %s", name, classes))
 }
 
-// ListenerClass checks a ListenerClass for field combinations the schema
-// cannot express (the CEL rules are repeated, so that the reconciler can rely
-// on this function alone) and for serviceOverrides that would take over what
-// the operator manages.
+// ListenerClass checks a ListenerClass for what would break the Services
+// made from it (the reconciler relies on this function alone) and for
+// serviceOverrides that would take over what the operator manages. Fields
+// that only apply to other service types are not errors but warnings (see
+// ListenerClassWarnings): the Stackable operator accepted and ignored them,
+// and classes stored by it must keep working after a switch.
 func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	s := &lc.Spec
-	if s.LoadBalancerClass != nil {
-		p := spec.Child("loadBalancerClass")
-		if s.ServiceType != v1alpha1.ServiceTypeLoadBalancer {
-			errs = append(errs, field.Invalid(p, *s.LoadBalancerClass,
-				fmt.Sprintf("only applies to serviceType LoadBalancer, not %s; remove it or set serviceType: LoadBalancer", s.ServiceType)))
-		} else {
-			for _, msg := range utilvalidation.IsQualifiedName(*s.LoadBalancerClass) {
-				errs = append(errs, field.Invalid(p, *s.LoadBalancerClass, msg))
-			}
+	if s.LoadBalancerClass != nil && s.ServiceType == v1alpha1.ServiceTypeLoadBalancer {
+		for _, msg := range utilvalidation.IsQualifiedName(*s.LoadBalancerClass) {
+			errs = append(errs, field.Invalid(spec.Child("loadBalancerClass"), *s.LoadBalancerClass, msg))
 		}
-	}
-	if s.PinnedNodePorts != nil && *s.PinnedNodePorts && s.ServiceType != v1alpha1.ServiceTypeNodePort {
-		errs = append(errs, field.Invalid(spec.Child("pinnedNodePorts"), true,
-			fmt.Sprintf("only NodePort addresses depend on the node, so pinning needs serviceType NodePort, not %s; set pinnedNodePorts: false or serviceType: NodePort", s.ServiceType)))
-	}
-	if s.ServiceExternalTrafficPolicy != nil && s.ServiceType == v1alpha1.ServiceTypeClusterIP {
-		errs = append(errs, field.Invalid(spec.Child("serviceExternalTrafficPolicy"), *s.ServiceExternalTrafficPolicy,
-			"only applies to NodePort and LoadBalancer services; remove it or change serviceType"))
 	}
 	errs = append(errs, apivalidation.ValidateAnnotations(s.ServiceAnnotations, spec.Child("serviceAnnotations"))...)
 	if s.ServiceOverrides != nil {
 		errs = append(errs, serviceOverrides(s.ServiceOverrides, s.ServiceType, spec.Child("serviceOverrides"))...)
 	}
 	return errs
+}
+
+// ListenerClassWarnings lists the fields of a ListenerClass that have no
+// effect with its serviceType. The Stackable listener-operator accepted (and,
+// before its 25.11 release, defaulted serviceExternalTrafficPolicy: Local on
+// every class, ClusterIP included), so such classes are admitted with a
+// warning that says what to remove, never refused.
+func ListenerClassWarnings(lc *v1alpha1.ListenerClass) []string {
+	var warnings []string
+	s := &lc.Spec
+	if s.LoadBalancerClass != nil && s.ServiceType != v1alpha1.ServiceTypeLoadBalancer {
+		warnings = append(warnings, fmt.Sprintf("spec.loadBalancerClass: %q is ignored: it only applies to serviceType LoadBalancer, not %s; remove it or set serviceType: LoadBalancer", *s.LoadBalancerClass, s.ServiceType))
+	}
+	if s.PinnedNodePorts != nil && *s.PinnedNodePorts && s.ServiceType != v1alpha1.ServiceTypeNodePort {
+		warnings = append(warnings, fmt.Sprintf("spec.pinnedNodePorts: true is ignored: only NodePort addresses depend on the node, so pinning needs serviceType NodePort, not %s; set pinnedNodePorts: false or serviceType: NodePort", s.ServiceType))
+	}
+	if s.ServiceExternalTrafficPolicy != nil && s.ServiceType == v1alpha1.ServiceTypeClusterIP {
+		warnings = append(warnings, fmt.Sprintf("spec.serviceExternalTrafficPolicy: %q is ignored: it only applies to NodePort and LoadBalancer services; remove it or change serviceType", *s.ServiceExternalTrafficPolicy))
+	}
+	return warnings
 }
 
 // serviceOverrides refuses overrides of what the operator must control: the

@@ -53,14 +53,12 @@ func TestListenerClass(t *testing.T) {
 	}{
 		{"plain NodePort", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", PinnedNodePorts: ptr(true)}, ""},
 		{"load balancer class on LoadBalancer", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerClass: ptr("example.com/lb")}, ""},
-		{"load balancer class on NodePort", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", LoadBalancerClass: ptr("example.com/lb")},
-			`spec.loadBalancerClass: Invalid value: "example.com/lb": only applies to serviceType LoadBalancer, not NodePort; remove it or set serviceType: LoadBalancer`},
 		{"bad load balancer class", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerClass: ptr("a b")},
 			`spec.loadBalancerClass: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
-		{"pinned ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", PinnedNodePorts: ptr(true)},
-			`spec.pinnedNodePorts: Invalid value: true: only NodePort addresses depend on the node, so pinning needs serviceType NodePort, not ClusterIP; set pinnedNodePorts: false or serviceType: NodePort`},
-		{"traffic policy on ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyLocal)},
-			`spec.serviceExternalTrafficPolicy: Invalid value: "Local": only applies to NodePort and LoadBalancer services; remove it or change serviceType`},
+		// What the Stackable operator accepted and ignored is a warning, not an error.
+		{"load balancer class on NodePort", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", LoadBalancerClass: ptr("example.com/lb")}, ""},
+		{"pinned ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", PinnedNodePorts: ptr(true)}, ""},
+		{"traffic policy on ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyLocal)}, ""},
 		{"bad annotation", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceAnnotations: map[string]string{"no way/x/y": "1"}},
 			`spec.serviceAnnotations: Invalid value: "no way/x/y": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`},
 		{"harmless overrides", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", ServiceOverrides: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Service","spec":{"type":"NodePort","externalTrafficPolicy":"Local"}}`)}}, ""},
@@ -77,6 +75,37 @@ func TestListenerClass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			check(t, ListenerClass(&v1alpha1.ListenerClass{Spec: tc.spec}), tc.want)
+		})
+	}
+}
+
+func TestListenerClassWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.ListenerClassSpec
+		want []string
+	}{
+		{"NodePort with what applies to it", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", PinnedNodePorts: ptr(true), ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyLocal)}, nil},
+		{"LoadBalancer with what applies to it", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerClass: ptr("example.com/lb"), ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyCluster)}, nil},
+		{"pinned false on ClusterIP", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", PinnedNodePorts: ptr(false)}, nil},
+		// A class stored by a Stackable operator before 25.11: the traffic
+		// policy was defaulted on every class.
+		{"Stackable 25.7 cluster-internal", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyLocal)},
+			[]string{`spec.serviceExternalTrafficPolicy: "Local" is ignored: it only applies to NodePort and LoadBalancer services; remove it or change serviceType`}},
+		{"everything ignored", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", LoadBalancerClass: ptr("example.com/lb"), PinnedNodePorts: ptr(true), ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyCluster)},
+			[]string{
+				`spec.loadBalancerClass: "example.com/lb" is ignored: it only applies to serviceType LoadBalancer, not ClusterIP; remove it or set serviceType: LoadBalancer`,
+				`spec.pinnedNodePorts: true is ignored: only NodePort addresses depend on the node, so pinning needs serviceType NodePort, not ClusterIP; set pinnedNodePorts: false or serviceType: NodePort`,
+				`spec.serviceExternalTrafficPolicy: "Cluster" is ignored: it only applies to NodePort and LoadBalancer services; remove it or change serviceType`,
+			}},
+		{"loadBalancerClass on NodePort", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", LoadBalancerClass: ptr("example.com/lb")},
+			[]string{`spec.loadBalancerClass: "example.com/lb" is ignored: it only applies to serviceType LoadBalancer, not NodePort; remove it or set serviceType: LoadBalancer`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ListenerClassWarnings(&v1alpha1.ListenerClass{Spec: tc.spec})
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
 		})
 	}
 }
