@@ -65,6 +65,10 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if errors.Is(err, errRetrySoon) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
+	takeover := errors.Is(err, errTakeoverPending) // st and v are valid
+	if takeover {
+		err = nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -76,6 +80,9 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		// The cache has not caught up with a newer Listener (often our own
 		// last status write): look again once it has.
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	if err == nil && takeover {
+		return ctrl.Result{RequeueAfter: takeoverRecheck}, nil
 	}
 	if err == nil && awaitsOthers(v) {
 		return ctrl.Result{RequeueAfter: awaitingRecheck}, nil
@@ -143,6 +150,11 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonForeignService,
 			message: fmt.Sprintf("Service %s exists and is not controlled by this Listener; refusing to take it over", svcName)}, nil
 	}
+	// A Service another operator made selects pods its own way (adopt.go).
+	takeover := r.takeOverSelector(ctx, svc, want)
+	if takeover != nil && !errors.Is(takeover, errTakeoverPending) {
+		return v1alpha1.ListenerStatus{}, verdict{}, takeover
+	}
 	upToDate := false
 	if svc != nil {
 		if upToDate, err = serviceUpToDate(svc, want); err != nil {
@@ -178,7 +190,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 	}
 	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
-	return st, v, nil
+	return st, v, takeover
 }
 
 // existingService reads the Service from the cache. A Service the cache has

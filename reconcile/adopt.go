@@ -1,0 +1,160 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Taking over a Service made by the Stackable listener-operator.
+//
+// Its Services are controlled by the same Listener (same UID), so they are
+// adopted like our own: same name, kept clusterIP, node ports, load balancer
+// and metadata.uid. What differs is the pod selector: theirs selects
+// listener.stackable.tech/mnt.<Listener UID without dashes>=<Listener name>,
+// which their node plugin put on each pod, ours
+// listener.stackable.tech/mnt.<Listener name>=true (names.PodSelectorLabel),
+// which the pod reconciler adds to every pod of a listener volume. Switching
+// the selector before every pod carries our label would drop those pods out
+// of the endpoints, so the switch waits: label first, switch second.
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+
+// errTakeoverPending says the Service still selects pods by another
+// operator's label that not all of them carry ours yet: reconcile again
+// after takeoverRecheck.
+var errTakeoverPending = errors.New("waiting for the pods the Service selects to carry this operator's selector label")
+
+// takeoverRecheck is how often a Listener whose Service still has a foreign
+// selector looks again. The pod reconciler labels pods within moments, and
+// label changes on pods do not wake the Listener controller.
+const takeoverRecheck = 2 * time.Second
+
+// foreignSelectorKeys are the pod selector keys of an existing Service that
+// look like a listener mount label (listener.stackable.tech/mnt.*) but are
+// not one the operator wants: what another operator selected pods by.
+func foreignSelectorKeys(have, want map[string]string) []string {
+	var keys []string
+	for k := range have {
+		if _, ok := want[k]; !ok && strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// selectorSwitchReady reports whether the Service may switch from its
+// current selector to want: every pod the current selector matches, and
+// that can still be an endpoint (not terminating, not finished), also
+// matches want. Pods that never will (gone, finished) do not hold it up.
+func selectorSwitchReady(want map[string]string, pods []corev1.Pod) (bool, string) {
+	sel := labels.SelectorFromSet(want)
+	for i := range pods {
+		p := &pods[i]
+		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if !sel.Matches(labels.Set(p.Labels)) {
+			return false, p.Name
+		}
+	}
+	return true, ""
+}
+
+// wantedSelector reads the selector out of the Service the operator would
+// apply.
+func wantedSelector(want *unstructured.Unstructured) (map[string]string, error) {
+	sel, _, err := unstructured.NestedStringMap(want.Object, "spec", "selector")
+	if err != nil {
+		return nil, fmt.Errorf("read selector of service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
+	}
+	return sel, nil
+}
+
+// takeOverSelector makes the switch from a foreign selector gapless. While
+// some pod the existing selector matches lacks the operator's label, want
+// keeps the existing selector (the rest of the Service is still applied) and
+// errTakeoverPending is returned. Once all carry it, the existing selector
+// is replaced with exactly the wanted one, guarded by the resourceVersion
+// the decision was made on (a pod labelled or a selector changed since is
+// looked at again first).
+func (r *listenerReconciler) takeOverSelector(ctx context.Context, existing *corev1.Service, want *unstructured.Unstructured) error {
+	if existing == nil {
+		return nil
+	}
+	sel, err := wantedSelector(want)
+	if err != nil {
+		return err
+	}
+	if len(foreignSelectorKeys(existing.Spec.Selector, sel)) == 0 {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := r.live.List(ctx, &pods, client.InNamespace(existing.Namespace), client.MatchingLabels(existing.Spec.Selector)); err != nil {
+		return fmt.Errorf("list pods selected by service %s/%s: %w", existing.Namespace, existing.Name, err)
+	}
+	if ok, waiting := selectorSwitchReady(sel, pods.Items); !ok {
+		log.FromContext(ctx).V(1).Info("service keeps its foreign selector until its pods carry ours", "service", existing.Name, "pod", waiting)
+		if err := keepSelector(want, existing.Spec.Selector); err != nil {
+			return err
+		}
+		return errTakeoverPending
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": existing.ResourceVersion},
+		{"op": "replace", "path": "/spec/selector", "value": sel},
+	})
+	if err != nil {
+		return fmt.Errorf("build selector patch for service %s/%s: %w", existing.Namespace, existing.Name, err)
+	}
+	err = r.client.Patch(ctx, existing, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controllerListener, "Service", "patch", err) != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return errRetrySoon // the Service changed since it was read
+		}
+		return fmt.Errorf("switch selector of service %s/%s: %w", existing.Namespace, existing.Name, err)
+	}
+	r.recorder.Eventf(existing, nil, corev1.EventTypeNormal, EventServiceAdopted, "Adopt",
+		"Switched the selector of Service %s to %v: every pod it selected carries that label", existing.Name, sel)
+	return nil
+}
+
+// EventServiceAdopted is recorded when a Service made by another operator
+// switches to this operator's pod selector.
+const EventServiceAdopted = "ServiceAdopted"
+
+// keepSelector replaces the selector in the Service the operator applies,
+// and the hash that records what was applied, so that the switch later is
+// seen as a change.
+func keepSelector(want *unstructured.Unstructured, selector map[string]string) error {
+	if err := unstructured.SetNestedStringMap(want.Object, maps.Clone(selector), "spec", "selector"); err != nil {
+		return fmt.Errorf("keep selector of service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
+	}
+	ann := want.GetAnnotations()
+	delete(ann, AnnotationServiceHash)
+	want.SetAnnotations(ann)
+	sum, err := hashObject(want.Object)
+	if err != nil {
+		return fmt.Errorf("hash service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationServiceHash] = sum
+	want.SetAnnotations(ann)
+	return nil
+}

@@ -1,0 +1,193 @@
+package reconcile
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// stackableManager is the field manager the Stackable listener-operator
+// applies its Services with.
+const stackableManager = "listeners.stackable.tech_listener"
+
+// TestSelectorSwitchIsGapless builds the Service the Stackable operator
+// leaves for a Listener (same owner, its labels, its selector on the pods'
+// listener.stackable.tech/mnt.<uid> label, applied by its field manager) and
+// checks that the operator adopts it in place: same UID, clusterIP and node
+// port, and the selector switches to the operator's label only once every
+// pod the old selector matched carries it.
+func TestSelectorSwitchIsGapless(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	// The class comes last: until then the operator leaves the Listener alone.
+	className := "adopt-" + ns
+	l := listener(ns, "web", className, port("http", 8080))
+	create(t, ctx, c, l)
+	theirKey := v1alpha1.PodSelectorLabelPrefix + strings.ReplaceAll(string(l.UID), "-", "")
+	ourKey := names.PodSelectorLabel(l.Name)
+
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0-listener", Namespace: ns, Annotations: map[string]string{v1alpha1.AnnotationListenerName: l.Name}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(v1alpha1.StorageClassName),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+		},
+	}
+	pod := func(name string, volume bool) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{theirKey: l.Name}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.test/web"}}},
+		}
+		if volume {
+			p.Spec.Volumes = []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name}}}}
+		}
+		return p
+	}
+	// web-0 mounts the Listener and gets the operator's label; stray does not
+	// (the operator cannot know it belongs), so it holds the switch up.
+	web0, stray := pod("web-0", true), pod("stray", false)
+	create(t, ctx, c, claim, web0, stray)
+
+	theirs := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{
+			"name": l.Name, "namespace": ns,
+			"labels": map[string]any{
+				"app.kubernetes.io/name": "listener", "app.kubernetes.io/instance": l.Name,
+				"app.kubernetes.io/managed-by": stackableManager, "app.kubernetes.io/component": "listener",
+			},
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener", "name": l.Name, "uid": string(l.UID),
+				"controller": true, "blockOwnerDeletion": true,
+			}},
+		},
+		"spec": map[string]any{
+			"type":                     "NodePort",
+			"ports":                    []any{map[string]any{"name": "http", "port": int64(8080), "protocol": "TCP"}},
+			"selector":                 map[string]any{theirKey: l.Name},
+			"publishNotReadyAddresses": true,
+		},
+	}}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(theirs), client.FieldOwner(stackableManager), client.ForceOwnership); err != nil {
+		t.Fatalf("apply the Stackable operator's Service: %v", err)
+	}
+	before := &corev1.Service{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: l.Name}, before); err != nil {
+		t.Fatal(err)
+	}
+
+	newClass := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: className}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort}}
+	create(t, ctx, c, newClass)
+	t.Cleanup(func() { _ = c.Delete(t.Context(), newClass) })
+
+	same := func(s *corev1.Service) error {
+		if s.UID != before.UID || s.Spec.ClusterIP != before.Spec.ClusterIP || s.Spec.Ports[0].NodePort != before.Spec.Ports[0].NodePort {
+			return fmt.Errorf("Service was replaced or reallocated: uid %s→%s, clusterIP %s→%s, nodePort %d→%d",
+				before.UID, s.UID, before.Spec.ClusterIP, s.Spec.ClusterIP, before.Spec.Ports[0].NodePort, s.Spec.Ports[0].NodePort)
+		}
+		return nil
+	}
+	// The operator applies the rest of its Service (its managed-by label)
+	// but keeps the old selector while stray lacks its label.
+	getService(t, ctx, c, ns, l.Name, func(s *corev1.Service) error {
+		if s.Labels[LabelManagedBy] != v1alpha1.FieldManager {
+			return fmt.Errorf("managed-by %q, want the operator's", s.Labels[LabelManagedBy])
+		}
+		return same(s)
+	})
+	eventually(t, "web-0 carries the operator's selector label", func() error {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(web0), p); err != nil {
+			return err
+		}
+		if p.Labels[ourKey] != v1alpha1.PodSelectorLabelValue || p.Labels[theirKey] != l.Name {
+			return fmt.Errorf("labels %v", p.Labels)
+		}
+		return nil
+	})
+	s := getService(t, ctx, c, ns, l.Name, same)
+	if want := map[string]string{theirKey: l.Name}; !maps.Equal(s.Spec.Selector, want) {
+		t.Fatalf("while a selected pod lacks the operator's label the selector is %v, want the old %v", s.Spec.Selector, want)
+	}
+
+	// Once no selected pod lacks the label, the selector switches: exactly
+	// the operator's, the old key gone although another manager applied it.
+	if err := c.Delete(ctx, stray, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	getService(t, ctx, c, ns, l.Name, func(s *corev1.Service) error {
+		if want := map[string]string{ourKey: v1alpha1.PodSelectorLabelValue}; !maps.Equal(s.Spec.Selector, want) {
+			return fmt.Errorf("selector %v, want %v", s.Spec.Selector, want)
+		}
+		return same(s)
+	})
+	waitEvent(t, ctx, c, ns, l.Name, EventServiceAdopted)
+}
+
+func TestSelectorSwitchReady(t *testing.T) {
+	want := map[string]string{"listener.stackable.tech/mnt.web": "true"}
+	labelled := map[string]string{"listener.stackable.tech/mnt.0a1b": "web", "listener.stackable.tech/mnt.web": "true"}
+	old := map[string]string{"listener.stackable.tech/mnt.0a1b": "web"}
+	pod := func(name string, labels map[string]string, phase corev1.PodPhase, deleting bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		pods    []corev1.Pod
+		ready   bool
+		waiting string
+	}{
+		{"no pods", nil, true, ""},
+		{"all labelled", []corev1.Pod{pod("a", labelled, corev1.PodRunning, false), pod("b", labelled, corev1.PodPending, false)}, true, ""},
+		{"one running pod lacks the label", []corev1.Pod{pod("a", labelled, corev1.PodRunning, false), pod("b", old, corev1.PodRunning, false)}, false, "b"},
+		{"a terminating pod does not hold it up", []corev1.Pod{pod("a", labelled, corev1.PodRunning, false), pod("b", old, corev1.PodRunning, true)}, true, ""},
+		{"a finished pod does not hold it up", []corev1.Pod{pod("a", old, corev1.PodSucceeded, false), pod("b", old, corev1.PodFailed, false)}, true, ""},
+		{"a label with another value does not count", []corev1.Pod{pod("a", map[string]string{"listener.stackable.tech/mnt.web": "web"}, corev1.PodRunning, false)}, false, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready, waiting := selectorSwitchReady(want, tc.pods)
+			if ready != tc.ready || waiting != tc.waiting {
+				t.Errorf("selectorSwitchReady = %v, %q; want %v, %q", ready, waiting, tc.ready, tc.waiting)
+			}
+		})
+	}
+}
+
+func TestForeignSelectorKeys(t *testing.T) {
+	want := map[string]string{"listener.stackable.tech/mnt.web": "true", "app": "web"}
+	for _, tc := range []struct {
+		name string
+		have map[string]string
+		want []string
+	}{
+		{"ours", map[string]string{"listener.stackable.tech/mnt.web": "true", "app": "web"}, nil},
+		{"the Stackable operator's", map[string]string{"listener.stackable.tech/mnt.0a1b2c": "web", "app": "web"}, []string{"listener.stackable.tech/mnt.0a1b2c"}},
+		{"other keys are the user's business", map[string]string{"listener.stackable.tech/mnt.web": "true", "tier": "x"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := foreignSelectorKeys(tc.have, want)
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("foreignSelectorKeys = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
