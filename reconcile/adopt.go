@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,4 +158,28 @@ func keepSelector(want *unstructured.Unstructured, selector map[string]string) e
 	ann[AnnotationServiceHash] = sum
 	want.SetAnnotations(ann)
 	return nil
+}
+
+// stackableClaimListener reports whether l is the per-claim Listener the
+// Stackable listener-operator made for pvc: named after the claim (as ours),
+// created by its node plugin at publish with no controller and owned by the
+// claim's PersistentVolume. The claim reconciler adopts it (the claim
+// becomes its controller, the volume's owner reference goes), so that its
+// Service, node ports and load balancer stay and it lives as long as the
+// claim, as the Listeners the operator makes do.
+func stackableClaimListener(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
+	if metav1.GetControllerOf(l) != nil || !l.DeletionTimestamp.IsZero() || pvc.Spec.VolumeName == "" {
+		return false
+	}
+	for _, o := range l.OwnerReferences {
+		if volumeOwner(o, pvc) {
+			return true
+		}
+	}
+	return false
+}
+
+// volumeOwner: o is an owner reference to pvc's PersistentVolume.
+func volumeOwner(o metav1.OwnerReference, pvc *corev1.PersistentVolumeClaim) bool {
+	return o.APIVersion == "v1" && o.Kind == "PersistentVolume" && o.Name == pvc.Spec.VolumeName && pvc.Spec.VolumeName != ""
 }

@@ -191,3 +191,90 @@ func TestForeignSelectorKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestStackableClaimListenerIsAdopted: the per-claim Listener the Stackable
+// operator's node plugin made (named after the claim, owned by the claim's
+// PersistentVolume, no controller) is adopted by the claim, keeping the
+// Listener and its Service, and is garbage-collected with the claim.
+func TestStackableClaimListenerIsAdopted(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	pvName := "pvc-" + ns
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0-listener", Namespace: ns, Annotations: map[string]string{v1alpha1.AnnotationListenerClass: class.Name}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(v1alpha1.StorageClassName),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+			VolumeName:       pvName,
+		},
+	}
+	create(t, ctx, c, pvc)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{
+			"listeners.stackable.tech/listener-namespace": ns, "listeners.stackable.tech/listener-name": pvc.Name}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              v1alpha1.StorageClassName,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: pvc.Name, UID: pvc.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: v1alpha1.DriverName, VolumeHandle: pvName,
+				VolumeAttributes: map[string]string{"listener.stackable.tech/listener-class": class.Name}}},
+		},
+	}
+	create(t, ctx, c, pv)
+	t.Cleanup(func() { _ = c.Delete(t.Context(), pv) })
+	theirs := &v1alpha1.Listener{
+		ObjectMeta: metav1.ObjectMeta{Name: pvc.Name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "PersistentVolume", Name: pv.Name, UID: pv.UID}}},
+		Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(class.Name), PublishNotReadyAddresses: ptr.To(true),
+			Ports: []v1alpha1.ListenerPort{{Name: "port-8080", Port: 8080}}},
+	}
+	create(t, ctx, c, theirs)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "example.test/web", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
+			Volumes: []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
+		},
+	}
+	create(t, ctx, c, pod)
+
+	svc := getService(t, ctx, c, ns, pvc.Name, func(*corev1.Service) error { return nil })
+	waitEvent(t, ctx, c, ns, pvc.Name, EventListenerAdopted)
+	l := waitStatus(t, ctx, c, ns, pvc.Name, func(l *v1alpha1.Listener) error {
+		ctl := metav1.GetControllerOf(l)
+		if ctl == nil || ctl.Kind != "PersistentVolumeClaim" || ctl.UID != pvc.UID || len(l.OwnerReferences) != 1 {
+			return fmt.Errorf("owners %+v, want only the claim as controller", l.OwnerReferences)
+		}
+		return nil
+	})
+	if l.UID != theirs.UID || l.Spec.Ports[0].Name != "port-8080" || l.Spec.Ports[0].Port != 8080 {
+		t.Errorf("adopted Listener uid %s (was %s), ports %+v", l.UID, theirs.UID, l.Spec.Ports)
+	}
+	getService(t, ctx, c, ns, pvc.Name, func(s *corev1.Service) error {
+		if s.UID != svc.UID || s.Spec.ClusterIP != svc.Spec.ClusterIP {
+			return fmt.Errorf("Service replaced: uid %s→%s, clusterIP %s→%s", svc.UID, s.UID, svc.Spec.ClusterIP, s.Spec.ClusterIP)
+		}
+		return nil
+	})
+
+	// The Listener now lives as long as the claim.
+	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the adopted Listener is garbage-collected with its claim", func() error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(theirs), &v1alpha1.Listener{})
+		if err == nil {
+			return fmt.Errorf("listener %s still exists", theirs.Name)
+		}
+		return client.IgnoreNotFound(err)
+	})
+}

@@ -94,7 +94,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get listener %s/%s: %w", key.Namespace, key.Name, err)
 	}
-	adopt := handedOver(existing, pvc)
+	adopt := handedOver(existing, pvc) || stackableClaimListener(existing, pvc) // adopt.go
 	if !adopt && !metav1.IsControlledBy(existing, pvc) {
 		if ref := metav1.GetControllerOf(existing); ref != nil && ref.Kind == "PersistentVolumeClaim" && ref.Name == pvc.Name {
 			// The claim was deleted and made again under the same name;
@@ -124,7 +124,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// Keep the Listener (its Service, node ports and name) for the
 		// claim it was handed over to.
 		updated.OwnerReferences = append(slices.DeleteFunc(slices.Clone(existing.OwnerReferences), func(o metav1.OwnerReference) bool {
-			return ptr.Deref(o.Controller, false)
+			return ptr.Deref(o.Controller, false) || volumeOwner(o, pvc)
 		}), want.OwnerReferences...)
 		delete(updated.Annotations, v1alpha1.AnnotationHandoverToClaim)
 	}
@@ -139,7 +139,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, fmt.Errorf("update listener %s/%s for claim: %w", key.Namespace, key.Name, err)
 	}
 	if adopt {
-		r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerAdopted, "Adopt", "Adopted Listener %s, handed over to this claim", updated.Name)
+		r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerAdopted, "Adopt", "Adopted Listener %s for this claim (handed over, or made by the Stackable operator)", updated.Name)
 		return ctrl.Result{}, nil
 	}
 	r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerUpdated, "Update", "Updated Listener %s", updated.Name)
