@@ -120,6 +120,9 @@ func (o *csiOptions) run(ctx context.Context) error {
 		}
 		// Only now open the socket: the registrar and kubelet see a driver
 		// that can answer.
+		if err := csi.CheckNoOtherPlugin(ctx, o.endpoint); err != nil {
+			return err // e.g. the Stackable node plugin still runs here (docs/migration.md)
+		}
 		lis, err := csi.Listen(o.endpoint)
 		if err != nil {
 			return err
