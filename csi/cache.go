@@ -29,11 +29,14 @@ type CacheOptions struct {
 	Controller bool
 }
 
-// NewCache builds the informer cache the driver reads through: Listeners
-// and ListenerClasses; for a node, only its own Node and the Pods scheduled
-// to it; for the controller, PersistentVolumes. Reading any other type from
-// it fails rather than quietly starting a cluster-wide watch. Start it (and
-// wait for it to sync) before serving.
+// NewCache builds the informer cache the driver reads through:
+// ListenerClasses (few, cluster-wide admin policy); for a node, only its own
+// Node and the Pods scheduled to it; for the controller (one Deployment),
+// every Listener and PersistentVolume. A node plugin alone does not watch
+// Listeners here: it reads them through a ListenerScope, which watches only
+// the ones its volumes publish. Reading any other type from it fails rather
+// than quietly starting a cluster-wide watch. Start it (and wait for it to
+// sync) before serving.
 func NewCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts CacheOptions) (cache.Cache, error) {
 	byObject := map[client.Object]cache.ByObject{}
 	if opts.NodeName != "" {
@@ -44,7 +47,10 @@ func NewCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opt
 	if err != nil {
 		return nil, fmt.Errorf("create cache: %w", err)
 	}
-	watch := []client.Object{&v1alpha1.Listener{}, &v1alpha1.ListenerClass{}}
+	watch := []client.Object{&v1alpha1.ListenerClass{}}
+	if opts.Controller {
+		watch = append(watch, &v1alpha1.Listener{})
+	}
 	if opts.NodeName != "" {
 		watch = append(watch, &corev1.Pod{}, &corev1.Node{})
 	}

@@ -43,7 +43,9 @@ type Options struct {
 	// Version is reported by GetPluginInfo.
 	Version string
 	// Reader reads Listeners, classes, Pods, Nodes and (controller)
-	// PersistentVolumes: a cache from NewCache wrapped in a FallbackReader.
+	// PersistentVolumes: a cache from NewCache wrapped in a FallbackReader,
+	// and for a node plugin in a ListenerScope (a PublishTracker, which
+	// the node service then tells which volume uses which Listener).
 	Reader client.Reader
 	// Live reads claims and volumes one at a time from the API server, on
 	// paths too rare to justify watching every claim and volume.
@@ -81,7 +83,12 @@ func NewServer(opts Options) (*Server, error) {
 		opts.GracefulStopTimeout = 10 * time.Second
 	}
 	s := &Server{opts: opts}
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(interceptor(opts.Log, opts.Metrics)))
+	interceptors := []grpc.UnaryServerInterceptor{interceptor(opts.Log, opts.Metrics)}
+	if t, ok := opts.Reader.(PublishTracker); ok && opts.Node {
+		// The reader keeps Listeners for the volumes published here.
+		interceptors = append(interceptors, t.TrackPublishes)
+	}
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(s.grpc, &identityServer{name: opts.DriverName, version: opts.Version, controller: opts.Controller})
 	if opts.Controller {
 		csi.RegisterControllerServer(s.grpc, &controllerServer{driver: opts.DriverName, reader: opts.Reader, live: opts.Live})

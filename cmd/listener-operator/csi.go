@@ -27,7 +27,9 @@ type csiOptions struct {
 	nodeName       string
 	metricsAddr    string
 	cacheSyncLimit time.Duration
-	zap            zap.Options
+	// maxListenerWatches bounds the node plugin's per-Listener watches.
+	maxListenerWatches int
+	zap                zap.Options
 }
 
 func (o *csiOptions) addFlags(fs *flag.FlagSet) {
@@ -36,6 +38,7 @@ func (o *csiOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("KUBERNETES_NODE_NAME"), "Name of this node (env KUBERNETES_NODE_NAME); required with --mode=node.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
 	fs.DurationVar(&o.cacheSyncLimit, "cache-sync-timeout", 2*time.Minute, "How long to wait for the first list of watched objects before giving up.")
+	fs.IntVar(&o.maxListenerWatches, "max-listener-watches", 1024, "Node: the most Listeners watched at once (one watch per Listener a volume on this node publishes); beyond it each publish reads its Listener live.")
 	o.zap.BindFlags(fs)
 }
 
@@ -54,6 +57,9 @@ func (o *csiOptions) complete() error {
 	}
 	if o.endpoint == "" {
 		return fmt.Errorf("--csi-endpoint is required")
+	}
+	if o.maxListenerWatches < 1 {
+		return fmt.Errorf("--max-listener-watches=%d: want at least 1 (a node runs up to a few hundred pods; the default is 1024)", o.maxListenerWatches)
 	}
 	return nil
 }
@@ -85,12 +91,28 @@ func (o *csiOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var reader client.Reader = csi.FallbackReader{Cache: cache, Live: live}
+	var scope *csi.ListenerScope
+	if node {
+		// The node plugin watches only the Listeners its volumes publish.
+		watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return fmt.Errorf("create watch client: %w", err)
+		}
+		scope, err = csi.NewListenerScope(csi.ListenerScopeOptions{
+			Base: reader, Client: watcher, MaxWatches: o.maxListenerWatches, Log: log.WithName("listeners"),
+		})
+		if err != nil {
+			return err
+		}
+		reader = scope
+	}
 	srv, err := csi.NewServer(csi.Options{
 		Controller: !node,
 		Node:       node,
 		NodeName:   o.nodeName,
 		Version:    version.Version,
-		Reader:     csi.FallbackReader{Cache: cache, Live: live},
+		Reader:     reader,
 		Live:       live,
 		Log:        log,
 		Metrics:    m,
@@ -106,6 +128,9 @@ func (o *csiOptions) run(ctx context.Context) error {
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return cache.Start(ctx) })
+	if scope != nil {
+		g.Go(func() error { return scope.Start(ctx) })
+	}
 	if metricsSrv != nil {
 		g.Go(func() error { return metricsSrv.Start(ctx) })
 	}
@@ -116,7 +141,7 @@ func (o *csiOptions) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("caches did not sync within %s: can the service account list Listeners, ListenerClasses and (node) its Pods and Node?", o.cacheSyncLimit)
+			return fmt.Errorf("caches did not sync within %s: can the service account list ListenerClasses, (controller) Listeners and PersistentVolumes, (node) its Pods and Node?", o.cacheSyncLimit)
 		}
 		// Only now open the socket: the registrar and kubelet see a driver
 		// that can answer.

@@ -29,6 +29,7 @@ func TestCSIFlags(t *testing.T) {
 		{args: []string{"csi", "--mode=both"}, want: `--mode="both": want controller or node`},
 		{args: []string{"csi", "--mode=node"}, want: "--mode=node needs --node-name"},
 		{args: []string{"csi", "--mode=node", "--csi-endpoint="}, env: "worker-1", want: "--csi-endpoint is required"},
+		{args: []string{"csi", "--mode=node", "--max-listener-watches=0"}, env: "worker-1", want: "--max-listener-watches=0: want at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
