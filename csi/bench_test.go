@@ -2,15 +2,24 @@ package csi
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // BenchmarkNodePublishVolume measures what kubelet waits for when a pod
@@ -67,4 +76,162 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return sorted[(len(sorted)-1)*p/100]
+}
+
+// BenchmarkNodePluginListeners measures what a node plugin holds and is
+// sent as Listeners pile up elsewhere in the cluster: the heap it keeps
+// after a GC, the Listener watch events it receives while every Listener
+// of the cluster gets one status write, and the Listener API calls of a
+// first publish and of a republish. "cluster-wide" is the node cache
+// before ListenerScope (every Listener watched on every node); "scoped" is
+// the node plugin now, with 5 Listeners used by pods of its node. Run with
+// -benchtime=1x: one round is the measurement.
+func BenchmarkNodePluginListeners(b *testing.B) {
+	e := testenv.Require(b, env)
+	f := newFixture(b)
+	created := 0
+	for _, total := range []int{100, 1000} {
+		for ; created < total; created = min(created+64, total) {
+			createListeners(b, f, created, min(created+64, total))
+		}
+		for _, mode := range []string{"cluster-wide", "scoped"} {
+			b.Run(fmt.Sprintf("listeners=%d/%s", total, mode), func(b *testing.B) {
+				for b.Loop() {
+					measureNodePlugin(b, e, f, total, mode)
+				}
+			})
+		}
+	}
+}
+
+// createListeners makes Listeners l-<from>..l-<to-1>, ready, of the
+// fixture's ClusterIP class, 8 at a time.
+func createListeners(b *testing.B, f *fixture, from, to int) {
+	b.Helper()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := from; i < to; i++ {
+		g.Go(func() error {
+			l := &v1alpha1.Listener{
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fmt.Sprintf("l-%d", i)},
+				Spec:       v1alpha1.ListenerSpec{ClassName: ptr.To(f.clusterIP), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080}}},
+			}
+			if err := f.c.Create(context.Background(), l); err != nil {
+				return err
+			}
+			return writeStatus(f.c, l, "l.example.com")
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func writeStatus(c client.Client, l *v1alpha1.Listener, host string) error {
+	l.Status = hostStatus(host)
+	l.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady,
+		ObservedGeneration: l.Generation, LastTransitionTime: metav1.Now()}}
+	return c.Status().Update(context.Background(), l)
+}
+
+// measureNodePlugin starts a node plugin's reads in mode, reads the 5
+// Listeners its pods use, and reports heap, events and API calls.
+func measureNodePlugin(b *testing.B, e *testenv.Env, f *fixture, total int, mode string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := &apiCounter{}
+	cfg := calls.wrap(e.Config)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	var events atomic.Uint64
+	var reader client.Reader
+	var scope *ListenerScope
+	c, err := NewCache(ctx, cfg, e.Scheme, CacheOptions{NodeName: f.node})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if mode == "cluster-wide" {
+		inf, err := c.GetInformer(ctx, &v1alpha1.Listener{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		count := func(any) { events.Add(1) }
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: count, UpdateFunc: func(any, any) { events.Add(1) }, DeleteFunc: count}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("cache did not sync")
+	}
+	reader = c
+	if mode == "scoped" {
+		live, err := client.NewWithWatch(cfg, client.Options{Scheme: e.Scheme})
+		if err != nil {
+			b.Fatal(err)
+		}
+		scope, err = NewListenerScope(ListenerScopeOptions{Base: FallbackReader{Cache: c, Live: live}, Client: live})
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = scope.Start(ctx) }()
+		reader = scope
+	}
+	used := make([]*v1alpha1.Listener, 5)
+	calls.listenerCalls()
+	for _, what := range []string{"cold", "warm"} {
+		for i := range used {
+			used[i] = &v1alpha1.Listener{}
+			if err := reader.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: fmt.Sprintf("l-%d", i*(total/5))}, used[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n := 0
+		for _, v := range calls.listenerCalls() {
+			n += v
+		}
+		b.ReportMetric(float64(n)/float64(len(used)), what+"-calls/publish")
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-MB")
+
+	// Every Listener of the cluster gets one status write.
+	received := func() uint64 {
+		if scope != nil {
+			return scope.Events()
+		}
+		return events.Load()
+	}
+	start := received()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := range total {
+		g.Go(func() error {
+			l := &v1alpha1.Listener{}
+			if err := f.c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: fmt.Sprintf("l-%d", i)}, l); err != nil {
+				return err
+			}
+			return writeStatus(f.c, l, fmt.Sprintf("l-%s.example.com", mode))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	want := uint64(total)
+	if scope != nil {
+		want = uint64(len(used))
+	}
+	// Wait for the writes this plugin must see, then a little for any it
+	// should not.
+	deadline := time.Now().Add(30 * time.Second)
+	for received()-start < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	b.ReportMetric(float64(received()-start), "events/write-round")
+	runtime.KeepAlive(reader)
 }
