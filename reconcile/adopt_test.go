@@ -278,3 +278,31 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 		return client.IgnoreNotFound(err)
 	})
 }
+
+// TestClassesStoredByStackableServe: the fields the Stackable operator
+// accepted and ignored (a ClusterIP class with the serviceExternalTrafficPolicy
+// its releases before 25.11 defaulted, a loadBalancerClass and
+// pinnedNodePorts on it) leave a Listener Ready with its address, and the
+// Service without them, as theirs did.
+func TestClassesStoredByStackableServe(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType:                   v1alpha1.ServiceTypeClusterIP,
+		ServiceExternalTrafficPolicy:  ptr.To(v1alpha1.TrafficPolicyLocal),
+		LoadBalancerClass:             ptr.To("example.test/lb"),
+		PinnedNodePorts:               ptr.To(true),
+		LoadBalancerAllocateNodePorts: ptr.To(true),
+	})
+	create(t, ctx, c, listener(ns, "kafka", class.Name, port("kafka", 9092)))
+	l := waitReason(t, ctx, c, ns, "kafka", v1alpha1.ReasonReady)
+	if len(l.Status.IngressAddresses) != 1 || l.Status.IngressAddresses[0].Address != "kafka."+ns+".svc.example.test" {
+		t.Errorf("addresses %+v, want the Service's DNS name", l.Status.IngressAddresses)
+	}
+	getService(t, ctx, c, ns, "kafka", func(s *corev1.Service) error {
+		if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.ExternalTrafficPolicy != "" || s.Spec.LoadBalancerClass != nil {
+			return fmt.Errorf("type %s, traffic policy %q, loadBalancerClass %v", s.Spec.Type, s.Spec.ExternalTrafficPolicy, s.Spec.LoadBalancerClass)
+		}
+		return nil
+	})
+}
