@@ -31,9 +31,10 @@ import (
 // listener.stackable.tech/mnt.<Listener name>=true (names.PodSelectorLabel),
 // which the pod reconciler adds to every pod of a listener volume. Switching
 // the selector before every pod carries our label would drop those pods out
-// of the endpoints, so the switch waits: label first, switch second.
+// of the endpoints, so the switch waits: label first (labelSelectedPods,
+// besides the pod reconciler), switch second.
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
 
 // errTakeoverPending says the Service still selects pods by another
 // operator's label that not all of them carry ours yet: reconcile again
@@ -110,6 +111,9 @@ func (r *listenerReconciler) takeOverSelector(ctx context.Context, existing *cor
 	}
 	if ok, waiting := selectorSwitchReady(sel, pods.Items); !ok {
 		log.FromContext(ctx).V(1).Info("service keeps its foreign selector until its pods carry ours", "service", existing.Name, "pod", waiting)
+		if err := r.labelSelectedPods(ctx, sel, pods.Items); err != nil {
+			return err
+		}
 		if err := keepSelector(want, existing.Spec.Selector); err != nil {
 			return err
 		}
@@ -131,6 +135,32 @@ func (r *listenerReconciler) takeOverSelector(ctx context.Context, existing *cor
 	}
 	r.recorder.Eventf(existing, nil, corev1.EventTypeNormal, EventServiceAdopted, "Adopt",
 		"Switched the selector of Service %s to %v: every pod it selected carries that label", existing.Name, sel)
+	return nil
+}
+
+// labelSelectedPods adds the operator's selector labels to the pods the
+// foreign selector matches that lack them. The pod reconciler does the same
+// for every pod of a listener volume, but its cache may not hold pods
+// admitted before this operator was installed; the pods a Service of this
+// Listener selects are this Listener's by definition (the other operator's
+// node plugin labelled them when it published their volume). The merge
+// patch names only those labels.
+func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[string]string, pods []corev1.Pod) error {
+	for i := range pods {
+		p := &pods[i]
+		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
+			labels.SelectorFromSet(sel).Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": sel}})
+		if err != nil {
+			return fmt.Errorf("build label patch for pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		err = r.client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+		if countWrite(controllerListener, "Pod", "patch", err) != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("label pod %s/%s for the takeover of its Service: %w", p.Namespace, p.Name, err)
+		}
+	}
 	return nil
 }
 
