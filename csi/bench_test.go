@@ -94,10 +94,16 @@ func BenchmarkNodePluginListeners(b *testing.B) {
 		for ; created < total; created = min(created+64, total) {
 			createListeners(b, f, created, min(created+64, total))
 		}
-		for _, mode := range []string{"cluster-wide", "scoped"} {
-			b.Run(fmt.Sprintf("listeners=%d/%s", total, mode), func(b *testing.B) {
+		for _, run := range []struct {
+			mode string
+			used int
+		}{{"cluster-wide", 5}, {"scoped", 5}, {"scoped", 250}} {
+			if run.used > total/2 {
+				continue
+			}
+			b.Run(fmt.Sprintf("listeners=%d/%s/used=%d", total, run.mode, run.used), func(b *testing.B) {
 				for b.Loop() {
-					measureNodePlugin(b, e, f, total, mode)
+					measureNodePlugin(b, e, f, total, run.used, run.mode)
 				}
 			})
 		}
@@ -134,9 +140,9 @@ func writeStatus(c client.Client, l *v1alpha1.Listener, host string) error {
 	return c.Status().Update(context.Background(), l)
 }
 
-// measureNodePlugin starts a node plugin's reads in mode, reads the 5
-// Listeners its pods use, and reports heap, events and API calls.
-func measureNodePlugin(b *testing.B, e *testenv.Env, f *fixture, total int, mode string) {
+// measureNodePlugin starts a node plugin's reads in mode, reads the used
+// Listeners (those its pods use), and reports memory, events and API calls.
+func measureNodePlugin(b *testing.B, e *testenv.Env, f *fixture, total, usedN int, mode string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := &apiCounter{}
@@ -179,12 +185,12 @@ func measureNodePlugin(b *testing.B, e *testenv.Env, f *fixture, total int, mode
 		go func() { _ = scope.Start(ctx) }()
 		reader = scope
 	}
-	used := make([]*v1alpha1.Listener, 5)
+	used := make([]*v1alpha1.Listener, usedN)
 	calls.listenerCalls()
 	for _, what := range []string{"cold", "warm"} {
 		for i := range used {
 			used[i] = &v1alpha1.Listener{}
-			if err := reader.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: fmt.Sprintf("l-%d", i*(total/5))}, used[i]); err != nil {
+			if err := reader.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: fmt.Sprintf("l-%d", i*(total/usedN))}, used[i]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -197,7 +203,9 @@ func measureNodePlugin(b *testing.B, e *testenv.Env, f *fixture, total int, mode
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-MB")
+	// Heap and goroutine stacks: each watch runs a few goroutines.
+	held := int64(after.HeapAlloc+after.StackInuse) - int64(before.HeapAlloc+before.StackInuse)
+	b.ReportMetric(float64(held)/(1<<20), "heap+stack-MB")
 
 	// Every Listener of the cluster gets one status write.
 	received := func() uint64 {
