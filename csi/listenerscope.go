@@ -12,6 +12,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -374,4 +375,28 @@ func (s *ListenerScope) TrackPublishes(ctx context.Context, req any, info *grpc.
 		return resp, err
 	}
 	return handler(ctx, req)
+}
+
+// RegisterMetrics publishes the scope's figures: the Listeners watched now,
+// the watch events received and the live reads past MaxWatches.
+func (s *ListenerScope) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "listener_operator_csi_listener_watches",
+			Help: "Listeners the node plugin watches now: one per Listener a volume on this node publishes.",
+		}, func() float64 { return float64(s.Watches()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "listener_operator_csi_listener_watch_events_total",
+			Help: "Listener watch events the node plugin received.",
+		}, func() float64 { return float64(s.Events()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "listener_operator_csi_listener_live_reads_total",
+			Help: "Listeners read live because --max-listener-watches Listeners were watched already.",
+		}, func() float64 { return float64(s.Overflows()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register Listener watch metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -198,6 +199,13 @@ func TestListenerScope(t *testing.T) {
 	if n := p.scope.Watches(); n != 1 {
 		t.Errorf("watching %d Listeners after one publish, want 1", n)
 	}
+	reg := prometheus.NewRegistry()
+	if err := p.scope.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if got := gathered(t, reg, "listener_operator_csi_listener_watches"); got != 1 {
+		t.Errorf("listener_operator_csi_listener_watches = %v, want 1", got)
+	}
 
 	// kubelet's republish and a second pod's volume of the same Listener
 	// are served from the watch: no API call.
@@ -241,6 +249,33 @@ func TestListenerScope(t *testing.T) {
 	if n := p.scope.Watches(); n != 0 {
 		t.Errorf("watching %d Listeners after the last volume was unpublished, want 0", n)
 	}
+	if got := gathered(t, reg, "listener_operator_csi_listener_watches"); got != 0 {
+		t.Errorf("listener_operator_csi_listener_watches = %v after the last unpublish, want 0", got)
+	}
+	if got := gathered(t, reg, "listener_operator_csi_listener_watch_events_total"); got != float64(p.scope.Events()) || got < 2 {
+		t.Errorf("listener_operator_csi_listener_watch_events_total = %v, want %d (at least the first list and one write)", got, p.scope.Events())
+	}
+}
+
+// gathered is the value of the unlabelled metric name in reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name || len(f.GetMetric()) != 1 {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("metric %s not gathered", name)
+	return 0
 }
 
 // TestListenerScopeRecreatedListener: a Listener deleted and made again

@@ -105,6 +105,9 @@ func (o *csiOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := scope.RegisterMetrics(metrics.Registry); err != nil {
+			return err
+		}
 		reader = scope
 	}
 	srv, err := csi.NewServer(csi.Options{
