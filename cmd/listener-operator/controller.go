@@ -19,6 +19,7 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/reconcile"
 	"github.com/listener-operator/listener-operator/reconcile/nodeloss"
 	"github.com/listener-operator/listener-operator/webhooks"
@@ -112,6 +113,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	log := ctrl.Log.WithName("setup")
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         caches.Options(),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
@@ -132,8 +134,8 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("add ready check: %w", err)
+	if err := addReadyChecks(mgr); err != nil {
+		return err
 	}
 
 	// Components register here: reconcilers, webhooks, certificates.

@@ -1,0 +1,15 @@
+// Package caches is the controller manager's cache policy: which fields of
+// which types the informers keep in memory. It is the one place to look when
+// asking "what does a replica hold for each object of the cluster".
+//
+// At 10,000 pods a whole Pod (containers, env, probes, managedFields) costs
+// about 26 KB of heap; the reconcilers read only its metadata, its
+// claim-backed volumes, its node, its node affinity and its phase. The
+// transforms here keep exactly what the code reads, so an ordinary pod costs
+// a few hundred bytes. They are plain value-in/value-out functions, applied
+// by the informers before an object is stored, and idempotent (an informer
+// may hand an already trimmed object back).
+//
+// Services keep their managedFields: the listener reconciler hands the fields
+// its create set over to server-side apply (csaupgrade), which reads them.
+package caches

@@ -1,0 +1,86 @@
+package caches
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// annotationLastApplied is kubectl's copy of the whole applied object; no
+// code of the operator reads it from a cached pod, and on pods it is often
+// as large as the pod.
+const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Options is the cache policy of `listener-operator controller`, for
+// ctrl.Options.Cache. Types without an entry are cached whole.
+func Options() cache.Options {
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                   {Transform: TrimPod},
+			&corev1.Node{}:                  {Transform: TrimNode},
+			&corev1.PersistentVolumeClaim{}: {Transform: StripManagedFields},
+			&corev1.PersistentVolume{}:      {Transform: StripManagedFields},
+			&discoveryv1.EndpointSlice{}:    {Transform: StripManagedFields},
+		},
+	}
+}
+
+// StripManagedFields drops metadata.managedFields, which nothing but the
+// API server's apply logic reads and which is often the largest part of an
+// object. Objects that are not Kubernetes objects pass unchanged.
+func StripManagedFields(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// TrimPod keeps of a Pod what the reconcilers read: its metadata (without
+// managedFields and kubectl's last-applied copy), the volumes backed by a
+// claim (by name or generic ephemeral; other volumes keep only their name),
+// spec.nodeName, spec.affinity, status.phase and status.conditions.
+// Containers, env, probes, resources and the rest of the status are dropped.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	out.ManagedFields = nil
+	if _, ok := out.Annotations[annotationLastApplied]; ok {
+		ann := make(map[string]string, len(out.Annotations)-1)
+		for k, v := range out.Annotations {
+			if k != annotationLastApplied {
+				ann[k] = v
+			}
+		}
+		out.Annotations = ann
+	}
+	if len(pod.Spec.Volumes) > 0 {
+		out.Spec.Volumes = make([]corev1.Volume, len(pod.Spec.Volumes))
+		for i, v := range pod.Spec.Volumes {
+			out.Spec.Volumes[i] = corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: v.PersistentVolumeClaim,
+				Ephemeral:             v.Ephemeral,
+			}}
+		}
+	}
+	out.Spec.NodeName = pod.Spec.NodeName
+	out.Spec.Affinity = pod.Spec.Affinity
+	out.Status.Phase = pod.Status.Phase
+	out.Status.Conditions = pod.Status.Conditions
+	return out, nil
+}
+
+// TrimNode drops a Node's managedFields and its image list (status.images,
+// tens of KB on a busy node); addresses, conditions, labels and the rest stay.
+func TrimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	n.ManagedFields = nil
+	n.Status.Images = nil
+	return n, nil
+}

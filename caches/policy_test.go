@@ -1,0 +1,104 @@
+package caches
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func fullPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
+			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
+			Annotations:     map[string]string{"keep": "me", annotationLastApplied: "{...}"},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "n1",
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			Volumes: []corev1.Volume{
+				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
+				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "big"}}}},
+			},
+			Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "B"}}}},
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			PodIPs:     []corev1.PodIP{{IP: "10.0.0.1"}},
+		},
+	}
+}
+
+// TestTrimPod: what the reconcilers read survives, everything else is gone.
+func TestTrimPod(t *testing.T) {
+	got, err := TrimPod(fullPod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
+			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
+			Annotations:     map[string]string{"keep": "me"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "n1",
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			Volumes: []corev1.Volume{
+				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
+				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+				{Name: "cfg"},
+			},
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("trimmed pod:\n got %+v\nwant %+v", got, want)
+	}
+	again, _ := TrimPod(got)
+	if !equality.Semantic.DeepEqual(again, want) {
+		t.Fatalf("trimming twice changed the pod: %+v", again)
+	}
+}
+
+// TestTransformsPassOtherObjects: an informer may hand a tombstone or
+// another type; it passes unchanged.
+func TestTransformsPassOtherObjects(t *testing.T) {
+	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "StripManagedFields": StripManagedFields} {
+		other := "not an object"
+		got, err := fn(other)
+		if err != nil || got != other {
+			t.Errorf("%s(%q) = %v, %v; want it unchanged", name, other, got, err)
+		}
+	}
+}
+
+func TestTrimNodeAndStripManagedFields(t *testing.T) {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Status: corev1.NodeStatus{
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+			Images:    []corev1.ContainerImage{{Names: []string{"big"}}},
+		},
+	}
+	got, _ := TrimNode(n)
+	gn := got.(*corev1.Node)
+	if gn.ManagedFields != nil || gn.Status.Images != nil || len(gn.Status.Addresses) != 1 {
+		t.Fatalf("trimmed node: %+v", gn)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	got, _ = StripManagedFields(pvc)
+	if g := got.(*corev1.PersistentVolumeClaim); g.ManagedFields != nil || g.Annotations["a"] != "b" {
+		t.Fatalf("stripped claim: %+v", g)
+	}
+}
