@@ -8,5 +8,8 @@
 // Server puts the ones a process needs on one gRPC server, with a logging
 // and metrics interceptor. All Kubernetes reads go through a client.Reader
 // (a cache scoped to what the process needs, falling back to a live read
-// for objects the cache has not seen yet: see FallbackReader).
+// for objects the cache has not seen yet: see FallbackReader). A node
+// plugin reads Listeners through a ListenerScope, which watches only the
+// Listeners its own volumes publish, so that its memory and watch traffic
+// do not grow with the cluster's Listeners times its nodes.
 package csi
