@@ -13,6 +13,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr/testr"
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -85,18 +87,26 @@ func (c *apiCounter) listenerCalls() map[string]int {
 // --mode=node` wires it: a cache of its node's Pods, its Node and the
 // ListenerClasses, Listeners through a ListenerScope.
 type nodePlugin struct {
-	node  csi.NodeClient
-	scope *ListenerScope
-	calls *apiCounter
+	node   csi.NodeClient
+	scope  *ListenerScope
+	calls  *apiCounter
+	socket string
 }
 
 func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *nodePlugin {
+	t.Helper()
+	return startScoped(t, nodeName, opts, false)
+}
+
+// startScoped is startNodePlugin, also serving the controller service
+// (its cache then watches Listeners and PersistentVolumes) if controller.
+func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, controller bool) *nodePlugin {
 	t.Helper()
 	e := testenv.Require(t, env)
 	calls := &apiCounter{}
 	cfg := calls.wrap(e.Config)
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := NewCache(ctx, cfg, e.Scheme, CacheOptions{NodeName: nodeName})
+	c, err := NewCache(ctx, cfg, e.Scheme, CacheOptions{NodeName: nodeName, Controller: controller})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +128,7 @@ func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *
 	}
 	scopeDone := make(chan error, 1)
 	go func() { scopeDone <- scope.Start(ctx) }()
-	srv, err := NewServer(Options{Node: true, NodeName: nodeName, Reader: scope, Live: live, Log: testr.New(t)})
+	srv, err := NewServer(Options{Node: true, Controller: controller, NodeName: nodeName, Reader: scope, Live: live, Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +157,7 @@ func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *
 		os.RemoveAll(dir)
 	})
 	calls.listenerCalls() // what the start cost is not a publish's
-	return &nodePlugin{node: csi.NewNodeClient(conn), scope: scope, calls: calls}
+	return &nodePlugin{node: csi.NewNodeClient(conn), scope: scope, calls: calls, socket: filepath.Join(dir, "csi.sock")}
 }
 
 func (p *nodePlugin) publish(t *testing.T, f *fixture, listener, target string) error {
@@ -370,5 +380,41 @@ func TestListenerScopeIdleWatch(t *testing.T) {
 	idle.scope.Sweep()
 	if n := idle.scope.Watches(); n != 0 {
 		t.Errorf("watching %d Listeners no volume uses after Idle, want 0", n)
+	}
+}
+
+// TestSanityScopedNode runs csi-sanity (as TestSanity does) against a
+// driver whose node service reads Listeners through a ListenerScope, as
+// the node plugin does in a cluster.
+func TestSanityScopedNode(t *testing.T) {
+	f := newFixture(t)
+	claim := f.claim("sanity", map[string]string{v1alpha1.AnnotationListenerClass: f.nodePort})
+	f.listener(names.ClaimListenerName(claim.Name), f.nodePort, v1alpha1.ListenerStatus{
+		NodePorts: map[string]int32{"http": 30080},
+	})
+	p := startScoped(t, f.node, ListenerScopeOptions{}, true)
+
+	cfg := sanity.NewTestConfig()
+	cfg.Address = "unix://" + p.socket
+	cfg.TargetPath = filepath.Join(t.TempDir(), "target")
+	cfg.StagingPath = filepath.Join(t.TempDir(), "staging")
+	cfg.TestVolumeParameters = map[string]string{
+		v1alpha1.ParamPVCName:      claim.Name,
+		v1alpha1.ParamPVCNamespace: claim.Namespace,
+	}
+	cfg.DialOptions = []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(kubernetesSide(f, claim)),
+	}
+	sanity.Test(t, cfg)
+	p.scope.mu.Lock()
+	defer p.scope.mu.Unlock()
+	if len(p.scope.targets) != 0 {
+		t.Errorf("after csi-sanity unpublished every volume the node plugin still counts volumes as using Listeners: %v", p.scope.targets)
+	}
+	for key, w := range p.scope.watches {
+		if w.refs != 0 {
+			t.Errorf("watch of %s has %d users after every volume was unpublished", key, w.refs)
+		}
 	}
 }
