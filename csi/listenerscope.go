@@ -76,10 +76,10 @@ type ListenerScope struct {
 	overflow atomic.Uint64
 }
 
-// listenerWatch is the store and informer of one Listener.
+// listenerWatch is the store and reflector of one Listener.
 type listenerWatch struct {
 	store    toolscache.Store
-	synced   toolscache.InformerSynced
+	synced   func() bool
 	stop     context.CancelFunc
 	refs     int
 	lastRead time.Time
@@ -253,20 +253,32 @@ func (s *ListenerScope) startWatch(key client.ObjectKey) *listenerWatch {
 			return c.Watch(ctx, &v1alpha1.ListenerList{}, &client.ListOptions{Namespace: key.Namespace, FieldSelector: selector, Raw: &o})
 		},
 	}
-	count := func(any) { s.events.Add(1) }
-	store, informer := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: lw,
-		ObjectType:    &v1alpha1.Listener{},
-		Handler: toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    count,
-			UpdateFunc: func(any, any) { s.events.Add(1) },
-			DeleteFunc: count,
-		},
-	})
+	// A bare reflector into a store: no event queue and no handler
+	// goroutine, as nothing but Get reads it.
+	store := &countingStore{Store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), events: &s.events}
+	r := toolscache.NewReflectorWithOptions(lw, &v1alpha1.Listener{}, store, toolscache.ReflectorOptions{Name: "listener " + key.String()})
 	ctx, stop := context.WithCancel(s.root)
-	go informer.RunWithContext(ctx)
+	go r.RunWithContext(ctx)
 	s.opts.Log.V(1).Info("watching listener", "listener", key)
-	return &listenerWatch{store: store, synced: informer.HasSynced, stop: stop}
+	// The reflector records the resource version only once the first list
+	// is in the store.
+	synced := func() bool { return r.LastSyncResourceVersion() != "" }
+	return &listenerWatch{store: store, synced: synced, stop: stop}
+}
+
+// countingStore counts what the reflector writes: one per object of a
+// (re)list, one per watch event.
+type countingStore struct {
+	toolscache.Store
+	events *atomic.Uint64
+}
+
+func (c *countingStore) Add(obj any) error    { c.events.Add(1); return c.Store.Add(obj) }
+func (c *countingStore) Update(obj any) error { c.events.Add(1); return c.Store.Update(obj) }
+func (c *countingStore) Delete(obj any) error { c.events.Add(1); return c.Store.Delete(obj) }
+func (c *countingStore) Replace(list []any, rv string) error {
+	c.events.Add(uint64(len(list)))
+	return c.Store.Replace(list, rv)
 }
 
 // bind notes that target publishes listener.

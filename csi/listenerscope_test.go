@@ -13,7 +13,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr/testr"
-	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -383,36 +381,16 @@ func TestListenerScopeIdleWatch(t *testing.T) {
 	}
 }
 
-// TestSanityScopedNode runs csi-sanity (as TestSanity does) against a
-// driver whose node service reads Listeners through a ListenerScope, as
-// the node plugin does in a cluster.
-func TestSanityScopedNode(t *testing.T) {
-	f := newFixture(t)
-	claim := f.claim("sanity", map[string]string{v1alpha1.AnnotationListenerClass: f.nodePort})
-	f.listener(names.ClaimListenerName(claim.Name), f.nodePort, v1alpha1.ListenerStatus{
-		NodePorts: map[string]int32{"http": 30080},
-	})
-	p := startScoped(t, f.node, ListenerScopeOptions{}, true)
-
-	cfg := sanity.NewTestConfig()
-	cfg.Address = "unix://" + p.socket
-	cfg.TargetPath = filepath.Join(t.TempDir(), "target")
-	cfg.StagingPath = filepath.Join(t.TempDir(), "staging")
-	cfg.TestVolumeParameters = map[string]string{
-		v1alpha1.ParamPVCName:      claim.Name,
-		v1alpha1.ParamPVCNamespace: claim.Namespace,
+// wantNoListenerUsers fails if the scope still counts a volume as using a
+// Listener (after every volume was unpublished).
+func wantNoListenerUsers(t *testing.T, s *ListenerScope) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.targets) != 0 {
+		t.Errorf("after every volume was unpublished the node plugin still counts volumes as using Listeners: %v", s.targets)
 	}
-	cfg.DialOptions = []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(kubernetesSide(f, claim)),
-	}
-	sanity.Test(t, cfg)
-	p.scope.mu.Lock()
-	defer p.scope.mu.Unlock()
-	if len(p.scope.targets) != 0 {
-		t.Errorf("after csi-sanity unpublished every volume the node plugin still counts volumes as using Listeners: %v", p.scope.targets)
-	}
-	for key, w := range p.scope.watches {
+	for key, w := range s.watches {
 		if w.refs != 0 {
 			t.Errorf("watch of %s has %d users after every volume was unpublished", key, w.refs)
 		}

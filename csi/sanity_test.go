@@ -33,13 +33,16 @@ import (
 // CreateVolume returns (and deletes it after DeleteVolume), and kubelet,
 // which adds the pod's name and namespace to the NodePublishVolume volume
 // context (podInfoOnMount).
+//
+// The node service reads Listeners through a ListenerScope, as the node
+// plugin does in a cluster (csi-sanity's suite can run once per process).
 func TestSanity(t *testing.T) {
 	f := newFixture(t)
 	claim := f.claim("sanity", map[string]string{v1alpha1.AnnotationListenerClass: f.nodePort})
 	f.listener(names.ClaimListenerName(claim.Name), f.nodePort, v1alpha1.ListenerStatus{
 		NodePorts: map[string]int32{"http": 30080},
 	})
-	d := f.startDriver(Options{NodeName: f.node, Version: "sanity"})
+	d := startScoped(t, f.node, ListenerScopeOptions{}, true)
 
 	cfg := sanity.NewTestConfig()
 	cfg.Address = "unix://" + d.socket
@@ -54,6 +57,7 @@ func TestSanity(t *testing.T) {
 		grpc.WithUnaryInterceptor(kubernetesSide(f, claim)),
 	}
 	sanity.Test(t, cfg)
+	wantNoListenerUsers(t, d.scope)
 }
 
 // kubernetesSide plays csi-provisioner and kubelet around the driver.
