@@ -200,6 +200,10 @@ func (s *ListenerScope) watch(ctx context.Context, key client.ObjectKey) (*liste
 	case <-ctx.Done():
 		return nil, fmt.Errorf("wait for the Listener watches to start: %w", ctx.Err())
 	}
+	if s.root.Err() != nil {
+		// Shutting down: a new watch would never sync.
+		return nil, nil
+	}
 	s.mu.Lock()
 	w := s.watches[key]
 	if w == nil {
