@@ -39,8 +39,10 @@ func StripManagedFields(obj any) (any, error) {
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
 // managedFields and kubectl's last-applied copy), the volumes backed by a
 // claim (by name or generic ephemeral; other volumes keep only their name),
-// spec.nodeName, spec.affinity, status.phase and status.conditions.
-// Containers, env, probes, resources and the rest of the status are dropped.
+// each container's name and ports (a per-claim Listener's ports come from
+// its pods' container ports), spec.nodeName, spec.affinity, status.phase and
+// status.conditions. Images, env, probes, resources, init containers and the
+// rest of the status are dropped.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -64,6 +66,12 @@ func TrimPod(obj any) (any, error) {
 				PersistentVolumeClaim: v.PersistentVolumeClaim,
 				Ephemeral:             v.Ephemeral,
 			}}
+		}
+	}
+	if len(pod.Spec.Containers) > 0 {
+		out.Spec.Containers = make([]corev1.Container, len(pod.Spec.Containers))
+		for i, c := range pod.Spec.Containers {
+			out.Spec.Containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports}
 		}
 	}
 	out.Spec.NodeName = pod.Spec.NodeName
