@@ -243,7 +243,7 @@ func (s *ListenerScope) watch(ctx context.Context, key client.ObjectKey) (*liste
 	return nil, nil
 }
 
-// startWatch starts the informer of the one Listener key; s.mu is held.
+// startWatch starts the reflector of the one Listener key; s.mu is held.
 func (s *ListenerScope) startWatch(key client.ObjectKey) *listenerWatch {
 	selector := fields.OneTermEqualSelector("metadata.name", key.Name)
 	c := s.opts.Client
