@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -86,6 +87,8 @@ func runWithManager(m *testing.M) int {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  e.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		// What the controller ships: reconcile against trimmed pods.
+		Cache: caches.Options(),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "create manager: %v\n", err)
