@@ -38,10 +38,10 @@ func StripManagedFields(obj any) (any, error) {
 
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
 // managedFields and kubectl's last-applied copy), the volumes backed by a
-// claim (by name or generic ephemeral; other volumes keep only their name),
-// each container's name and ports (a per-claim Listener's ports come from
-// its pods' container ports), spec.nodeName, spec.affinity, status.phase and
-// status.conditions. Images, env, probes, resources, init containers and the
+// claim (by name or generic ephemeral; other volumes are dropped), and, when
+// it has such a volume, the name and ports of each container that has ports
+// (a per-claim Listener's ports come from its pods' container ports),
+// spec.nodeName, spec.affinity, status.phase and status.conditions. Images, env, probes, resources, init containers and the
 // rest of the status are dropped.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -59,19 +59,21 @@ func TrimPod(obj any) (any, error) {
 		}
 		out.Annotations = ann
 	}
-	if len(pod.Spec.Volumes) > 0 {
-		out.Spec.Volumes = make([]corev1.Volume, len(pod.Spec.Volumes))
-		for i, v := range pod.Spec.Volumes {
-			out.Spec.Volumes[i] = corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: v.PersistentVolumeClaim,
 				Ephemeral:             v.Ephemeral,
-			}}
+			}})
 		}
 	}
-	if len(pod.Spec.Containers) > 0 {
-		out.Spec.Containers = make([]corev1.Container, len(pod.Spec.Containers))
-		for i, c := range pod.Spec.Containers {
-			out.Spec.Containers[i] = corev1.Container{Name: c.Name, Ports: c.Ports}
+	if len(out.Spec.Volumes) > 0 {
+		// A per-claim Listener takes its ports from its pods' containers;
+		// a pod without claims is never asked for them.
+		for _, c := range pod.Spec.Containers {
+			if len(c.Ports) > 0 {
+				out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+			}
 		}
 	}
 	out.Spec.NodeName = pod.Spec.NodeName

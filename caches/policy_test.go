@@ -56,7 +56,6 @@ func TestTrimPod(t *testing.T) {
 			Volumes: []corev1.Volume{
 				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
 				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
-				{Name: "cfg"},
 			},
 			// A per-claim Listener's ports come from these.
 			Containers: []corev1.Container{{Name: "c",
@@ -105,5 +104,17 @@ func TestTrimNodeAndStripManagedFields(t *testing.T) {
 	got, _ = StripManagedFields(pvc)
 	if g := got.(*corev1.PersistentVolumeClaim); g.ManagedFields != nil || g.Annotations["a"] != "b" {
 		t.Fatalf("stripped claim: %+v", g)
+	}
+}
+
+// TestTrimPodWithoutClaims: a pod with no claim-backed volume keeps no
+// volumes and no containers: nothing reads them.
+func TestTrimPodWithoutClaims(t *testing.T) {
+	pod := fullPod()
+	pod.Spec.Volumes = pod.Spec.Volumes[2:]
+	got, _ := TrimPod(pod)
+	gp := got.(*corev1.Pod)
+	if gp.Spec.Volumes != nil || gp.Spec.Containers != nil || gp.Spec.NodeName != "n1" {
+		t.Fatalf("trimmed pod without claims: volumes %v, containers %v, node %q", gp.Spec.Volumes, gp.Spec.Containers, gp.Spec.NodeName)
 	}
 }
