@@ -199,7 +199,9 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 			VolumeName:       pvName,
 		},
 	}
-	create(t, ctx, c, pvc)
+	// Their state exists before ours runs: the volume and the Listener
+	// first, then the claim (created first, the claim controller would
+	// make a Listener of its own before the test could make theirs).
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{
 			"listeners.stackable.tech/listener-namespace": ns, "listeners.stackable.tech/listener-name": pvc.Name}},
@@ -223,6 +225,7 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 			Ports: []v1alpha1.ListenerPort{{Name: "port-8080", Port: 8080}}},
 	}
 	create(t, ctx, c, theirs)
+	create(t, ctx, c, pvc)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
 		Spec: corev1.PodSpec{

@@ -50,16 +50,26 @@ type listenerReconciler struct {
 	live     client.Reader // reads from the API server
 	recorder events.EventRecorder
 	opts     Options
+	// written holds our status writes the cache has not shown yet.
+	written ownWrites
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	defer observeReconcile(controllerListener, time.Now())
 	l := &v1alpha1.Listener{}
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !l.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if r.written.cacheBehind(req.NamespacedName, l.ResourceVersion, time.Now()) {
+		// Our last status write has not reached the cache: a status
+		// computed now would be compared with an older one.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	st, v, err := r.reconcileService(ctx, l)
 	if errors.Is(err, errRetrySoon) {
@@ -389,6 +399,9 @@ func (r *listenerReconciler) updateStatus(ctx context.Context, l *v1alpha1.Liste
 	updated := l.DeepCopy()
 	updated.Status = st
 	err = r.client.Status().Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
+	if err == nil {
+		r.written.wrote(client.ObjectKeyFromObject(l), updated.ResourceVersion, time.Now())
+	}
 	if countWrite(controllerListener, "Listener", "update-status", err) != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,11 +103,15 @@ func TestServiceFollowsListenerAndClass(t *testing.T) {
 		return nil
 	})
 	// A label change alone (no new generation) reaches the Service too.
-	if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
-		t.Fatal(err)
-	}
-	l.Labels = map[string]string{"tier": "back"}
-	if err := c.Update(ctx, l); err != nil {
+	// (The controller may still be writing the status: retry on conflict,
+	// as any client would.)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			return err
+		}
+		l.Labels = map[string]string{"tier": "back"}
+		return c.Update(ctx, l)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	getService(t, ctx, c, ns, "app", func(s *corev1.Service) error {
