@@ -100,7 +100,11 @@ func TestNodeLossReleasesPinnedReplica(t *testing.T) {
 
 	// B goes away for good: its processes stop, its Node is deleted.
 	nlClusterSh(t, ctx, "stop-node", b.Name)
-	t.Cleanup(func() { nlClusterSh(t, context.WithoutCancel(ctx), "start-node", b.Name) })
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx)
+		nlClusterSh(t, ctx, "start-node", b.Name)
+		nlNodeReachable(t, ctx, b.Name)
+	})
 	if err := k8s.client.Delete(ctx, &b); err != nil {
 		t.Fatalf("delete node %s: %v", b.Name, err)
 	}
@@ -229,6 +233,27 @@ func nlCordon(t *testing.T, ctx context.Context, nodes []string, on bool) {
 			t.Errorf("kubectl %s %s: %v: %s", verb, n, err, errOut)
 		}
 	}
+}
+
+// nlNodeReachable waits until the API server has reached node's kubelet
+// (GET nodes/<node>/proxy/healthz, the path kubectl exec and logs take) 10
+// times in a row, so that the tests after this one find a node that is
+// back, not one still settling: once, right after a restart, the host and
+// the node's namespace did not reach each other for about a minute.
+func nlNodeReachable(t *testing.T, ctx context.Context, node string) {
+	t.Helper()
+	ok := 0
+	eventually(t, ctx, 4*time.Minute, "the API server reaches the kubelet of "+node, func(ctx context.Context) (bool, string) {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		out, stderr, err := k8s.run(tctx, "", "get", "--raw", "/api/v1/nodes/"+node+"/proxy/healthz")
+		if err != nil || strings.TrimSpace(out) != "ok" {
+			ok = 0
+			return false, fmt.Sprintf("%q %s %v", out, stderr, err)
+		}
+		ok++
+		return ok >= 10, fmt.Sprintf("%d answers in a row", ok)
+	})
 }
 
 // nlClusterSh runs hack/cluster/cluster.sh with args (stop-node/start-node).
