@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,10 +257,26 @@ func defaultAddress(t *testing.T, files map[string]string) (string, string) {
 	return addr, port
 }
 
+// noKeepAlive opens a new connection for every request: a kept-alive
+// connection to a Service address would pin one of its backends.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // httpGet fetches http://addr:port/ from the host (this machine, outside the
 // cluster network) and returns the body.
 func httpGet(ctx context.Context, addr, port string) (string, error) {
-	return httpGetFrom(ctx, "", addr, port)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+":"+port+"/", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return strings.TrimSpace(string(body)), err
 }
 
 // answers waits until http://addr:port/ answers from the host with the given
@@ -266,19 +284,8 @@ func httpGet(ctx context.Context, addr, port string) (string, error) {
 // after a pod is Ready, so a single try would fail on a slow machine.
 func answers(t *testing.T, ctx context.Context, addr, port, pod string) {
 	t.Helper()
-	answersFrom(t, ctx, "", addr, port, pod)
-}
-
-// answersFrom is answers with the requests sent from the network namespace
-// netns ("" is the host's: see netnsOf).
-func answersFrom(t *testing.T, ctx context.Context, netns, addr, port, pod string) {
-	t.Helper()
-	from := "the host"
-	if netns != "" {
-		from = netns
-	}
-	eventually(t, ctx, time.Minute, fmt.Sprintf("curl http://%s:%s/ from %s answered by %s", addr, port, from, pod), func(ctx context.Context) (bool, string) {
-		body, err := httpGetFrom(ctx, netns, addr, port)
+	eventually(t, ctx, time.Minute, fmt.Sprintf("curl http://%s:%s/ answered by %s", addr, port, pod), func(ctx context.Context) (bool, string) {
+		body, err := httpGet(ctx, addr, port)
 		if err != nil {
 			return false, err.Error()
 		}
