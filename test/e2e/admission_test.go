@@ -162,6 +162,7 @@ spec:
 		ctx := context.WithoutCancel(ctx)
 		k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "scale", "deploy", "listener-operator", fmt.Sprintf("--replicas=%d", replicas))
 		k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "rollout", "status", "deploy/listener-operator", "--timeout=180s")
+		webhooksAnswer(t, ctx)
 	})
 	k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "scale", "deploy", "listener-operator", "--replicas=0")
 	eventually(t, ctx, 2*time.Minute, "no operator pod left", func(ctx context.Context) (bool, string) {

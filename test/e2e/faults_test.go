@@ -108,6 +108,8 @@ func operatorPods(t *testing.T, ctx context.Context) []corev1.Pod {
 // writes per Listener.
 func TestFaultLeaderKilledDuringConvergence(t *testing.T) {
 	ctx := t.Context()
+	// The next test needs the webhooks this one disturbs.
+	t.Cleanup(func() { webhooksAnswer(t, context.WithoutCancel(ctx)) })
 	n := 200
 	if v := os.Getenv(faultListenersEnv); v != "" {
 		var err error
@@ -650,6 +652,8 @@ func TestFaultFinishedPodKeepsItsAddress(t *testing.T) {
 // match their Listeners.
 func TestFaultKubeAPIServerRestartWhilePodsStart(t *testing.T) {
 	ctx := t.Context()
+	// The next test needs the webhooks this one disturbs.
+	t.Cleanup(func() { webhooksAnswer(t, context.WithoutCancel(ctx)) })
 	faultClasses(t, ctx)
 	ns := namespace(t, ctx, "e2e-apiserver")
 	for i := range 3 {

@@ -77,7 +77,9 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		_, _, _ = k8s.run(ctx, "", "delete", "namespace", helmNamespace, "--ignore-not-found", "--wait=true", "--timeout=120s")
 		if out, err := exec.CommandContext(ctx, clusterSh, "deploy").CombinedOutput(); err != nil {
 			t.Errorf("cluster.sh deploy (restoring the kustomize install): %v\n%s", err, out)
+			return
 		}
+		webhooksAnswer(t, ctx)
 	})
 	k8s.kubectlOK(t, ctx, "", append([]string{"wait", "--for=delete", "--timeout=180s", "namespace/" + operatorNamespace}, prefixed("crd/", listenerCRDs)...)...)
 

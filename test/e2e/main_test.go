@@ -140,6 +140,27 @@ func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what s
 	}
 }
 
+// webhooksAnswer waits until the API server reaches the operator's
+// webhooks five times in a row (a server-side dry-run create of a
+// ListenerClass, which the validating webhook must admit). Tests that take
+// the operator down call it before they end: a Ready Deployment is not yet
+// a reachable webhook Service (kube-proxy may still reject connections to
+// it), and the next test would read "connection refused".
+func webhooksAnswer(t *testing.T, ctx context.Context) {
+	t.Helper()
+	probe := listenerClass("e2e-webhook-probe", v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	inRow := 0
+	eventually(t, ctx, 3*time.Minute, "the operator's webhooks answer 5 times in a row", func(ctx context.Context) (bool, string) {
+		err := k8s.client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			inRow = 0
+			return false, err.Error()
+		}
+		inRow++
+		return inRow >= 5, fmt.Sprintf("%d in a row", inRow)
+	})
+}
+
 func listenerClass(name string, spec v1alpha1.ListenerClassSpec) *v1alpha1.ListenerClass {
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 }

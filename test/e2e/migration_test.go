@@ -310,6 +310,7 @@ func uninstallOperator(t *testing.T, ctx context.Context) func() {
 				}
 				return d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas, fmt.Sprintf("%d/%d ready", d.Status.ReadyReplicas, replicas)
 			})
+			webhooksAnswer(t, ctx)
 		})
 	}
 }

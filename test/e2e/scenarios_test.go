@@ -421,6 +421,7 @@ func TestOperatorRestartWhileScaling(t *testing.T) {
 		}
 	}
 	t.Logf("deleted %d operator pods while scaling 0→3", len(ops.Items))
+	t.Cleanup(func() { webhooksAnswer(t, context.WithoutCancel(ctx)) })
 
 	pods := podsReady(t, ctx, ns, "scale", 3, 2*podTimeout)
 	names := make([]string, 0, len(pods))
