@@ -33,7 +33,7 @@ const statefulSetPodJSON = `{
   "apiVersion": "v1", "kind": "Pod",
   "metadata": {
     "name": "web-0", "namespace": "NS",
-    "labels": {"app": "web", "apps.kubernetes.io/pod-index": "0", "controller-revision-hash": "web-5d8f7c9b6", "statefulset.kubernetes.io/pod-name": "web-0", "listeners.stackable.tech/enabled": "true"},
+    "labels": {"app": "web", "apps.kubernetes.io/pod-index": "0", "controller-revision-hash": "web-5d8f7c9b6", "statefulset.kubernetes.io/pod-name": "web-0", "listeners.stackable.tech/enabled": "true", "listeners.stackable.tech/listener-volume": "true"},
     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "3a1b2c3d-0000-4000-8000-000000000001", "controller": true, "blockOwnerDeletion": true}]
   },
   "spec": {
@@ -87,6 +87,10 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
 		{"statefulset-create", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Create, sts, ""},
 		{"statefulset-update", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Update, stsUpdated, stsUpdated},
 		{"pod-of-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create, strings.ReplaceAll(statefulSetPodJSON, "NS", ns), ""},
+		// A pod of a StatefulSet created before its template carried the
+		// listener-volume label.
+		{"pod-of-older-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
+			strings.ReplaceAll(strings.Replace(statefulSetPodJSON, `, "listeners.stackable.tech/listener-volume": "true"`, "", 1), "NS", ns), ""},
 		{"pod-bare-opted-in", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			`{"metadata": {"name": "bare", "labels": {"listeners.stackable.tech/enabled": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "futureField": true}]}}`, ""},
 		{"pod-unrelated", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
@@ -262,8 +266,10 @@ func TestPodFailOpen(t *testing.T) {
 	if !resp.Allowed {
 		t.Fatalf("denied: %+v", resp.Result)
 	}
-	// The mount needs no lookup; the label (the claim's Listener) does.
-	if got := string(mustJSON(t, resp.Patches)); got != `[{"op":"add","path":"/spec/containers/0/volumeMounts","value":[{"name":"listener","readOnly":true,"mountPath":"/stackable/listener"}]}]` {
+	// The mount needs no lookup; the selector label (the claim's Listener)
+	// does. The listener-volume label puts the pod in the controller's
+	// cache, which labels it once the claim can be read.
+	if got := string(mustJSON(t, resp.Patches)); got != `[{"op":"add","path":"/spec/containers/0/volumeMounts","value":[{"name":"listener","readOnly":true,"mountPath":"/stackable/listener"}]},{"op":"add","path":"/metadata/labels/listeners.stackable.tech~1listener-volume","value":"true"}]` {
 		t.Errorf("patch: %s", got)
 	}
 	if d := testutil.ToFloat64(failOpen.WithLabelValues("pods.mutate")) - before; d != 1 {

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -63,6 +64,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		validate   bool // the pod has volumes the validator checks
 		listeners  []string
 		nodes      []string
+		mayMount   bool                       // a claim that may be a listener claim could not be looked up
 		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
 		named      = -1                       // the volume named like the listener volume
 	)
@@ -74,8 +76,15 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		switch {
 		case v.PersistentVolumeClaim != nil:
 			listener, node, ok, err := m.claim(ctx, req.Namespace, v.PersistentVolumeClaim.ClaimName)
-			if err != nil {
+			switch {
+			case errors.Is(err, errNoClaimYet):
+				// A pod may be created before its claim: it may become a
+				// listener claim, and the controller must see this pod
+				// to label it then.
+				mayMount = true
+			case err != nil:
 				m.failOpen(ctx, err)
+				mayMount = true
 			}
 			if ok {
 				listenerOf[v.Name] = true
@@ -159,6 +168,9 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 
 	exists := pod.Metadata.Labels != nil
+	if (len(listenerOf) > 0 || mayMount) && pod.Metadata.Labels[v1alpha1.LabelListenerVolume] != "true" {
+		p.setMapEntry("/metadata/labels", &exists, v1alpha1.LabelListenerVolume, "true")
+	}
 	for _, l := range listeners {
 		key := names.PodSelectorLabel(l)
 		if pod.Metadata.Labels[key] == v1alpha1.PodSelectorLabelValue {
@@ -190,6 +202,9 @@ func (m *podMutator) failOpen(ctx context.Context, err error) {
 	logf.FromContext(ctx).Error(err, "admitting the pod without the mutation that needed this lookup")
 }
 
+// errNoClaimYet says that a pod's claim does not exist (yet).
+var errNoClaimYet = errors.New("the claim does not exist yet")
+
 // claim looks up the claim name in namespace and says whether it is a
 // listener claim, which Listener it belongs to and the node its volume is
 // pinned to, if any.
@@ -197,9 +212,7 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (listene
 	var c corev1.PersistentVolumeClaim
 	if err := m.lookup.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			// A pod may be created before its claim; the reconciler
-			// labels it once the claim exists.
-			return "", "", false, nil
+			return "", "", false, errNoClaimYet
 		}
 		return "", "", false, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
 	}

@@ -144,28 +144,32 @@ func TestPodMutation(t *testing.T) {
 		wantAffinity string
 		wantMounts   string
 		wantVolumes  string
+		// wantCached: the pod gets the label that puts it in the
+		// controller's cache.
+		wantCached bool
 	}{
-		{"claim with a class", pod(ns, "a", nil, claimVolume("l", "per-claim")), label("per-claim"), "", "", "l"},
-		{"claim of a shared listener", pod(ns, "b", nil, claimVolume("l", "by-name"), claimVolume("d", "data")), label("shared"), "", "", "l d"},
+		{"claim with a class", pod(ns, "a", nil, claimVolume("l", "per-claim")), label("per-claim"), "", "", "l", true},
+		{"claim of a shared listener", pod(ns, "b", nil, claimVolume("l", "by-name"), claimVolume("d", "data")), label("shared"), "", "", "l d", true},
 		{"ephemeral volume", pod(ns, "c", nil, ephemeral("addr", map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"})),
-			label("c-addr"), "", "", "addr"},
+			label("c-addr"), "", "", "addr", true},
 		{"ephemeral volume, generateName: left to the reconciler", pod(ns, "", nil, ephemeral("addr", map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"})),
-			"", "", "", "addr"},
+			"", "", "", "addr", true},
 		{"ephemeral volume of a shared listener, generateName", pod(ns, "", nil, ephemeral("addr", map[string]string{v1alpha1.AnnotationListenerName: "shared"})),
-			label("shared"), "", "", "addr"},
-		{"pinned volume", pod(ns, "d", nil, claimVolume("l", "pinned")), label("pinned"), "listeners.stackable.tech/hostname In [node-1]", "", "l"},
+			label("shared"), "", "", "addr", true},
+		{"pinned volume", pod(ns, "d", nil, claimVolume("l", "pinned")), label("pinned"), "listeners.stackable.tech/hostname In [node-1]", "", "l", true},
 		{"pinned volume, existing terms", withAffinity, label("pinned"),
-			"zone In [a] & listeners.stackable.tech/hostname In [node-1] | listeners.stackable.tech/hostname In [node-1]", "", "l"},
+			"zone In [a] & listeners.stackable.tech/hostname In [node-1] | listeners.stackable.tech/hostname In [node-1]", "", "l", true},
 		{"two pinned volumes", pod(ns, "e", nil, claimVolume("l", "pinned"), claimVolume("m", "pinned-elsewhere")), label("pinned-elsewhere") + ", " + label("pinned"),
-			"listeners.stackable.tech/hostname In [node-1] & listeners.stackable.tech/hostname In [node-2]", "", "l m"},
+			"listeners.stackable.tech/hostname In [node-1] & listeners.stackable.tech/hostname In [node-2]", "", "l m", true},
 		{"mount spread to the other containers", mountedOnce, label("per-claim"), "",
-			"app:addr@/stackable/listener sidecar:addr@/stackable/listener(ro)", "addr"},
+			"app:addr@/stackable/listener sidecar:addr@/stackable/listener(ro)", "addr", true},
 		{"opted-in bare pod", pod(ns, "bare", optIn), label("bare-listener"), "",
-			"app:listener@/stackable/listener(ro) sidecar:listener@/stackable/listener(ro)", "listener"},
+			"app:listener@/stackable/listener(ro) sidecar:listener@/stackable/listener(ro)", "listener", true},
 		{"opted-in bare pod of a shared listener", annotatedBare, label("shared"), "",
-			"app:listener@/stackable/listener(ro) sidecar:listener@/stackable/listener(ro)", "listener"},
-		{"unrelated pod", pod(ns, "f", nil, claimVolume("d", "data")), "", "", "", "d"},
-		{"claim that does not exist yet", pod(ns, "g", nil, claimVolume("d", "later")), "", "", "", "d"},
+			"app:listener@/stackable/listener(ro) sidecar:listener@/stackable/listener(ro)", "listener", true},
+		{"unrelated pod", pod(ns, "f", nil, claimVolume("d", "data")), "", "", "", "d", false},
+		{"claim that does not exist yet", pod(ns, "g", nil, claimVolume("d", "later")), "", "", "", "d", true},
+		{"pod without volumes", pod(ns, "h", nil), "", "", "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := e.Client.Create(t.Context(), tc.pod); err != nil {
@@ -177,6 +181,9 @@ func TestPodMutation(t *testing.T) {
 			}
 			if s := listenerLabels(&got); s != tc.wantLabels {
 				t.Errorf("labels:\n got: %s\nwant: %s", s, tc.wantLabels)
+			}
+			if cached := got.Labels[v1alpha1.LabelListenerVolume] == "true"; cached != tc.wantCached {
+				t.Errorf("label %s: got %t, want %t", v1alpha1.LabelListenerVolume, cached, tc.wantCached)
 			}
 			if s := affinity(&got); s != tc.wantAffinity {
 				t.Errorf("node affinity:\n got: %s\nwant: %s", s, tc.wantAffinity)

@@ -2,7 +2,9 @@ package webhooks
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -161,19 +163,22 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 	}
 	if volume != "" {
 		t := &s.Spec.Template
-		// Pods of the StatefulSet carry the opt-in label, so that the pod
-		// webhook mounts the volume in containers other webhooks add.
-		if t.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
+		missing, err := templateLabels(req, t.Metadata.Labels)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if len(missing) > 0 {
 			exists := t.Metadata.Labels != nil
-			labels := map[string]any{"labels": map[string]string{v1alpha1.LabelEnabled: "true"}}
 			hasTemplate, hasMetadata := templateShape(req.Object.Raw)
 			switch {
 			case !exists && !hasTemplate:
-				p.add("/spec/template", map[string]any{"metadata": labels})
+				p.add("/spec/template", map[string]any{"metadata": map[string]any{"labels": missing}})
 			case !exists && !hasMetadata:
-				p.add("/spec/template/metadata", labels)
+				p.add("/spec/template/metadata", map[string]any{"labels": missing})
 			default:
-				p.setMapEntry("/spec/template/metadata/labels", &exists, v1alpha1.LabelEnabled, "true")
+				for _, k := range slices.Sorted(maps.Keys(missing)) {
+					p.setMapEntry("/spec/template/metadata/labels", &exists, k, missing[k])
+				}
 			}
 		}
 		mountEverywhere(&p, "/spec/template/spec", t, volume)
@@ -182,6 +187,36 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 		return admission.Allowed("")
 	}
 	return admission.Patched("", p...)
+}
+
+// templateLabels are the labels the pod template of an opted-in
+// StatefulSet lacks. Its pods carry the opt-in label, so that the pod
+// webhook mounts the volume in containers other webhooks add, and the
+// listener-volume label, so that the controller caches them without the pod
+// webhook having to patch it in. The second is added when the StatefulSet
+// is created, and kept on updates of one that has it: adding it to the
+// template of an existing StatefulSet would restart all of its pods (the
+// pod webhook labels them instead).
+func templateLabels(req admission.Request, labels map[string]string) (map[string]string, error) {
+	missing := map[string]string{}
+	if labels[v1alpha1.LabelEnabled] != "true" {
+		missing[v1alpha1.LabelEnabled] = "true"
+	}
+	if labels[v1alpha1.LabelListenerVolume] == "true" {
+		return missing, nil
+	}
+	want := req.Operation == admissionv1.Create
+	if req.Operation == admissionv1.Update {
+		var old statefulSetView
+		if err := decode(req.OldObject.Raw, "StatefulSet", &old); err != nil {
+			return nil, err
+		}
+		want = old.Spec.Template.Metadata.Labels[v1alpha1.LabelListenerVolume] == "true"
+	}
+	if want {
+		missing[v1alpha1.LabelListenerVolume] = "true"
+	}
+	return missing, nil
 }
 
 // claimAnnotations picks the annotation of the listener claims of a

@@ -122,8 +122,10 @@ func TestStatefulSetInjection(t *testing.T) {
 			if s := mounts(got.Spec.Template.Spec.InitContainers); s != tc.wantInit {
 				t.Errorf("init container mounts:\n got: %s\nwant: %s", s, tc.wantInit)
 			}
-			if l := got.Spec.Template.Labels[v1alpha1.LabelEnabled] == "true"; l != tc.wantLabel {
-				t.Errorf("pod template opt-in label = %v, want %v", l, tc.wantLabel)
+			for _, key := range []string{v1alpha1.LabelEnabled, v1alpha1.LabelListenerVolume} {
+				if l := got.Spec.Template.Labels[key] == "true"; l != tc.wantLabel {
+					t.Errorf("pod template label %s = %v, want %v", key, l, tc.wantLabel)
+				}
 			}
 		})
 	}
@@ -154,6 +156,13 @@ func TestStatefulSetUpdateKeepsMount(t *testing.T) {
 	}
 	if len(got.Spec.VolumeClaimTemplates) != 1 || got.Spec.Template.Spec.Containers[0].Image != "nginx:2" {
 		t.Errorf("update changed more than the mounts: %s, image %s", templates(got.Spec.VolumeClaimTemplates), got.Spec.Template.Spec.Containers[0].Image)
+	}
+	// The labels the webhook gave the template at creation come back too:
+	// losing one would change the template and restart every pod.
+	for _, key := range []string{v1alpha1.LabelEnabled, v1alpha1.LabelListenerVolume} {
+		if got.Spec.Template.Labels[key] != "true" {
+			t.Errorf("pod template lost label %s on update: %v", key, got.Spec.Template.Labels)
+		}
 	}
 }
 

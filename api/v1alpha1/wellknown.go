@@ -37,6 +37,15 @@ const (
 	// PodSelectorLabelValue is the value of the per-Listener pod selector label.
 	PodSelectorLabelValue = "true"
 
+	// LabelListenerVolume marks, with the value "true", a pod that mounts (or
+	// may mount: its claim did not exist yet when it was admitted) a listener
+	// volume. The controller caches only pods with this label, so that a
+	// cluster's other pods cost it nothing. The pod webhook sets it, opted-in
+	// StatefulSets carry it in their pod template, and the controller adds
+	// it to pods it finds without it (pods admitted while the webhook was
+	// unavailable).
+	LabelListenerVolume = "listeners.stackable.tech/listener-volume"
+
 	// LabelEnabled opts a StatefulSet (or a bare Pod) into listener volume
 	// injection when set to "true".
 	LabelEnabled = "listeners.stackable.tech/enabled"
