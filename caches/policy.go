@@ -3,8 +3,11 @@ package caches
 import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 // annotationLastApplied is kubectl's copy of the whole applied object; no
@@ -12,12 +15,30 @@ import (
 // as large as the pod.
 const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Options is the cache policy of `listener-operator controller`, for
-// ctrl.Options.Cache. Types without an entry are cached whole.
-func Options() cache.Options {
+// Webhooks is the cache policy of the manager's own cache, which every
+// replica starts: it holds what the admission webhooks read (ListenerClasses,
+// Listeners, claims, volumes, namespaces, storage classes). Types without an
+// entry are cached whole.
+func Webhooks() cache.Options {
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                   {Transform: TrimPod},
+			&corev1.PersistentVolumeClaim{}: {Transform: StripManagedFields},
+			&corev1.PersistentVolume{}:      {Transform: StripManagedFields},
+		},
+	}
+}
+
+// Reconcilers is the cache policy of the reconcilers' cache, which only the
+// leader starts (see LeaderOnly). Pods are selected by the listener-volume
+// label: a cluster's other pods are never sent to the operator nor held by
+// it. Types without an entry are cached whole.
+func Reconcilers() cache.Options {
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {
+				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.LabelListenerVolume: "true"}),
+				Transform: TrimPod,
+			},
 			&corev1.Node{}:                  {Transform: TrimNode},
 			&corev1.PersistentVolumeClaim{}: {Transform: StripManagedFields},
 			&corev1.PersistentVolume{}:      {Transform: StripManagedFields},

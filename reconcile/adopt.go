@@ -148,16 +148,21 @@ func (r *listenerReconciler) takeOverSelector(ctx context.Context, existing *cor
 func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[string]string, pods []corev1.Pod) error {
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
-			labels.SelectorFromSet(sel).Matches(labels.Set(p.Labels)) {
+		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": sel}})
-		if err != nil {
-			return fmt.Errorf("build label patch for pod %s/%s: %w", p.Namespace, p.Name, err)
+		// The listener-volume label too, so that the reconcilers' cache
+		// holds the pod from now on.
+		missing := map[string]string{}
+		for k, v := range sel {
+			if p.Labels[k] != v {
+				missing[k] = v
+			}
 		}
-		err = r.client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-		if countWrite(controllerListener, "Pod", "patch", err) != nil && !apierrors.IsNotFound(err) {
+		if p.Labels[v1alpha1.LabelListenerVolume] != "true" {
+			missing[v1alpha1.LabelListenerVolume] = "true"
+		}
+		if err := addPodLabels(ctx, r.client, controllerListener, p, missing); err != nil {
 			return fmt.Errorf("label pod %s/%s for the takeover of its Service: %w", p.Namespace, p.Name, err)
 		}
 	}

@@ -50,6 +50,11 @@ type Options struct {
 	// MaxConcurrentReconciles is how many objects each controller
 	// reconciles at once.
 	MaxConcurrentReconciles int
+	// PodRelabelInterval is how often the leader scans the cluster's pods
+	// for ones that mount listener volumes but lack the listener-volume
+	// label (admitted while the pod webhook was unavailable); it also
+	// scans once when elected.
+	PodRelabelInterval time.Duration
 }
 
 // DefaultOptions are the flags' defaults.
@@ -64,6 +69,7 @@ func DefaultOptions() Options {
 		CreateWaitDuration:      20 * time.Second,
 		Preset:                  PresetEphemeralNodes,
 		MaxConcurrentReconciles: 8,
+		PodRelabelInterval:      10 * time.Minute,
 	}
 }
 
@@ -75,6 +81,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CreateWaitDuration, "k8s-create-wait-duration", o.CreateWaitDuration, "How long to wait for a new Service's allocations before publishing what is there.")
 	fs.Var(&o.Preset, "listener-class-preset", "ListenerClasses to create at start-up if missing: ephemeral-nodes, stable-nodes or none.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects each controller reconciles at once.")
+	fs.DurationVar(&o.PodRelabelInterval, "pod-relabel-interval", o.PodRelabelInterval, "How often the leader pages through the cluster's pods for ones with listener volumes that the pod webhook did not label (it also does once when elected).")
 }
 
 func (o Options) validate() error {
@@ -83,6 +90,9 @@ func (o Options) validate() error {
 	}
 	if o.CreatePollInterval <= 0 || o.CreateWaitDuration < 0 {
 		return fmt.Errorf("k8s-create-poll-interval must be positive and k8s-create-wait-duration not negative")
+	}
+	if o.PodRelabelInterval <= 0 {
+		return fmt.Errorf("pod-relabel-interval must be positive")
 	}
 	var p Preset
 	if err := p.Set(string(o.Preset)); err != nil {

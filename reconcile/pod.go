@@ -84,18 +84,10 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if !pod.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	var vols []podVolumeListener
-	for _, vc := range podVolumeClaims(pod) {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: vc.claim}, pvc); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue // the claim's own event brings the pod back
-			}
-			return ctrl.Result{}, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.claim, pod.Name, err)
-		}
-		if name, ok := claimListener(pvc); ok {
-			vols = append(vols, podVolumeListener{volume: vc.volume, listener: name})
-		}
+	// A claim that does not exist yet: its own event brings the pod back.
+	vols, _, err := listenerVolumes(ctx, r.client, pod)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if len(vols) == 0 {
 		return ctrl.Result{}, nil
@@ -113,9 +105,34 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return r.writePodListeners(ctx, pod, spec)
 }
 
-// missingLabels are the pod selector labels a pod lacks for its Listeners.
+// listenerVolumes lists the listener volumes of a pod and their Listeners,
+// reading the claims from c. pending says that a claim of the pod does not
+// exist yet (it may become a listener claim).
+func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vols []podVolumeListener, pending bool, err error) {
+	for _, vc := range podVolumeClaims(pod) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: vc.claim}, pvc); err != nil {
+			if apierrors.IsNotFound(err) {
+				pending = true
+				continue
+			}
+			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.claim, pod.Name, err)
+		}
+		if name, ok := claimListener(pvc); ok {
+			vols = append(vols, podVolumeListener{volume: vc.volume, listener: name})
+		}
+	}
+	return vols, pending, nil
+}
+
+// missingLabels are the labels a pod with listener volumes lacks: the
+// listener-volume label that puts it in the controller's cache, and the
+// pod selector label of each of its Listeners.
 func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string {
 	missing := map[string]string{}
+	if pod.Labels[v1alpha1.LabelListenerVolume] != "true" {
+		missing[v1alpha1.LabelListenerVolume] = "true"
+	}
 	for _, v := range vols {
 		key := names.PodSelectorLabel(v.listener)
 		if pod.Labels[key] != v1alpha1.PodSelectorLabelValue {
@@ -128,7 +145,13 @@ func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string 
 // labelPod adds the selector labels a pod lacks with a merge patch that
 // names only those labels, so that nothing else on the pod is touched.
 func (r *podReconciler) labelPod(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) error {
-	missing := missingLabels(pod, vols)
+	return addPodLabels(ctx, r.client, controllerPodListeners, pod, missingLabels(pod, vols))
+}
+
+// addPodLabels adds labels to a pod with a merge patch that names only
+// them, so that nothing else on the pod is touched (the pod label policy
+// allows the operator no more); the write counts for controller.
+func addPodLabels(ctx context.Context, c client.Client, controller string, pod *corev1.Pod, missing map[string]string) error {
 	if len(missing) == 0 {
 		return nil
 	}
@@ -136,8 +159,8 @@ func (r *podReconciler) labelPod(ctx context.Context, pod *corev1.Pod, vols []po
 	if err != nil {
 		return fmt.Errorf("build label patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	err = r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-	if countWrite(controllerPodListeners, "Pod", "patch", err) != nil {
+	err = c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controller, "Pod", "patch", err) != nil {
 		return client.IgnoreNotFound(fmt.Errorf("label pod %s/%s: %w", pod.Namespace, pod.Name, err))
 	}
 	return nil

@@ -48,6 +48,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := setupPodController(mgr, opts, recorder); err != nil {
 		return fmt.Errorf("set up %s controller: %w", controllerPodListeners, err)
 	}
+	relabel := &podRelabeler{live: mgr.GetAPIReader(), client: mgr.GetClient(), synced: mgr.GetCache().WaitForCacheSync, interval: opts.PodRelabelInterval}
+	if err := mgr.Add(relabel); err != nil {
+		return fmt.Errorf("add the pod relabel scan: %w", err)
+	}
 	if err := mgr.Add(&presetCreator{client: mgr.GetClient(), preset: opts.Preset}); err != nil {
 		return fmt.Errorf("add listener class presets: %w", err)
 	}

@@ -17,8 +17,8 @@ import (
 )
 
 // TestPodLabelPolicy installs config/policy and checks, as the manager's
-// service account, that it may add the per-Listener selector labels to a
-// pod and nothing else, while other users are not affected.
+// service account, that it may add the per-Listener selector labels and the
+// listener-volume label to a pod and nothing else, while other users are not affected.
 func TestPodLabelPolicy(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := t.Context()
@@ -50,7 +50,7 @@ func TestPodLabelPolicy(t *testing.T) {
 	patch := func(c client.Client, p string) error {
 		return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}, client.RawPatch("application/merge-patch+json", []byte(p)))
 	}
-	const denial = "the listener operator may only change labels starting with listener.stackable.tech/mnt. on a pod"
+	const denial = "the listener operator may only change labels starting with listener.stackable.tech/mnt. and the label listeners.stackable.tech/listener-volume on a pod"
 	attempt := 0
 	eventually(t, "the policy in force", func() error {
 		attempt++ // a new value each time: a patch that changes nothing is never refused
@@ -61,6 +61,8 @@ func TestPodLabelPolicy(t *testing.T) {
 	})
 	for _, tc := range []struct{ name, patch, want string }{
 		{"selector label", `{"metadata":{"labels":{"listener.stackable.tech/mnt.0123456789abcdef":"true"}}}`, ""},
+		{"listener-volume label", `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"true"}}}`, ""},
+		{"a label like it", `{"metadata":{"labels":{"listeners.stackable.tech/listener-volumes":"true"}}}`, denial + "; it changed other labels of pod p"},
 		{"another label", `{"metadata":{"labels":{"app":"other"}}}`, denial + "; it changed other labels of pod p"},
 		{"removing a label", `{"metadata":{"labels":{"app":null}}}`, denial + "; it changed other labels of pod p"},
 		{"an annotation", `{"metadata":{"annotations":{"a":"b"}}}`, denial + "; it changed the spec, annotations, finalizers or owner references of pod p"},

@@ -113,7 +113,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	log := ctrl.Log.WithName("setup")
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         caches.Options(),
+		Cache:                         caches.Webhooks(),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
@@ -145,10 +145,16 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err := webhooks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up webhooks: %w", err)
 	}
-	if err := reconcile.SetupWithManager(mgr, o.reconcile); err != nil {
+	// The reconcilers read from a cache of their own that only the leader
+	// starts.
+	leader, err := caches.LeaderOnly(mgr, caches.Reconcilers())
+	if err != nil {
+		return err
+	}
+	if err := reconcile.SetupWithManager(leader, o.reconcile); err != nil {
 		return fmt.Errorf("set up reconcilers: %w", err)
 	}
-	if err := nodeloss.SetupWithManager(mgr, o.nodeLoss); err != nil {
+	if err := nodeloss.SetupWithManager(leader, o.nodeLoss); err != nil {
 		return fmt.Errorf("set up pinned node loss recovery: %w", err)
 	}
 

@@ -58,27 +58,36 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: caches.Options()})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: caches.Webhooks()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "create manager: %v\n", err)
 		return 1
 	}
+	// As the controller runs them: on the reconcilers' own cache.
+	leader, err := caches.LeaderOnly(mgr, caches.Reconcilers())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reconcilers' cache: %v\n", err)
+		return 1
+	}
 	ro := reconcile.DefaultOptions()
 	ro.Preset = reconcile.PresetNone
-	if err := reconcile.SetupWithManager(mgr, ro); err != nil {
+	// Pods here are created without the pod webhook: the relabel scan
+	// labels them.
+	ro.PodRelabelInterval = time.Second
+	if err := reconcile.SetupWithManager(leader, ro); err != nil {
 		fmt.Fprintf(os.Stderr, "set up reconcilers: %v\n", err)
 		return 1
 	}
 	opts := DefaultOptions()
 	opts.HandoverTimeout = testHandoverTimeout
-	if err := SetupWithManager(mgr, opts); err != nil {
+	if err := SetupWithManager(leader, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "set up node-loss controller: %v\n", err)
 		return 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
+	if !leader.GetCache().WaitForCacheSync(ctx) {
 		cancel()
 		fmt.Fprintf(os.Stderr, "manager cache did not sync: %v\n", <-done)
 		return 1

@@ -1,0 +1,181 @@
+package caches
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// podWatches is the number of open WATCH requests on pods the API server
+// counts (apiserver_longrunning_requests).
+func podWatches(t *testing.T, cs kubernetes.Interface) int {
+	t.Helper()
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("read the API server's metrics: %v", err)
+	}
+	n := 0
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `resource="pods"`) ||
+			!strings.Contains(line, `verb="WATCH"`) || !strings.Contains(line, `group=""`) || !strings.Contains(line, `subresource=""`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		n += int(v)
+	}
+	return n
+}
+
+// TestLeaderOnly: a replica that is not the leader serves from the
+// webhooks' cache and opens no watch on pods; once elected, the
+// reconcilers' cache starts and holds only the pods with the
+// listener-volume label.
+func TestLeaderOnly(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(e.Config)
+	const ns, leaseName = "default", "caches-leader-test"
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leaseName},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("the-other-replica"),
+			LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime:          &metav1.MicroTime{Time: time.Now()},
+			RenewTime:            &metav1.MicroTime{Time: time.Now()},
+		},
+	}
+	if err := e.Client.Create(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	for i, labels := range []map[string]string{{v1alpha1.LabelListenerVolume: "true"}, nil} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("leader-test-%d", i), Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		}
+		if err := e.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := podWatches(t, cs)
+
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                  e.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		Cache:                   Webhooks(),
+		LeaderElection:          true,
+		LeaderElectionNamespace: ns,
+		LeaderElectionID:        leaseName,
+		RetryPeriod:             ptr.To(200 * time.Millisecond),
+		RenewDeadline:           ptr.To(time.Second),
+		LeaseDuration:           ptr.To(2 * time.Second),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := LeaderOnly(mgr, Reconcilers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What reconcile does: an index and a controller on pods, through the
+	// view.
+	if err := view.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 10)
+	if err := ctrl.NewControllerManagedBy(view).Named("leader-test").For(&corev1.Pod{}).
+		Complete(reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			seen <- req.Name
+			return reconcile.Result{}, nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	// What the webhooks do: an informer in the manager's own cache.
+	if _, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.ListenerClass{}); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the webhooks' cache did not sync")
+	}
+
+	// Not the leader: no pod watch, nothing reconciled.
+	time.Sleep(2 * time.Second) // long enough for a watch to open, were one started
+	if got := podWatches(t, cs); got != before {
+		t.Errorf("pod watches went from %d to %d on a replica that is not the leader", before, got)
+	}
+	if len(seen) != 0 {
+		t.Errorf("a replica that is not the leader reconciled %q", <-seen)
+	}
+
+	// The other replica goes; this one is elected and its reconcilers see
+	// the labelled pod only.
+	if err := e.Client.Delete(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-mgr.Elected():
+	case <-time.After(time.Minute):
+		t.Fatal("not elected within a minute of the lease's deletion")
+	}
+	if !view.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the reconcilers' cache did not sync")
+	}
+	testenv.Eventually(t, 30*time.Second, "a pod watch", func() error {
+		if got := podWatches(t, cs); got <= before {
+			return fmt.Errorf("pod watches %d, were %d", got, before)
+		}
+		return nil
+	})
+	var pods corev1.PodList
+	if err := view.GetClient().List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "leader-test-0" {
+		t.Errorf("the reconcilers' cache holds pods %v, want only the labelled leader-test-0", names)
+	}
+	select {
+	case name := <-seen:
+		if name != "leader-test-0" {
+			t.Errorf("reconciled %s, want leader-test-0", name)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the leader reconciled nothing")
+	}
+}
