@@ -167,6 +167,12 @@ setup_network() {
   fi
   # The gateway of nodes 2..N, which live on 10.88.1.0/24.
   ip addr replace "$NODES_GW/24" dev "$BRIDGE"
+  # A bridge whose address the kernel chose takes the lowest address of its
+  # ports, so a pod starting or stopping can change it; pods and the other
+  # nodes then send to the old address until their neighbour entries expire
+  # (about a minute without answers: webhook calls time out, kubectl exec
+  # into node 2 fails). A set address never changes.
+  ip link set "$BRIDGE" address "$(bridge_mac 0)"
   ip link set "$BRIDGE" up
   # Service IPs go to the bridge, never to the default route, even before
   # kube-proxy has written its rules.
@@ -349,6 +355,10 @@ node_exec() {
   "${NS[@]}" "$@"
 }
 
+# bridge_mac is the fixed, locally administered address of node i's pod
+# bridge (0: the cluster bridge).
+bridge_mac() { printf '02:88:00:00:%02x:01' "$1"; }
+
 # node_network gives node i >= 2 its network namespace: a veth into the
 # cluster bridge with its address, a default route via the host, and on the
 # host a route to its pods.
@@ -364,6 +374,13 @@ node_network() {
   ip -n "$n" addr replace "$ip/24" dev eth0
   ip -n "$n" link set eth0 up
   ip -n "$n" route replace default via "$NODES_GW"
+  # The node's pod bridge, made before the CNI bridge plugin (which uses an
+  # existing one) so that its address is set and stays (see setup_network).
+  if ! ip -n "$n" link show pods0 >/dev/null 2>&1; then
+    ip -n "$n" link add pods0 type bridge
+  fi
+  ip -n "$n" link set pods0 address "$(bridge_mac "$i")"
+  ip -n "$n" link set pods0 up
   ip route replace "$(node_pod_cidr "$i")" via "$ip"
   # Forwarding for its pods; bridged pod traffic through its iptables
   # (kube-proxy); no shortcuts learnt from ICMP redirects.
