@@ -104,7 +104,7 @@ helm-sync: $(DEPLOY_TOOLS) ## Copy the generated CRDs, RBAC and webhook configur
 
 .PHONY: clean
 clean: ## Remove built binaries (keeps the cached control plane).
-	rm -f $(BIN)/listener-operator $(BIN)/test.log $(BIN)/bench.log
+	rm -f $(BIN)/listener-operator $(BIN)/test.log $(BIN)/bench.log $(BIN)/scale.txt
 
 ##@ Local cluster (root; loopback and the private bridge listener0 only; state in .work/cluster)
 
@@ -125,6 +125,26 @@ cluster-down: ## Stop the local cluster and restore the host (processes, mounts,
 .PHONY: demo
 demo: ## One command for newcomers: cluster, operator, examples/, and what the pods see.
 	NODES=$(or $(NODES),1) $(CLUSTER) demo
+
+# kwok, for the fake nodes of `make scale` (pinned in hack/kwok/go.mod).
+KWOK := $(TOOLS_BIN)/kwok
+$(KWOK): hack/kwok/go.mod hack/kwok/go.sum
+	cd hack/kwok && go build -o $(KWOK) sigs.k8s.io/kwok/cmd/kwok
+
+SCALE_NODES      ?= 50
+SCALE_PODS       ?= 10000
+SCALE_SMALL_PODS ?= 2000
+SCALE_LISTENERS  ?= 1000
+SCALE_SETTLE     ?= 60s
+
+.PHONY: scale
+scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok nodes, SCALE_PODS pods, SCALE_LISTENERS claims; prints a table (bin/scale.txt), then tears the cluster down.
+	NODES=1 $(CLUSTER) up
+	$(CLUSTER) deploy
+	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
+	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
+	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
+	  -settle $(SCALE_SETTLE) -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 .PHONY: e2e
 e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).

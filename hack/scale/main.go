@@ -1,0 +1,446 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+const operatorNamespace = "listener-operator"
+
+// options are the harness's flags.
+type options struct {
+	kubeconfig, kwok, stages, out, workDir string
+	nodes, pods, smallPods, listeners    int
+	settle                               time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", ".work/cluster/kubeconfig", "Kubeconfig of the cluster (the project's, with the operator deployed).")
+	flag.StringVar(&o.kwok, "kwok", "bin/tools/kwok", "The kwok binary.")
+	flag.StringVar(&o.stages, "kwok-stages", "", "kwok's kustomize/stage directory (from its module).")
+	flag.StringVar(&o.out, "out", "bin/scale.txt", "File the table is also written to.")
+	flag.StringVar(&o.workDir, "work-dir", ".work/scale", "Directory for kwok's configuration and log.")
+	flag.IntVar(&o.nodes, "nodes", 50, "Fake (kwok) nodes.")
+	flag.IntVar(&o.pods, "pods", 10000, "Ordinary pods (no listener volume) at the large measurement.")
+	flag.IntVar(&o.smallPods, "small-pods", 2000, "Ordinary pods at the small measurement (for the slope).")
+	flag.IntVar(&o.listeners, "listeners", 1000, "Listener claims, half before the ordinary pods and half after; half per-claim, half naming shared Listeners.")
+	flag.DurationVar(&o.settle, "settle", 60*time.Second, "How long to wait at each size before measuring (steady state; also the window for API requests per second).")
+	flag.Parse()
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf(">> [%s] %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, o options) error {
+	if o.smallPods > o.pods || o.listeners < 2 || o.nodes < 1 {
+		return fmt.Errorf("want 1 <= nodes, small-pods <= pods and listeners >= 2")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 300, 600
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.workDir, 0o755); err != nil {
+		return err
+	}
+	stop, err := startKwok(ctx, o.kwok, o.stages, o.kubeconfig, o.workDir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	m := &measurer{c: c, cfg: cfg}
+	if err := m.baseline(ctx); err != nil {
+		return err
+	}
+
+	say("creating %d kwok nodes", o.nodes)
+	if err := createKwokNodes(ctx, c, o.nodes); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 3*time.Minute, "kwok nodes Ready", func() (bool, string, error) {
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes, client.MatchingLabels{"type": "kwok"}); err != nil {
+			return false, "", err
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == o.nodes, fmt.Sprintf("%d/%d", ready, o.nodes), nil
+	}); err != nil {
+		return err
+	}
+	if err := ensureNamespaces(ctx, c); err != nil {
+		return err
+	}
+
+	half := o.listeners / 2
+	var rows []row
+	small, err := m.listenerPhase(ctx, "small", half)
+	if err != nil {
+		return err
+	}
+	for _, size := range []int{o.smallPods, o.pods} {
+		say("creating ordinary pods up to %d", size)
+		start := time.Now()
+		if _, err := createAll(ctx, c, m.ordinary, size, 32, func(i int) client.Object { return ordinaryPod(i) }); err != nil {
+			return err
+		}
+		m.ordinary = size
+		if err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d ordinary pods Running", size), func() (bool, string, error) {
+			n, err := podsNotRunning(ctx, c)
+			return n == 0, fmt.Sprintf("%d pending", n), err
+		}); err != nil {
+			return err
+		}
+		say("%d pods created and Running in %s", size, time.Since(start).Round(time.Second))
+		r, err := m.steady(ctx, o.settle)
+		if err != nil {
+			return err
+		}
+		r.label = fmt.Sprintf("%d pods, %d claims", size, half)
+		rows = append(rows, r)
+	}
+	large, err := m.listenerPhase(ctx, "large", o.listeners-half)
+	if err != nil {
+		return err
+	}
+	r, err := m.steady(ctx, o.settle)
+	if err != nil {
+		return err
+	}
+	r.label = fmt.Sprintf("%d pods, %d claims", o.pods, o.listeners)
+	rows = append(rows, r)
+
+	var out strings.Builder
+	report(&out, o, rows, small, large)
+	fmt.Print(out.String())
+	return os.WriteFile(o.out, []byte(out.String()), 0o644)
+}
+
+// waitFor polls cond every two seconds until it holds or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string, error)) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, msg, err := cond()
+		if err == nil && ok {
+			return nil
+		}
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg != last {
+			say("waiting for %s: %s", what, msg)
+			last = msg
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not reached within %s: %s", what, timeout, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// measurer holds what the phases share.
+type measurer struct {
+	c        client.Client
+	cfg      *rest.Config
+	ordinary int // ordinary pods created so far
+}
+
+// component is one process measured: a pod of the operator.
+type component struct {
+	name     string // as in the table
+	pod      string
+	restarts int32
+	rss      float64
+	heap     float64
+	requests float64 // rest_client_requests_total
+}
+
+// row is one measurement at steady state.
+type row struct {
+	label      string
+	components []component
+	reqPerSec  map[string]float64 // by component name
+}
+
+// phase is what creating a batch of listener workloads measured.
+type phase struct {
+	claims, listeners           int
+	createP50, createP99        time.Duration // client-side pod create (API server + our webhook)
+	webhookP50, webhookP99      float64       // the pod webhook's own latency, seconds
+	readyP50, readyP99, readyMx time.Duration // Listener created → Ready
+}
+
+func (m *measurer) baseline(ctx context.Context) error {
+	var pods corev1.PodList
+	if err := m.c.List(ctx, &pods, client.InNamespace(operatorNamespace)); err != nil {
+		return fmt.Errorf("is the operator deployed? %w", err)
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("no pods in namespace %s: deploy the operator first (hack/cluster/cluster.sh deploy)", operatorNamespace)
+	}
+	return nil
+}
+
+// components finds the operator's pods and scrapes each one's metrics
+// (pod IPs of the real node answer from the host).
+func (m *measurer) components(ctx context.Context) ([]component, error) {
+	var pods corev1.PodList
+	if err := m.c.List(ctx, &pods, client.InNamespace(operatorNamespace)); err != nil {
+		return nil, err
+	}
+	var lease coordinationv1.Lease
+	leader := ""
+	if err := m.c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "listener-operator.listeners.stackable.tech"}, &lease); err == nil && lease.Spec.HolderIdentity != nil {
+		leader = strings.SplitN(*lease.Spec.HolderIdentity, "_", 2)[0]
+	}
+	var out []component
+	nodePlugin := false
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		comp := p.Labels["app.kubernetes.io/component"]
+		name := comp
+		switch comp {
+		case "controller":
+			name = "controller (non-leader)"
+			if p.Name == leader {
+				name = "controller (leader)"
+			}
+		case "csi-node":
+			if nodePlugin {
+				continue
+			}
+			nodePlugin = true
+			name = "csi node plugin"
+		case "csi-controller":
+			name = "csi controller"
+		default:
+			continue
+		}
+		s, err := scrape(ctx, "http://"+p.Status.PodIP+":8080/metrics")
+		if err != nil {
+			return nil, err
+		}
+		var restarts int32
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+		}
+		out = append(out, component{
+			name: name, pod: p.Name, restarts: restarts,
+			rss:      s.sum("process_resident_memory_bytes"),
+			heap:     s.sum("go_memstats_heap_inuse_bytes"),
+			requests: s.sum("rest_client_requests_total"),
+		})
+	}
+	return out, nil
+}
+
+// steady waits settle, then measures each component and its API requests
+// per second over the following settle.
+func (m *measurer) steady(ctx context.Context, settle time.Duration) (row, error) {
+	say("settling for %s, then measuring for %s", settle, settle)
+	if err := sleep(ctx, settle); err != nil {
+		return row{}, err
+	}
+	before, err := m.components(ctx)
+	if err != nil {
+		return row{}, err
+	}
+	start := time.Now()
+	if err := sleep(ctx, settle); err != nil {
+		return row{}, err
+	}
+	after, err := m.components(ctx)
+	if err != nil {
+		return row{}, err
+	}
+	r := row{components: after, reqPerSec: map[string]float64{}}
+	for _, a := range after {
+		for _, b := range before {
+			if a.pod == b.pod {
+				r.reqPerSec[a.name] = (a.requests - b.requests) / time.Since(start).Seconds()
+			}
+		}
+	}
+	return r, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// webhookLatency sums the pod webhook's latency histogram over the
+// controller replicas.
+func (m *measurer) webhookLatency(ctx context.Context) (map[float64]float64, error) {
+	var pods corev1.PodList
+	if err := m.c.List(ctx, &pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "controller"}); err != nil {
+		return nil, err
+	}
+	total := map[float64]float64{}
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" {
+			continue
+		}
+		s, err := scrape(ctx, "http://"+p.Status.PodIP+":8080/metrics")
+		if err != nil {
+			return nil, err
+		}
+		for le, v := range s.buckets("controller_runtime_webhook_latency_seconds", `webhook="/mutate-v1-pod"`) {
+			total[le] += v
+		}
+	}
+	return total, nil
+}
+
+// listenerPhase creates n listener workloads (pods with ephemeral listener
+// volumes on fake nodes; half per-claim, half naming shared Listeners) and
+// measures their admission and how long their Listeners take to be Ready.
+func (m *measurer) listenerPhase(ctx context.Context, name string, n int) (phase, error) {
+	shared := (n/2 + claimsPerShared - 1) / claimsPerShared
+	say("phase %s: %d listener claims (%d per-claim, %d on %d shared Listeners)", name, n, (n+1)/2, n/2, shared)
+	if _, err := createAll(ctx, m.c, 0, shared, 8, func(k int) client.Object { return sharedListener(name, k) }); err != nil {
+		return phase{}, err
+	}
+	hBefore, err := m.webhookLatency(ctx)
+	if err != nil {
+		return phase{}, err
+	}
+	took, err := createAll(ctx, m.c, 0, n, 8, func(i int) client.Object { return listenerPod(name, i) })
+	if err != nil {
+		return phase{}, err
+	}
+	want := (n+1)/2 + shared
+	var readies []float64
+	if err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d Listeners of phase %s Ready", want, name), func() (bool, string, error) {
+		readies = readies[:0]
+		for i := range namespaces {
+			var ls v1alpha1.ListenerList
+			if err := m.c.List(ctx, &ls, client.InNamespace(namespaceName(i))); err != nil {
+				return false, "", err
+			}
+			for _, l := range ls.Items {
+				if !strings.Contains(l.Name, "-"+name+"-") {
+					continue
+				}
+				c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+				if c != nil && c.Status == metav1.ConditionTrue {
+					readies = append(readies, c.LastTransitionTime.Sub(l.CreationTimestamp.Time).Seconds())
+				}
+			}
+		}
+		return len(readies) >= want, fmt.Sprintf("%d/%d Ready", len(readies), want), nil
+	}); err != nil {
+		return phase{}, err
+	}
+	hAfter, err := m.webhookLatency(ctx)
+	if err != nil {
+		return phase{}, err
+	}
+	ds := make([]float64, len(took))
+	for i, d := range took {
+		ds[i] = d.Seconds()
+	}
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	return phase{
+		claims: n, listeners: want,
+		createP50: sec(percentile(ds, 0.5)), createP99: sec(percentile(ds, 0.99)),
+		webhookP50: histogramQuantile(0.5, hBefore, hAfter), webhookP99: histogramQuantile(0.99, hBefore, hAfter),
+		readyP50: sec(percentile(readies, 0.5)), readyP99: sec(percentile(readies, 0.99)), readyMx: sec(percentile(readies, 1)),
+	}, nil
+}
+
+// report writes the harness's table.
+func report(w io.Writer, o options, rows []row, small, large phase) {
+	mb := func(b float64) string { return fmt.Sprintf("%.1f", b/1e6) }
+	fmt.Fprintf(w, "\nScale run %s: %d kwok nodes, ordinary pods %d and %d, %d listener claims\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.nodes, o.smallPods, o.pods, o.listeners)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\theap in use MB\trestarts\tAPI req/s")
+	for _, r := range rows {
+		for _, c := range r.components {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f\n", r.label, c.name, mb(c.rss), mb(c.heap), c.restarts, r.reqPerSec[c.name])
+		}
+	}
+	tw.Flush()
+	if len(rows) >= 2 {
+		fmt.Fprintf(w, "\nslope per ordinary pod between %d and %d pods:\n", o.smallPods, o.pods)
+		for _, a := range rows[1].components {
+			for _, b := range rows[0].components {
+				if a.name == b.name {
+					d := float64(o.pods - o.smallPods)
+					fmt.Fprintf(w, "  %-26s RSS %7.0f B/pod   heap %7.0f B/pod\n", a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
+				}
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "listener claims created\tcreate p50\tcreate p99\tpod webhook p50\tpod webhook p99\tListener Ready p50\tp99\tmax")
+	ms := func(s float64) string {
+		if math.IsNaN(s) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f ms", s*1000)
+	}
+	for _, p := range []struct {
+		what string
+		p    phase
+	}{{fmt.Sprintf("%d with 0 ordinary pods", small.claims), small}, {fmt.Sprintf("%d with %d ordinary pods", large.claims, o.pods), large}} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.what,
+			p.p.createP50.Round(100*time.Microsecond), p.p.createP99.Round(100*time.Microsecond),
+			ms(p.p.webhookP50), ms(p.p.webhookP99), p.p.readyP50, p.p.readyP99, p.p.readyMx)
+	}
+	tw.Flush()
+}
