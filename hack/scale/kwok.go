@@ -49,6 +49,9 @@ func startKwok(ctx context.Context, bin, stagesDir, kubeconfig, dir string) (sto
 			return nil, fmt.Errorf("no kwok stages in %s (%v)", filepath.Join(stagesDir, set), err)
 		}
 		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				return nil, err
@@ -68,7 +71,7 @@ func startKwok(ctx context.Context, bin, stagesDir, kubeconfig, dir string) (sto
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--config", cfgFile,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--server-address=127.0.0.1:0")
+		"--server-address=127.0.0.1:0", "--cidr=10.90.0.0/16")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

@@ -243,7 +243,9 @@ func (m *measurer) components(ctx context.Context) ([]component, error) {
 	var out []component
 	nodePlugin := false
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+		// The node plugin's DaemonSet tolerates every taint, so kwok
+		// "runs" copies of it on the fake nodes too: not processes.
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || strings.HasPrefix(p.Spec.NodeName, kwokNodeName(0)[:len("kwok-node-")]) {
 			continue
 		}
 		comp := p.Labels["app.kubernetes.io/component"]
@@ -331,7 +333,7 @@ func (m *measurer) webhookLatency(ctx context.Context) (map[float64]float64, err
 	}
 	total := map[float64]float64{}
 	for _, p := range pods.Items {
-		if p.Status.PodIP == "" {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 			continue
 		}
 		s, err := scrape(ctx, "http://"+p.Status.PodIP+":8080/metrics")
