@@ -31,8 +31,8 @@ const operatorNamespace = "listener-operator"
 // options are the harness's flags.
 type options struct {
 	kubeconfig, kwok, stages, out, workDir string
-	nodes, pods, smallPods, listeners    int
-	settle                               time.Duration
+	nodes, pods, smallPods, listeners      int
+	settle                                 time.Duration
 }
 
 func main() {
