@@ -29,6 +29,7 @@ import (
 type controllerOptions struct {
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	leaderElect      bool
 	leaderElectionNS string
 	leaderElectionID string
@@ -46,6 +47,7 @@ type controllerOptions struct {
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints, for memory and CPU profiles (default: off).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles; every replica serves webhooks.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the operator's namespace).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "listener-operator.listeners.stackable.tech", "Name of the leader election Lease.")
@@ -116,6 +118,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		Cache:                         caches.Webhooks(),
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionNamespace:       o.leaderElectionNS,
 		LeaderElectionID:              o.leaderElectionID,
