@@ -136,6 +136,9 @@ SCALE_PODS       ?= 10000
 SCALE_SMALL_PODS ?= 2000
 SCALE_LISTENERS  ?= 1000
 SCALE_SETTLE     ?= 60s
+# SCALE_PROFILES=dir turns on the controller's pprof endpoint and saves each
+# replica's heap profile at every measurement there (default: off, as shipped).
+SCALE_PROFILES   ?=
 
 .PHONY: scale
 scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok nodes, SCALE_PODS pods, SCALE_LISTENERS claims; prints a table (bin/scale.txt), then tears the cluster down.
@@ -144,7 +147,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
-	  -settle $(SCALE_SETTLE) -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
+	  -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 .PHONY: e2e
 e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).

@@ -31,6 +31,7 @@ const operatorNamespace = "listener-operator"
 // options are the harness's flags.
 type options struct {
 	kubeconfig, kwok, stages, out, workDir string
+	profiles                               string // directory for heap profiles; "" = none
 	nodes, pods, smallPods, listeners      int
 	settle                                 time.Duration
 }
@@ -42,6 +43,7 @@ func main() {
 	flag.StringVar(&o.stages, "kwok-stages", "", "kwok's kustomize/stage directory (from its module).")
 	flag.StringVar(&o.out, "out", "bin/scale.txt", "File the table is also written to.")
 	flag.StringVar(&o.workDir, "work-dir", ".work/scale", "Directory for kwok's configuration and log.")
+	flag.StringVar(&o.profiles, "profiles", "", "If set, turn on the controller's pprof endpoint and save each replica's heap profile there at every measurement.")
 	flag.IntVar(&o.nodes, "nodes", 50, "Fake (kwok) nodes.")
 	flag.IntVar(&o.pods, "pods", 10000, "Ordinary pods (no listener volume) at the large measurement.")
 	flag.IntVar(&o.smallPods, "small-pods", 2000, "Ordinary pods at the small measurement (for the slope).")
@@ -84,9 +86,14 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer stop()
-	m := &measurer{c: c, cfg: cfg}
+	m := &measurer{c: c, cfg: cfg, profiles: o.profiles}
 	if err := m.baseline(ctx); err != nil {
 		return err
+	}
+	if o.profiles != "" {
+		if err := enableProfiles(ctx, c); err != nil {
+			return err
+		}
 	}
 
 	say("creating %d kwok nodes", o.nodes)
@@ -139,6 +146,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		r.label = fmt.Sprintf("%d pods, %d claims", size, half)
+		if err := m.profile(ctx, r); err != nil {
+			return err
+		}
 		rows = append(rows, r)
 	}
 	large, err := m.listenerPhase(ctx, "large", o.listeners-half)
@@ -150,6 +160,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	r.label = fmt.Sprintf("%d pods, %d claims", o.pods, o.listeners)
+	if err := m.profile(ctx, r); err != nil {
+		return err
+	}
 	rows = append(rows, r)
 
 	var out strings.Builder
@@ -189,13 +202,15 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 type measurer struct {
 	c        client.Client
 	cfg      *rest.Config
-	ordinary int // ordinary pods created so far
+	ordinary int    // ordinary pods created so far
+	profiles string // where heap profiles go; "" = none
 }
 
 // component is one process measured: a pod of the operator.
 type component struct {
 	name     string // as in the table
 	pod      string
+	ip       string
 	restarts int32
 	rss      float64
 	heap     float64
@@ -276,7 +291,7 @@ func (m *measurer) components(ctx context.Context) ([]component, error) {
 			restarts += cs.RestartCount
 		}
 		out = append(out, component{
-			name: name, pod: p.Name, restarts: restarts,
+			name: name, pod: p.Name, ip: p.Status.PodIP, restarts: restarts,
 			rss:      s.sum("process_resident_memory_bytes"),
 			heap:     s.sum("go_memstats_heap_inuse_bytes"),
 			requests: s.sum("rest_client_requests_total"),
@@ -313,6 +328,15 @@ func (m *measurer) steady(ctx context.Context, settle time.Duration) (row, error
 		}
 	}
 	return r, nil
+}
+
+// profile saves the controller replicas' heap profiles of a measurement,
+// when profiles were asked for.
+func (m *measurer) profile(ctx context.Context, r row) error {
+	if m.profiles == "" {
+		return nil
+	}
+	return saveHeapProfiles(ctx, r.components, m.profiles, r.label)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

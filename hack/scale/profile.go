@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// pprofPort is where the controller serves Go's profiles when the harness
+// turns them on (--pprof-bind-address; off as shipped).
+const pprofPort = 6060
+
+// enableProfiles adds --pprof-bind-address to the controller's Deployment
+// and waits for the rollout. It is the one change the harness makes to the
+// shipped manifests, and only when asked (-profiles): serving profiles costs
+// nothing until one is taken.
+func enableProfiles(ctx context.Context, c client.Client) error {
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "controller"}); err != nil {
+		return err
+	}
+	if len(deps.Items) != 1 {
+		return fmt.Errorf("want one controller Deployment in %s, found %d", operatorNamespace, len(deps.Items))
+	}
+	d := &deps.Items[0]
+	arg := fmt.Sprintf("--pprof-bind-address=:%d", pprofPort)
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, arg) {
+		d.Spec.Template.Spec.Containers[0].Args = append(args, arg)
+		if err := c.Update(ctx, d); err != nil {
+			return fmt.Errorf("turn on the controller's profiles: %w", err)
+		}
+	}
+	key := client.ObjectKeyFromObject(d)
+	return waitFor(ctx, 5*time.Minute, "controller rollout with profiles", func() (bool, string, error) {
+		if err := c.Get(ctx, key, d); err != nil {
+			return false, "", err
+		}
+		s := d.Status
+		want := *d.Spec.Replicas
+		done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+		return done, fmt.Sprintf("%d/%d updated, %d available, %d total", s.UpdatedReplicas, want, s.AvailableReplicas, s.Replicas), nil
+	})
+}
+
+// saveHeapProfiles writes each controller replica's heap profile to dir,
+// named after the measurement and the replica's role.
+func saveHeapProfiles(ctx context.Context, comps []component, dir, label string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, comp := range comps {
+		if !strings.HasPrefix(comp.name, "controller") {
+			continue
+		}
+		name := strings.NewReplacer(" ", "-", ",", "", "(", "", ")", "").Replace(label + " " + comp.name)
+		if err := fetchTo(ctx, fmt.Sprintf("http://%s:%d/debug/pprof/heap", comp.ip, pprofPort), filepath.Join(dir, name+".pb.gz")); err != nil {
+			return fmt.Errorf("heap profile of %s: %w", comp.name, err)
+		}
+	}
+	return nil
+}
+
+func fetchTo(ctx context.Context, url, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
