@@ -10,6 +10,13 @@
 // by the informers before an object is stored, and idempotent (an informer
 // may hand an already trimmed object back).
 //
-// Services keep their managedFields: the listener reconciler hands the fields
-// its create set over to server-side apply (csaupgrade), which reads them.
+// There are two caches. The manager's own (policy Webhooks) runs on every
+// replica and holds what the admission webhooks read; the reconcilers' (policy
+// Reconcilers, see LeaderOnly) runs on the leader only and holds what only
+// they read. The types both read (Shared) are held once, in the manager's:
+// the reconcilers' view routes their reads, watches and indexes there.
+//
+// managedFields are dropped from everything but Services: the listener
+// reconciler hands the fields its create set over to server-side apply
+// (csaupgrade), which reads them.
 package caches

@@ -3,44 +3,54 @@ package caches
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // LeaderOnly returns a view of mgr for the reconcilers: the same manager
 // (controllers and runnables added to it run in it; scheme, events, logger
-// and API reader are its own), but with its own cache, built with opts, and
-// a client that reads from it. That cache starts only once this replica is
-// elected leader, so a replica that is not the leader serves webhooks from
-// mgr's cache and opens no watch on the objects only the reconcilers read
-// (Pods, Services, EndpointSlices, Nodes, PodListeners).
-//
-// Indexes registered through the view's field indexer go to the
-// reconcilers' cache. On the leader, types both read (Listeners, claims)
-// are held twice; they are few next to the pods of a cluster.
-func LeaderOnly(mgr manager.Manager, opts cache.Options) (manager.Manager, error) {
+// and API reader are its own), but with a cache and a client of their own.
+// Objects of the shared types are read from, watched in and indexed by
+// mgr's cache, which every replica starts for the webhooks: the leader holds
+// them once. Every other type lives in a cache built with opts that starts
+// only once this replica is elected leader, so a replica that is not the
+// leader serves webhooks and opens no watch on the objects only the
+// reconcilers read (Pods, Services, EndpointSlices, Nodes, PodListeners).
+func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object) (manager.Manager, error) {
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
 	opts.HTTPClient = mgr.GetHTTPClient()
-	c, err := cache.New(mgr.GetConfig(), opts)
+	own, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the reconcilers' cache: %w", err)
+	}
+	r := &router{scheme: mgr.GetScheme(), own: own, shared: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{}}
+	for _, obj := range shared {
+		gvk, err := apiutil.GVKForObject(obj, r.scheme)
+		if err != nil {
+			return nil, fmt.Errorf("shared cache type %T: %w", obj, err)
+		}
+		r.kinds[gvk] = true
 	}
 	cl, err := client.New(mgr.GetConfig(), client.Options{
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
 		HTTPClient: mgr.GetHTTPClient(),
-		Cache:      &client.CacheOptions{Reader: c},
+		Cache:      &client.CacheOptions{Reader: r},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create the reconcilers' client: %w", err)
 	}
-	if err := mgr.Add(leaderCache{c}); err != nil {
+	if err := mgr.Add(leaderCache{own}); err != nil {
 		return nil, fmt.Errorf("add the reconcilers' cache: %w", err)
 	}
-	return &leaderView{Manager: mgr, cache: c, client: cl}, nil
+	return &leaderView{Manager: mgr, cache: r, client: cl}, nil
 }
 
 // leaderCache starts a cache when the replica is elected. It deliberately
@@ -63,3 +73,98 @@ type leaderView struct {
 func (v *leaderView) GetCache() cache.Cache                { return v.cache }
 func (v *leaderView) GetClient() client.Client             { return v.client }
 func (v *leaderView) GetFieldIndexer() client.FieldIndexer { return v.cache }
+
+// router is a cache that sends each request to the shared cache or to its
+// own by the object's kind.
+type router struct {
+	scheme      *runtime.Scheme
+	own, shared cache.Cache
+	kinds       map[schema.GroupVersionKind]bool // served by shared
+}
+
+var _ cache.Cache = (*router)(nil)
+
+func (r *router) byKind(gvk schema.GroupVersionKind) cache.Cache {
+	if r.kinds[gvk] {
+		return r.shared
+	}
+	return r.own
+}
+
+func (r *router) byObject(obj runtime.Object) (cache.Cache, error) {
+	gvk, err := apiutil.GVKForObject(obj, r.scheme)
+	if err != nil {
+		return nil, err
+	}
+	if _, isList := obj.(client.ObjectList); isList {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	return r.byKind(gvk), nil
+}
+
+// Get implements client.Reader.
+func (r *router) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c, err := r.byObject(obj)
+	if err != nil {
+		return err
+	}
+	return c.Get(ctx, key, obj, opts...)
+}
+
+// List implements client.Reader.
+func (r *router) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c, err := r.byObject(list)
+	if err != nil {
+		return err
+	}
+	return c.List(ctx, list, opts...)
+}
+
+// GetInformer implements cache.Informers.
+func (r *router) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	c, err := r.byObject(obj)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetInformer(ctx, obj, opts...)
+}
+
+// GetInformerForKind implements cache.Informers.
+func (r *router) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	return r.byKind(gvk).GetInformerForKind(ctx, gvk, opts...)
+}
+
+// RemoveInformer implements cache.Informers.
+func (r *router) RemoveInformer(ctx context.Context, obj client.Object) error {
+	c, err := r.byObject(obj)
+	if err != nil {
+		return err
+	}
+	return c.RemoveInformer(ctx, obj)
+}
+
+// IndexField implements client.FieldIndexer: the index goes to the cache
+// that holds the type.
+func (r *router) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	c, err := r.byObject(obj)
+	if err != nil {
+		return err
+	}
+	return c.IndexField(ctx, obj, field, extract)
+}
+
+// Start starts the reconcilers' own cache; the shared one is the manager's
+// to start.
+func (r *router) Start(ctx context.Context) error { return r.own.Start(ctx) }
+
+// WaitForCacheSync waits for both caches.
+func (r *router) WaitForCacheSync(ctx context.Context) bool {
+	return r.shared.WaitForCacheSync(ctx) && r.own.WaitForCacheSync(ctx)
+}
+
+// ReconcilerView is the view of mgr the reconcilers run on, as the
+// controller ships it: LeaderOnly with the Reconcilers policy, reading the
+// Shared types from mgr's cache (which must use the Webhooks policy).
+func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
+	return LeaderOnly(mgr, Reconcilers(), Shared()...)
+}

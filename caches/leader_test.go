@@ -27,6 +27,13 @@ import (
 // counts (apiserver_longrunning_requests).
 func podWatches(t *testing.T, cs kubernetes.Interface) int {
 	t.Helper()
+	return watches(t, cs, "", "pods")
+}
+
+// watches is the number of open WATCH requests the API server counts on a
+// resource of an API group ("" for the core group).
+func watches(t *testing.T, cs kubernetes.Interface, group, resource string) int {
+	t.Helper()
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
 	if err != nil {
 		t.Fatalf("read the API server's metrics: %v", err)
@@ -36,8 +43,8 @@ func podWatches(t *testing.T, cs kubernetes.Interface) int {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `resource="pods"`) ||
-			!strings.Contains(line, `verb="WATCH"`) || !strings.Contains(line, `group=""`) || !strings.Contains(line, `subresource=""`) {
+		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `resource="`+resource+`"`) ||
+			!strings.Contains(line, `verb="WATCH"`) || !strings.Contains(line, `group="`+group+`"`) || !strings.Contains(line, `subresource=""`) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
@@ -52,7 +59,9 @@ func podWatches(t *testing.T, cs kubernetes.Interface) int {
 // TestLeaderOnly: a replica that is not the leader serves from the
 // webhooks' cache and opens no watch on pods; once elected, the
 // reconcilers' cache starts and holds only the pods with the
-// listener-volume label.
+// listener-volume label. Listeners, a shared type, are read through the
+// view from the webhooks' cache before and after the election, with one
+// watch between them.
 func TestLeaderOnly(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := t.Context()
@@ -79,6 +88,13 @@ func TestLeaderOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	listener := &v1alpha1.Listener{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leader-test"},
+		Spec:       v1alpha1.ListenerSpec{ClassName: ptr.To("leader-test-class")},
+	}
+	if err := e.Client.Create(ctx, listener); err != nil {
+		t.Fatal(err)
+	}
 	before := podWatches(t, cs)
 
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
@@ -95,7 +111,7 @@ func TestLeaderOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := LeaderOnly(mgr, Reconcilers())
+	view, err := ReconcilerView(mgr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +130,24 @@ func TestLeaderOnly(t *testing.T) {
 		})); err != nil {
 		t.Fatal(err)
 	}
-	// What the webhooks do: an informer in the manager's own cache.
+	// What reconcile does with a shared type: an index on Listeners,
+	// through the view.
+	if err := view.GetFieldIndexer().IndexField(ctx, &v1alpha1.Listener{}, "spec.className", func(o client.Object) []string {
+		if c := o.(*v1alpha1.Listener).Spec.ClassName; c != nil {
+			return []string{*c}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// What the webhooks do: informers in the manager's own cache.
 	if _, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.ListenerClass{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.Listener{}); err != nil {
+		t.Fatal(err)
+	}
+
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
@@ -136,9 +166,24 @@ func TestLeaderOnly(t *testing.T) {
 	if got := podWatches(t, cs); got != before {
 		t.Errorf("pod watches went from %d to %d on a replica that is not the leader", before, got)
 	}
+	listenersBefore := watches(t, cs, v1alpha1.GroupVersion.Group, "listeners")
+	if listenersBefore < 1 {
+		t.Fatalf("no listener watch open for the webhooks' informer")
+	}
 	if len(seen) != 0 {
 		t.Errorf("a replica that is not the leader reconciled %q", <-seen)
 	}
+	listenerByClass := func() error {
+		var ls v1alpha1.ListenerList
+		if err := view.GetClient().List(ctx, &ls, client.InNamespace(ns), client.MatchingFields{"spec.className": "leader-test-class"}); err != nil {
+			return err
+		}
+		if len(ls.Items) != 1 || ls.Items[0].Name != "leader-test" {
+			return fmt.Errorf("listeners of class leader-test-class through the view: %d, want leader-test", len(ls.Items))
+		}
+		return nil
+	}
+	testenv.Eventually(t, 30*time.Second, "the Listener through the view before the election", listenerByClass)
 
 	// The other replica goes; this one is elected and its reconcilers see
 	// the labelled pod only.
@@ -159,6 +204,12 @@ func TestLeaderOnly(t *testing.T) {
 		}
 		return nil
 	})
+	if err := listenerByClass(); err != nil {
+		t.Errorf("after the election: %v", err)
+	}
+	if got := watches(t, cs, v1alpha1.GroupVersion.Group, "listeners"); got != listenersBefore {
+		t.Errorf("listener watches went from %d to %d on election: the reconcilers hold a second copy of a shared type", listenersBefore, got)
+	}
 	var pods corev1.PodList
 	if err := view.GetClient().List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package caches
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,35 +16,48 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Webhooks is the cache policy of the manager's own cache, which every
 // replica starts: it holds what the admission webhooks read (ListenerClasses,
-// Listeners, claims, volumes, namespaces, storage classes). Types without an
-// entry are cached whole.
+// Listeners, claims, volumes, namespaces, storage classes), and the Shared
+// types the reconcilers read from it on the leader. managedFields are
+// dropped from everything it holds.
 func Webhooks() cache.Options {
-	return cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.PersistentVolumeClaim{}: {Transform: StripManagedFields},
-			&corev1.PersistentVolume{}:      {Transform: StripManagedFields},
-		},
+	return cache.Options{DefaultTransform: StripManagedFields}
+}
+
+// Shared are the types the webhooks and the reconcilers both read. On the
+// leader the reconcilers read, watch and index them in the webhooks' cache
+// (see LeaderOnly) instead of holding a second copy.
+func Shared() []client.Object {
+	return []client.Object{
+		&v1alpha1.ListenerClass{},
+		&v1alpha1.Listener{},
+		&corev1.PersistentVolumeClaim{},
+		&corev1.PersistentVolume{},
 	}
 }
 
 // Reconcilers is the cache policy of the reconcilers' cache, which only the
-// leader starts (see LeaderOnly). Pods are selected by the listener-volume
-// label: a cluster's other pods are never sent to the operator nor held by
-// it. Types without an entry are cached whole.
+// leader starts (see LeaderOnly) and which holds what only they read. Pods
+// are selected by the listener-volume label: a cluster's other pods are
+// never sent to the operator nor held by it. managedFields are dropped from
+// everything but Services.
 func Reconcilers() cache.Options {
 	return cache.Options{
+		DefaultTransform: StripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.LabelListenerVolume: "true"}),
 				Transform: TrimPod,
 			},
-			&corev1.Node{}:                  {Transform: TrimNode},
-			&corev1.PersistentVolumeClaim{}: {Transform: StripManagedFields},
-			&corev1.PersistentVolume{}:      {Transform: StripManagedFields},
-			&discoveryv1.EndpointSlice{}:    {Transform: StripManagedFields},
+			&corev1.Node{}: {Transform: TrimNode},
+			// The listener reconciler hands the fields it created a Service
+			// with over to server-side apply (csaupgrade), which reads them.
+			&corev1.Service{}: {Transform: keepWhole},
 		},
 	}
 }
+
+// keepWhole stores an object as it came.
+func keepWhole(obj any) (any, error) { return obj, nil }
 
 // StripManagedFields drops metadata.managedFields, which nothing but the
 // API server's apply logic reads and which is often the largest part of an

@@ -98,7 +98,7 @@ func runWithManager(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "create manager: %v\n", err)
 		return 1
 	}
-	leader, err := caches.LeaderOnly(mgr, caches.Reconcilers())
+	leader, err := caches.ReconcilerView(mgr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "reconcilers' cache: %v\n", err)
 		return 1

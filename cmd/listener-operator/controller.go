@@ -37,6 +37,8 @@ type controllerOptions struct {
 	webhookPort      int
 	webhookCertDir   string
 	gracefulShutdown time.Duration
+	apiQPS           float64
+	apiBurst         int
 	zap              zap.Options
 	namespace        string // the operator's own namespace
 	certs            certOptions
@@ -54,6 +56,11 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server listens on (default: every interface).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
+	// client-go's default (5/10, 20/30 through controller-runtime) caps the
+	// reconcilers at a few Listeners a second when hundreds of claims come
+	// at once; the API server's priority and fairness protects it.
+	fs.Float64Var(&o.apiQPS, "kube-api-qps", 100, "Requests per second the controller may send to the API server (sustained).")
+	fs.IntVar(&o.apiBurst, "kube-api-burst", 200, "Requests the controller may send to the API server in a burst.")
 	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for runnables to stop.")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
 	o.certs.addFlags(fs)
@@ -66,6 +73,9 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 func (o *controllerOptions) complete() error {
 	if o.leaderElectionNS == "" {
 		o.leaderElectionNS = o.namespace
+	}
+	if o.apiQPS <= 0 || o.apiBurst < 1 {
+		return fmt.Errorf("--kube-api-qps=%v --kube-api-burst=%d: want both positive", o.apiQPS, o.apiBurst)
 	}
 	if o.leaderElect && o.leaderElectionNS == "" {
 		return fmt.Errorf("leader election needs a namespace: set --namespace (or POD_NAMESPACE) or --leader-election-namespace")
@@ -113,6 +123,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		return err
 	}
 	log := ctrl.Log.WithName("setup")
+	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         caches.Webhooks(),
@@ -150,7 +161,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 	// The reconcilers read from a cache of their own that only the leader
 	// starts.
-	leader, err := caches.LeaderOnly(mgr, caches.Reconcilers())
+	leader, err := caches.ReconcilerView(mgr)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// As the controller runs them: on the reconcilers' own cache.
-	leader, err := caches.LeaderOnly(mgr, caches.Reconcilers())
+	leader, err := caches.ReconcilerView(mgr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "reconcilers' cache: %v\n", err)
 		return 1
