@@ -71,7 +71,8 @@ func StripManagedFields(obj any) (any, error) {
 
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
 // managedFields and kubectl's last-applied copy), the volumes backed by a
-// claim (by name or generic ephemeral; other volumes are dropped), and, when
+// claim (by name, or generic ephemeral without its claim template; other
+// volumes are dropped), and, when
 // it has such a volume, the name and ports of each container that has ports
 // (a per-claim Listener's ports come from its pods' container ports),
 // spec.nodeName, spec.affinity, status.phase and status.conditions. Images, env, probes, resources, init containers and the
@@ -93,11 +94,14 @@ func TrimPod(obj any) (any, error) {
 		out.Annotations = ann
 	}
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
-			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: v.PersistentVolumeClaim,
-				Ephemeral:             v.Ephemeral,
-			}})
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		case v.Ephemeral != nil:
+			// The claim is "<pod>-<volume>" and the reconcilers read it,
+			// not its template (which repeats the claim's annotations
+			// and spec in every pod).
+			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
 		}
 	}
 	if len(out.Spec.Volumes) > 0 {
