@@ -214,6 +214,9 @@ type component struct {
 	restarts int32
 	rss      float64
 	heap     float64
+	anon     float64 // resident anonymous memory (when the pod runs on this host)
+	file     float64 // resident file-backed memory: the mapped binary
+	split    bool    // anon and file are known
 	requests float64 // rest_client_requests_total
 }
 
@@ -290,7 +293,9 @@ func (m *measurer) components(ctx context.Context) ([]component, error) {
 		for _, cs := range p.Status.ContainerStatuses {
 			restarts += cs.RestartCount
 		}
+		anon, file, split := residentSplit(string(p.UID))
 		out = append(out, component{
+			anon: anon, file: file, split: split,
 			name: name, pod: p.Name, ip: p.Status.PodIP, restarts: restarts,
 			rss:      s.sum("process_resident_memory_bytes"),
 			heap:     s.sum("go_memstats_heap_inuse_bytes"),
@@ -433,10 +438,14 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 	mb := func(b float64) string { return fmt.Sprintf("%.1f", b/1e6) }
 	fmt.Fprintf(w, "\nScale run %s: %d kwok nodes, ordinary pods %d and %d, %d listener claims\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.nodes, o.smallPods, o.pods, o.listeners)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\theap in use MB\trestarts\tAPI req/s")
+	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\t(anon\tfile)\theap in use MB\trestarts\tAPI req/s")
 	for _, r := range rows {
 		for _, c := range r.components {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f\n", r.label, c.name, mb(c.rss), mb(c.heap), c.restarts, r.reqPerSec[c.name])
+			anon, file := "-", "-"
+			if c.split {
+				anon, file = mb(c.anon), mb(c.file)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", r.label, c.name, mb(c.rss), anon, file, mb(c.heap), c.restarts, r.reqPerSec[c.name])
 		}
 	}
 	tw.Flush()
