@@ -72,11 +72,12 @@ func StripManagedFields(obj any) (any, error) {
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
 // managedFields and kubectl's last-applied copy), the volumes backed by a
 // claim (by name, or generic ephemeral without its claim template; other
-// volumes are dropped), and, when
-// it has such a volume, the name and ports of each container that has ports
-// (a per-claim Listener's ports come from its pods' container ports),
-// spec.nodeName, spec.affinity, status.phase and status.conditions. Images, env, probes, resources, init containers and the
-// rest of the status are dropped.
+// volumes are dropped), and, when it has such a volume, the name and ports
+// of each container that has ports (a per-claim Listener's ports come from
+// its pods' container ports), spec.nodeName, the required node affinity
+// (what pins a pod to a node) and status.phase. Images, env, probes,
+// resources, init containers, pod (anti-)affinity, conditions and the rest
+// of the status are dropped.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -114,9 +115,13 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	out.Spec.NodeName = pod.Spec.NodeName
-	out.Spec.Affinity = pod.Spec.Affinity
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		// What pins a pod to a node; pod (anti-)affinity can be large.
+		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		}}
+	}
 	out.Status.Phase = pod.Status.Phase
-	out.Status.Conditions = pod.Status.Conditions
 	return out, nil
 }
 

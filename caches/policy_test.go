@@ -8,6 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// pinned is the required node affinity the pod webhook writes for a pinned
+// listener volume.
+var pinned = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+	{Key: "listeners.stackable.tech/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}},
+}}}}
+
 func fullPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -19,7 +25,10 @@ func fullPod() *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1",
-			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			Affinity: &corev1.Affinity{
+				NodeAffinity:    &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pinned, PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}}},
+				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}},
+			},
 			Volumes: []corev1.Volume{
 				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
 				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
@@ -54,7 +63,7 @@ func TestTrimPod(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1",
-			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pinned}},
 			Volumes: []corev1.Volume{
 				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
 				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
@@ -63,10 +72,7 @@ func TestTrimPod(t *testing.T) {
 			Containers: []corev1.Container{{Name: "c",
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}}},
 		},
-		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("trimmed pod:\n got %+v\nwant %+v", got, want)

@@ -218,6 +218,7 @@ type component struct {
 	file     float64 // resident file-backed memory: the mapped binary
 	split    bool    // anon and file are known
 	requests float64 // rest_client_requests_total
+	cpu      float64 // process_cpu_seconds_total
 }
 
 // row is one measurement at steady state.
@@ -225,6 +226,7 @@ type row struct {
 	label      string
 	components []component
 	reqPerSec  map[string]float64 // by component name
+	cpuPerSec  map[string]float64 // CPU seconds per second, by component name
 }
 
 // phase is what creating a batch of listener workloads measured.
@@ -233,6 +235,7 @@ type phase struct {
 	createP50, createP99        time.Duration // client-side pod create (API server + our webhook)
 	webhookP50, webhookP99      float64       // the pod webhook's own latency, seconds
 	readyP50, readyP99, readyMx time.Duration // Listener created → Ready
+	leaderCPU                   float64       // CPU seconds the leader spent from the first create to the last Ready
 }
 
 func (m *measurer) baseline(ctx context.Context) error {
@@ -300,6 +303,7 @@ func (m *measurer) components(ctx context.Context) ([]component, error) {
 			rss:      s.sum("process_resident_memory_bytes"),
 			heap:     s.sum("go_memstats_heap_inuse_bytes"),
 			requests: s.sum("rest_client_requests_total"),
+			cpu:      s.sum("process_cpu_seconds_total"),
 		})
 	}
 	return out, nil
@@ -324,11 +328,12 @@ func (m *measurer) steady(ctx context.Context, settle time.Duration) (row, error
 	if err != nil {
 		return row{}, err
 	}
-	r := row{components: after, reqPerSec: map[string]float64{}}
+	r := row{components: after, reqPerSec: map[string]float64{}, cpuPerSec: map[string]float64{}}
 	for _, a := range after {
 		for _, b := range before {
 			if a.pod == b.pod {
 				r.reqPerSec[a.name] = (a.requests - b.requests) / time.Since(start).Seconds()
+				r.cpuPerSec[a.name] = (a.cpu - b.cpu) / time.Since(start).Seconds()
 			}
 		}
 	}
@@ -376,6 +381,20 @@ func (m *measurer) webhookLatency(ctx context.Context) (map[float64]float64, err
 	return total, nil
 }
 
+// leaderCPU is the CPU seconds the leader replica has used so far.
+func (m *measurer) leaderCPU(ctx context.Context) (float64, error) {
+	comps, err := m.components(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range comps {
+		if c.name == "controller (leader)" {
+			return c.cpu, nil
+		}
+	}
+	return 0, fmt.Errorf("no controller replica holds the leader lease")
+}
+
 // listenerPhase creates n listener workloads (pods with ephemeral listener
 // volumes on fake nodes; half per-claim, half naming shared Listeners) and
 // measures their admission and how long their Listeners take to be Ready.
@@ -386,6 +405,10 @@ func (m *measurer) listenerPhase(ctx context.Context, name string, n int) (phase
 		return phase{}, err
 	}
 	hBefore, err := m.webhookLatency(ctx)
+	if err != nil {
+		return phase{}, err
+	}
+	cpuBefore, err := m.leaderCPU(ctx)
 	if err != nil {
 		return phase{}, err
 	}
@@ -420,6 +443,10 @@ func (m *measurer) listenerPhase(ctx context.Context, name string, n int) (phase
 	if err != nil {
 		return phase{}, err
 	}
+	cpuAfter, err := m.leaderCPU(ctx)
+	if err != nil {
+		return phase{}, err
+	}
 	ds := make([]float64, len(took))
 	for i, d := range took {
 		ds[i] = d.Seconds()
@@ -430,6 +457,7 @@ func (m *measurer) listenerPhase(ctx context.Context, name string, n int) (phase
 		createP50: sec(percentile(ds, 0.5)), createP99: sec(percentile(ds, 0.99)),
 		webhookP50: histogramQuantile(0.5, hBefore, hAfter), webhookP99: histogramQuantile(0.99, hBefore, hAfter),
 		readyP50: sec(percentile(readies, 0.5)), readyP99: sec(percentile(readies, 0.99)), readyMx: sec(percentile(readies, 1)),
+		leaderCPU: cpuAfter - cpuBefore,
 	}, nil
 }
 
@@ -438,14 +466,14 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 	mb := func(b float64) string { return fmt.Sprintf("%.1f", b/1e6) }
 	fmt.Fprintf(w, "\nScale run %s: %d kwok nodes, ordinary pods %d and %d, %d listener claims\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.nodes, o.smallPods, o.pods, o.listeners)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\t(anon\tfile)\theap in use MB\trestarts\tAPI req/s")
+	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\t(anon\tfile)\theap in use MB\trestarts\tAPI req/s\tCPU ms/s")
 	for _, r := range rows {
 		for _, c := range r.components {
 			anon, file := "-", "-"
 			if c.split {
 				anon, file = mb(c.anon), mb(c.file)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", r.label, c.name, mb(c.rss), anon, file, mb(c.heap), c.restarts, r.reqPerSec[c.name])
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.1f\n", r.label, c.name, mb(c.rss), anon, file, mb(c.heap), c.restarts, r.reqPerSec[c.name], r.cpuPerSec[c.name]*1000)
 		}
 	}
 	tw.Flush()
@@ -462,7 +490,7 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "listener claims created\tcreate p50\tcreate p99\tpod webhook p50\tpod webhook p99\tListener Ready p50\tp99\tmax")
+	fmt.Fprintln(tw, "listener claims created\tcreate p50\tcreate p99\tpod webhook p50\tpod webhook p99\tListener Ready p50\tp99\tmax\tleader CPU")
 	ms := func(s float64) string {
 		if math.IsNaN(s) {
 			return "-"
@@ -473,9 +501,9 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 		what string
 		p    phase
 	}{{fmt.Sprintf("%d with 0 ordinary pods", small.claims), small}, {fmt.Sprintf("%d with %d ordinary pods", large.claims, o.pods), large}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.what,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f s\n", p.what,
 			p.p.createP50.Round(100*time.Microsecond), p.p.createP99.Round(100*time.Microsecond),
-			ms(p.p.webhookP50), ms(p.p.webhookP99), p.p.readyP50, p.p.readyP99, p.p.readyMx)
+			ms(p.p.webhookP50), ms(p.p.webhookP99), p.p.readyP50, p.p.readyP99, p.p.readyMx, p.p.leaderCPU)
 	}
 	tw.Flush()
 }
