@@ -2,6 +2,8 @@ package caches
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +41,8 @@ func Shared() []client.Object {
 // leader starts (see LeaderOnly) and which holds what only they read. Pods
 // are selected by the listener-volume label: a cluster's other pods are
 // never sent to the operator nor held by it. managedFields are dropped from
-// everything but Services.
+// everything (from a Service once the operator has applied it), and what the
+// reconcilers never read of pods, nodes and EndpointSlices.
 func Reconcilers() cache.Options {
 	return cache.Options{
 		DefaultTransform: StripManagedFields,
@@ -48,16 +51,52 @@ func Reconcilers() cache.Options {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.LabelListenerVolume: "true"}),
 				Transform: TrimPod,
 			},
-			&corev1.Node{}: {Transform: TrimNode},
-			// The listener reconciler hands the fields it created a Service
-			// with over to server-side apply (csaupgrade), which reads them.
-			&corev1.Service{}: {Transform: keepWhole},
+			&corev1.Node{}:               {Transform: TrimNode},
+			&corev1.Service{}:            {Transform: TrimService},
+			&discoveryv1.EndpointSlice{}: {Transform: TrimEndpointSlice},
 		},
 	}
 }
 
-// keepWhole stores an object as it came.
-func keepWhole(obj any) (any, error) { return obj, nil }
+// TrimService drops a Service's managedFields unless the operator still has
+// to hand the fields it created the Service with over to server-side apply
+// (csaupgrade reads and rewrites the whole list then): that is, unless an
+// Update entry of the operator's field manager is there. The apply that
+// follows turns it into an Apply entry, and the next event stores the
+// Service without them.
+func TrimService(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	for _, f := range svc.ManagedFields {
+		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate {
+			return svc, nil
+		}
+	}
+	svc.ManagedFields = nil
+	return svc, nil
+}
+
+// TrimEndpointSlice keeps of an EndpointSlice its metadata (without
+// managedFields) and, of each endpoint, the node it runs on and its
+// conditions: which nodes serve a Service is all the reconcilers read.
+// Addresses, target references, hints, zones and ports are dropped.
+func TrimEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, AddressType: s.AddressType}
+	out.ManagedFields = nil
+	if len(s.Endpoints) > 0 {
+		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
+		for i, ep := range s.Endpoints {
+			out.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions}
+		}
+	}
+	return out, nil
+}
 
 // StripManagedFields drops metadata.managedFields, which nothing but the
 // API server's apply logic reads and which is often the largest part of an

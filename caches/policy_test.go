@@ -4,6 +4,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -86,7 +92,7 @@ func TestTrimPod(t *testing.T) {
 // TestTransformsPassOtherObjects: an informer may hand a tombstone or
 // another type; it passes unchanged.
 func TestTransformsPassOtherObjects(t *testing.T) {
-	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "StripManagedFields": StripManagedFields} {
+	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimEndpointSlice": TrimEndpointSlice, "StripManagedFields": StripManagedFields} {
 		other := "not an object"
 		got, err := fn(other)
 		if err != nil || got != other {
@@ -124,5 +130,87 @@ func TestTrimPodWithoutClaims(t *testing.T) {
 	gp := got.(*corev1.Pod)
 	if gp.Spec.Volumes != nil || gp.Spec.Containers != nil || gp.Spec.NodeName != "n1" {
 		t.Fatalf("trimmed pod without claims: volumes %v, containers %v, node %q", gp.Spec.Volumes, gp.Spec.Containers, gp.Spec.NodeName)
+	}
+}
+
+// TestTrimService: a Service keeps its managedFields exactly as long as the
+// listener reconciler still has fields to hand over to server-side apply
+// (csaupgrade finds the same patch from the cached Service as from the
+// API server's); once they are applied, the cache holds none.
+func TestTrimService(t *testing.T) {
+	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:type":{}}}`)}
+	entry := func(manager string, op metav1.ManagedFieldsOperationType) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: fields}
+	}
+	cases := []struct {
+		name        string
+		entries     []metav1.ManagedFieldsEntry
+		wantKept    bool
+		wantUpgrade bool
+	}{
+		{"created by the operator, not applied yet", []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate)}, true, true},
+		{"created, then edited by kubectl", []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate), entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate)}, true, true},
+		{"applied by the operator", []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManager, metav1.ManagedFieldsOperationApply)}, false, false},
+		{"applied, and a foreign manager updated it", []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManager, metav1.ManagedFieldsOperationApply), entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate)}, false, false},
+		{"a foreign Service", []metav1.ManagedFieldsEntry{entry("helm", metav1.ManagedFieldsOperationUpdate)}, false, false},
+		{"no managedFields", nil, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", ResourceVersion: "3", Labels: map[string]string{"a": "b"}, ManagedFields: tc.entries}}
+			got, err := TrimService(svc.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs := got.(*corev1.Service)
+			if kept := gs.ManagedFields != nil; kept != tc.wantKept {
+				t.Fatalf("managedFields kept = %v, want %v", kept, tc.wantKept)
+			}
+			if gs.Labels["a"] != "b" {
+				t.Fatalf("labels lost: %v", gs.Labels)
+			}
+			fromCache, err := csaupgrade.UpgradeManagedFieldsPatch(gs, sets.New(v1alpha1.FieldManager), v1alpha1.FieldManager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromServer, err := csaupgrade.UpgradeManagedFieldsPatch(svc, sets.New(v1alpha1.FieldManager), v1alpha1.FieldManager)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (fromCache != nil) != tc.wantUpgrade || string(fromCache) != string(fromServer) {
+				t.Fatalf("hand-over patch from the cached Service %s, from the API server's %s (want one: %v)", fromCache, fromServer, tc.wantUpgrade)
+			}
+		})
+	}
+}
+
+// TestTrimEndpointSlice: the nodes of the endpoints and their conditions
+// survive (which nodes serve a Service); addresses and the rest are gone.
+func TestTrimEndpointSlice(t *testing.T) {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "endpointslice-controller"}}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.0.0.1"}, NodeName: ptr.To("n1"), Zone: ptr.To("z"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "web-0"}},
+			{Addresses: []string{"10.0.0.2"}, NodeName: ptr.To("n2"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true)}},
+		},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+	}
+	got, err := TrimEndpointSlice(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{NodeName: ptr.To("n1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+			{NodeName: ptr.To("n2"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true)}},
+		},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("trimmed slice:\n got %+v\nwant %+v", got, want)
 	}
 }
