@@ -20,9 +20,57 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // replica starts: it holds what the admission webhooks read (ListenerClasses,
 // Listeners, claims, volumes, namespaces, storage classes), and the Shared
 // types the reconcilers read from it on the leader. managedFields are
-// dropped from everything it holds.
+// dropped from everything it holds, and claims and volumes keep only the
+// fields that are read (TrimClaim, TrimVolume).
 func Webhooks() cache.Options {
-	return cache.Options{DefaultTransform: StripManagedFields}
+	return cache.Options{
+		DefaultTransform: StripManagedFields,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.PersistentVolumeClaim{}: {Transform: TrimClaim},
+			&corev1.PersistentVolume{}:      {Transform: TrimVolume},
+		},
+	}
+}
+
+// TrimClaim keeps of a PersistentVolumeClaim what the webhooks and the
+// reconcilers read: its metadata (without managedFields; the listener
+// annotations are there), spec.storageClassName, spec.volumeName and
+// status.phase. Requests, capacities, access modes and the rest are dropped;
+// nothing writes a claim back from the cache.
+func TrimClaim(obj any) (any, error) {
+	c, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
+	out.ManagedFields = nil
+	out.Spec.StorageClassName = c.Spec.StorageClassName
+	out.Spec.VolumeName = c.Spec.VolumeName
+	out.Status.Phase = c.Status.Phase
+	return out, nil
+}
+
+// TrimVolume keeps of a PersistentVolume what the webhooks and the
+// reconcilers read: its metadata (without managedFields), the claim it is
+// bound to, its node affinity (what pins a listener volume to a node), its
+// storage class, the CSI driver and volume handle (not the volume
+// attributes, which repeat the claim in every volume) and status.phase.
+// Nothing writes a volume back from the cache.
+func TrimVolume(obj any) (any, error) {
+	pv, ok := obj.(*corev1.PersistentVolume)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
+	out.ManagedFields = nil
+	out.Spec.ClaimRef = pv.Spec.ClaimRef
+	out.Spec.NodeAffinity = pv.Spec.NodeAffinity
+	out.Spec.StorageClassName = pv.Spec.StorageClassName
+	if src := pv.Spec.CSI; src != nil {
+		out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: src.Driver, VolumeHandle: src.VolumeHandle}
+	}
+	out.Status.Phase = pv.Status.Phase
+	return out, nil
 }
 
 // Shared are the types the webhooks and the reconcilers both read. On the

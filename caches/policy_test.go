@@ -9,8 +9,10 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -92,7 +94,7 @@ func TestTrimPod(t *testing.T) {
 // TestTransformsPassOtherObjects: an informer may hand a tombstone or
 // another type; it passes unchanged.
 func TestTransformsPassOtherObjects(t *testing.T) {
-	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimEndpointSlice": TrimEndpointSlice, "StripManagedFields": StripManagedFields} {
+	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimEndpointSlice": TrimEndpointSlice, "TrimClaim": TrimClaim, "TrimVolume": TrimVolume, "StripManagedFields": StripManagedFields} {
 		other := "not an object"
 		got, err := fn(other)
 		if err != nil || got != other {
@@ -212,5 +214,67 @@ func TestTrimEndpointSlice(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("trimmed slice:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestTrimClaimAndVolume: what the webhooks and the reconcilers read of a
+// listener claim and its volume survives (the listener annotations, the
+// class, the binding, the pinned node, the driver); sizes, access modes and
+// volume attributes are gone.
+func TestTrimClaimAndVolume(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "listener-web-0", Namespace: "ns", UID: "c1", ResourceVersion: "9",
+		Annotations:     map[string]string{"listeners.stackable.tech/listener-class": "external", "volume.kubernetes.io/selected-node": "n1"},
+		Finalizers:      []string{"kubernetes.io/pvc-protection"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Pod", Name: "web-0", UID: "p1"}},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}}
+	class := ptr.To("listeners.stackable.tech")
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: meta,
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class, VolumeName: "pvc-c1",
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+	}
+	got, err := TrimClaim(pvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmedMeta := *meta.DeepCopy()
+	trimmedMeta.ManagedFields = nil
+	wantClaim := &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta,
+		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: class, VolumeName: "pvc-c1"},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	if !equality.Semantic.DeepEqual(got, wantClaim) {
+		t.Fatalf("trimmed claim:\n got %+v\nwant %+v", got, wantClaim)
+	}
+
+	pvMeta := metav1.ObjectMeta{Name: "pvc-c1", UID: "v1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "listeners.stackable.tech"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "csi-provisioner"}}}
+	claimRef := &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "listener-web-0", UID: "c1"}
+	affinity := &corev1.VolumeNodeAffinity{Required: pinned}
+	pv := &corev1.PersistentVolume{ObjectMeta: pvMeta,
+		Spec: corev1.PersistentVolumeSpec{
+			ClaimRef: claimRef, NodeAffinity: affinity, StorageClassName: *class,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "listeners.stackable.tech", VolumeHandle: "pvc-c1", VolumeAttributes: map[string]string{"listeners.stackable.tech/listener": "web"}}},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
+	}
+	got, err = TrimVolume(pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvMeta.ManagedFields = nil
+	wantPV := &corev1.PersistentVolume{ObjectMeta: pvMeta,
+		Spec: corev1.PersistentVolumeSpec{ClaimRef: claimRef, NodeAffinity: affinity, StorageClassName: *class,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "listeners.stackable.tech", VolumeHandle: "pvc-c1"}}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
+	if !equality.Semantic.DeepEqual(got, wantPV) {
+		t.Fatalf("trimmed volume:\n got %+v\nwant %+v", got, wantPV)
+	}
+	if n := addresses.PinnedNode(got.(*corev1.PersistentVolume)); n != "n1" {
+		t.Fatalf("the trimmed volume is pinned to %q, want n1", n)
 	}
 }
