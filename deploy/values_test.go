@@ -143,7 +143,7 @@ func TestHelmValues(t *testing.T) {
 		{"operator security context", mgr["securityContext"].(map[string]any)["privileged"], false},
 		{"operator memory limit", mgr["resources"].(map[string]any)["limits"], map[string]any{"memory": "1Gi"}},
 		{"operator extra args", a[len(a)-1], "--graceful-shutdown-timeout=5s"},
-		{"operator extra env", envNames(mgr), []string{"POD_NAMESPACE", "GOMEMLIMIT", "GOGC", "HTTPS_PROXY"}},
+		{"operator extra env", envNames(mgr), []string{"POD_NAMESPACE", "GOMEMLIMIT", "GOGC", "GODEBUG", "HTTPS_PROXY"}},
 		{"CSI controller replicas", ctl.Object["spec"].(map[string]any)["replicas"], int64(2)},
 		{"CSI controller service account", ctlPod["serviceAccountName"], "lo-csi-ctl"},
 		{"CSI controller pod annotations", tmplAnn(ctl)["c"], "d"},

@@ -173,7 +173,7 @@ func newMetricsServer(addr string, cfg *rest.Config, health http.Handler) (metri
 	if err != nil {
 		return nil, fmt.Errorf("metrics server client: %w", err)
 	}
-	s, err := metricsserver.NewServer(metricsserver.Options{BindAddress: addr, ExtraHandlers: map[string]http.Handler{"/healthz": health}}, cfg, httpClient)
+	s, err := metricsserver.NewServer(metricsserver.Options{BindAddress: addr, FilterProvider: uncompressedMetrics, ExtraHandlers: map[string]http.Handler{"/healthz": health}}, cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("create metrics server on %s: %w", addr, err)
 	}
