@@ -16,7 +16,8 @@
 // they read. The types both read (Shared) are held once, in the manager's:
 // the reconcilers' view routes their reads, watches and indexes there.
 //
-// managedFields are dropped from everything but Services: the listener
-// reconciler hands the fields its create set over to server-side apply
-// (csaupgrade), which reads them.
+// managedFields are dropped from everything, from a Service once the
+// operator has applied it: until then the listener reconciler hands the
+// fields its create set over to server-side apply (csaupgrade), which reads
+// them. Claims, volumes and EndpointSlices keep only the fields read.
 package caches

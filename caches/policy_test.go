@@ -215,6 +215,9 @@ func TestTrimEndpointSlice(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("trimmed slice:\n got %+v\nwant %+v", got, want)
 	}
+	if again, _ := TrimEndpointSlice(want.DeepCopy()); !equality.Semantic.DeepEqual(again, want) {
+		t.Fatalf("trimming twice changed the slice: %+v", again)
+	}
 }
 
 // TestTrimClaimAndVolume: what the webhooks and the reconcilers read of a
@@ -273,6 +276,11 @@ func TestTrimClaimAndVolume(t *testing.T) {
 		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
 	if !equality.Semantic.DeepEqual(got, wantPV) {
 		t.Fatalf("trimmed volume:\n got %+v\nwant %+v", got, wantPV)
+	}
+	againClaim, _ := TrimClaim(wantClaim.DeepCopy())
+	againPV, _ := TrimVolume(wantPV.DeepCopy())
+	if !equality.Semantic.DeepEqual(againClaim, wantClaim) || !equality.Semantic.DeepEqual(againPV, wantPV) {
+		t.Fatalf("trimming twice changed them: %+v, %+v", againClaim, againPV)
 	}
 	if n := addresses.PinnedNode(got.(*corev1.PersistentVolume)); n != "n1" {
 		t.Fatalf("the trimmed volume is pinned to %q, want n1", n)
