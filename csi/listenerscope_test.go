@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -89,6 +90,7 @@ type nodePlugin struct {
 	scope  *ListenerScope
 	calls  *apiCounter
 	socket string
+	cache  cache.Cache // the cache under the scope
 }
 
 func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *nodePlugin {
@@ -155,7 +157,7 @@ func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, contr
 		os.RemoveAll(dir)
 	})
 	calls.listenerCalls() // what the start cost is not a publish's
-	return &nodePlugin{node: csi.NewNodeClient(conn), scope: scope, calls: calls, socket: filepath.Join(dir, "csi.sock")}
+	return &nodePlugin{node: csi.NewNodeClient(conn), scope: scope, calls: calls, socket: filepath.Join(dir, "csi.sock"), cache: c}
 }
 
 func (p *nodePlugin) publish(t *testing.T, f *fixture, listener, target string) error {

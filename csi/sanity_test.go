@@ -43,6 +43,11 @@ func TestSanity(t *testing.T) {
 		NodePorts: map[string]int32{"http": 30080},
 	})
 	d := startScoped(t, f.node, ListenerScopeOptions{}, true)
+	// The PersistentVolumes the provisioner side creates are awaited in the
+	// driver's cache before csi-sanity's next call (ValidateVolumeCapabilities
+	// looks the volume up there), as csi-provisioner's own cache lag is not
+	// what the suite tests.
+	f.cache = d.cache
 
 	cfg := sanity.NewTestConfig()
 	cfg.Address = "unix://" + d.socket
