@@ -38,6 +38,7 @@ type controllerOptions struct {
 	webhookPort      int
 	webhookCertDir   string
 	gracefulShutdown time.Duration
+	shutdownDelay    time.Duration
 	apiQPS           float64
 	apiBurst         int
 	zap              zap.Options
@@ -62,7 +63,8 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	// at once; the API server's priority and fairness protects it.
 	fs.Float64Var(&o.apiQPS, "kube-api-qps", 100, "Requests per second the controller may send to the API server (sustained).")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 200, "Requests the controller may send to the API server in a burst.")
-	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long to wait for runnables to stop.")
+	fs.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 15*time.Second, "How long to wait for runnables to stop, once the shutdown delay is over.")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 10*time.Second, "How long a replica told to stop keeps serving webhooks (failing /readyz, closing each connection after its answer) before it stops, so that every node has stopped sending it new connections; shutdown delay plus graceful shutdown timeout must fit in the pod's terminationGracePeriodSeconds.")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
 	o.certs.addFlags(fs)
 	o.reconcile.BindFlags(fs)
@@ -74,6 +76,9 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 func (o *controllerOptions) complete() error {
 	if o.leaderElectionNS == "" {
 		o.leaderElectionNS = o.namespace
+	}
+	if o.shutdownDelay < 0 || o.gracefulShutdown < 0 {
+		return fmt.Errorf("--shutdown-delay=%v --graceful-shutdown-timeout=%v: want neither negative", o.shutdownDelay, o.gracefulShutdown)
 	}
 	if o.apiQPS <= 0 || o.apiBurst < 1 {
 		return fmt.Errorf("--kube-api-qps=%v --kube-api-burst=%d: want both positive", o.apiQPS, o.apiBurst)
@@ -135,6 +140,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		goruntime.MemProfileRate = defaultMemProfileRate
 	}
 	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
+	dr := &drain{delay: o.shutdownDelay}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         caches.Webhooks(),
@@ -146,12 +152,12 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		LeaderElectionID:              o.leaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &o.gracefulShutdown,
-		WebhookServer: webhook.NewServer(webhook.Options{
+		WebhookServer: drainingServer{d: dr, Server: webhook.NewServer(webhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
 			TLSOpts: o.certs.tlsOptions(),
-		}),
+		})},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -159,7 +165,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := addReadyChecks(mgr); err != nil {
+	if err := addReadyChecks(mgr, dr); err != nil {
 		return err
 	}
 
@@ -184,7 +190,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 
 	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)
-	if err := mgr.Start(ctx); err != nil {
+	if err := mgr.Start(dr.context(ctx, log)); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil

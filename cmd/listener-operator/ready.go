@@ -17,13 +17,17 @@ const readyCacheWait = time.Second
 // addReadyChecks makes /readyz answer ready only once the webhook server
 // serves and the informers the webhooks read have synced: before that an
 // admission would be answered from an empty cache (or not at all), so the
-// Service must not send this replica any.
-func addReadyChecks(mgr ctrl.Manager) error {
+// Service must not send this replica any. It fails again once the replica
+// drains to stop.
+func addReadyChecks(mgr ctrl.Manager, d *drain) error {
 	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("add webhook server ready check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("caches-synced", cacheSyncedChecker(mgr.GetCache())); err != nil {
 		return fmt.Errorf("add cache ready check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("shutdown", d.readyCheck); err != nil {
+		return fmt.Errorf("add shutdown ready check: %w", err)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/certs"
 	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/webhooks"
 )
 
 func TestCertFlags(t *testing.T) {
@@ -93,7 +94,7 @@ func TestControllerCommandSelfSignedTLS(t *testing.T) {
 			"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(webhookPort),
 			"--webhook-cert-dir=" + t.TempDir(),
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
-			"--metrics-bind-address=0",
+			"--metrics-bind-address=0", "--shutdown-delay=2s",
 		}, &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
@@ -184,5 +185,57 @@ func TestControllerCommandSelfSignedTLS(t *testing.T) {
 	if c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "listener-operator-webhook." + ns + ".svc", MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}); err == nil {
 		c.Close()
 		t.Error("the webhook server accepted TLS 1.1")
+	}
+
+	// Told to stop, the replica fails /readyz and answers admissions on
+	// connections it closes, for the shutdown delay; then it exits.
+	admit := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "listener-operator-webhook." + ns + ".svc"}}}
+	review := func() *http.Response {
+		t.Helper()
+		body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1",` +
+			`"kind":{"group":"listeners.stackable.tech","version":"v1alpha1","kind":"ListenerClass"},` +
+			`"resource":{"group":"listeners.stackable.tech","version":"v1alpha1","resource":"listenerclasses"},"operation":"CREATE",` +
+			`"object":{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"ListenerClass","metadata":{"name":"drain"},"spec":{"serviceType":"ClusterIP"}}}}`
+		resp, err := admit.Post("https://"+addr+webhooks.PathValidateClass, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("admission request: %v", err)
+		}
+		var out bytes.Buffer
+		_, _ = out.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(out.String(), `"allowed":true`) {
+			t.Errorf("admission answer: %d %s, want 200 and allowed", resp.StatusCode, out.String())
+		}
+		return resp
+	}
+	if resp := review(); resp.Close {
+		t.Error("an admission answer closed its connection before the stop")
+	}
+	cancel()
+	stoppedAt := time.Now()
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		last = fmt.Sprintf("%d %s", resp.StatusCode, body.String())
+		return resp.StatusCode != http.StatusOK && strings.Contains(last, "shutdown failed"), nil
+	})
+	if err != nil {
+		t.Errorf("/readyz while stopping: %v\n%s; want it failing on the shutdown check", err, last)
+	}
+	if resp := review(); !resp.Close {
+		t.Error("an admission answer while stopping kept its connection open")
+	}
+	select {
+	case code := <-done:
+		done <- code // for the cleanup
+		if waited := time.Since(stoppedAt); waited < 2*time.Second {
+			t.Errorf("the controller exited %s after the stop, before its 2s shutdown delay", waited)
+		}
+	case <-time.After(time.Minute):
 	}
 }
