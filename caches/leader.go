@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/listener-operator/listener-operator/api/names"
 )
 
 // LeaderOnly returns a view of mgr for the reconcilers: the same manager
@@ -162,9 +165,26 @@ func (r *router) WaitForCacheSync(ctx context.Context) bool {
 	return r.shared.WaitForCacheSync(ctx) && r.own.WaitForCacheSync(ctx)
 }
 
+// IndexPodClaim indexes the reconcilers' pods by the claims their volumes
+// use (names.PodClaimNames). Both the listener reconcilers and the
+// pinned-node-loss controller look pods up by claim; one index serves them.
+const IndexPodClaim = "pod.claim"
+
 // ReconcilerView is the view of mgr the reconcilers run on, as the
 // controller ships it: LeaderOnly with the Reconcilers policy, reading the
-// Shared types from mgr's cache (which must use the Webhooks policy).
+// Shared types from mgr's cache (which must use the Webhooks policy), with
+// the indexes that more than one controller queries (IndexPodClaim).
 func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
-	return LeaderOnly(mgr, Reconcilers(), Shared()...)
+	view, err := LeaderOnly(mgr, Reconcilers(), Shared()...)
+	if err != nil {
+		return nil, err
+	}
+	// At setup, before anything runs: the informer this creates starts with
+	// the view's cache once the replica is elected.
+	if err := view.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexPodClaim, func(o client.Object) []string {
+		return names.PodClaimNames(o.(*corev1.Pod))
+	}); err != nil {
+		return nil, fmt.Errorf("index pods by claim: %w", err)
+	}
+	return view, nil
 }

@@ -52,7 +52,7 @@ func setupClaimController(mgr ctrl.Manager, opts Options, recorder events.EventR
 		// A claim's ports come from the pods that mount it.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			var reqs []ctrl.Request
-			for _, claim := range podClaims(o.(*corev1.Pod)) {
+			for _, claim := range names.PodClaimNames(o.(*corev1.Pod)) {
 				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: claim}})
 			}
 			return reqs

@@ -11,6 +11,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // Cache indexes: every lookup a reconcile or a watch mapping makes goes
@@ -30,8 +31,9 @@ const (
 	indexClaimListener = "claim.listener"
 	// indexPVNode: PersistentVolumes by the nodes they are pinned to.
 	indexPVNode = "pv.pinnedNode"
-	// indexPodClaim: Pods by the claims their volumes use.
-	indexPodClaim = "pod.claim"
+	// indexPodClaim: Pods by the claims their volumes use (registered by
+	// caches.ReconcilerView, which the pinned-node-loss controller shares).
+	indexPodClaim = caches.IndexPodClaim
 )
 
 func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
@@ -72,9 +74,6 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		}},
 		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
 			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
-		}},
-		{&corev1.Pod{}, indexPodClaim, func(o client.Object) []string {
-			return podClaims(o.(*corev1.Pod))
 		}},
 	}
 	for _, ix := range indexes {
@@ -126,17 +125,8 @@ func podVolumeClaims(pod *corev1.Pod) []podVolumeClaim {
 		case v.PersistentVolumeClaim != nil:
 			out = append(out, podVolumeClaim{v.Name, v.PersistentVolumeClaim.ClaimName})
 		case v.Ephemeral != nil && pod.Name != "":
-			out = append(out, podVolumeClaim{v.Name, pod.Name + "-" + v.Name})
+			out = append(out, podVolumeClaim{v.Name, names.EphemeralClaimName(pod.Name, v.Name)})
 		}
-	}
-	return out
-}
-
-func podClaims(pod *corev1.Pod) []string {
-	vcs := podVolumeClaims(pod)
-	out := make([]string, 0, len(vcs))
-	for _, vc := range vcs {
-		out = append(out, vc.claim)
 	}
 	return out
 }

@@ -41,7 +41,7 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerPodListeners).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return len(podClaims(o.(*corev1.Pod))) > 0
+			return len(names.PodClaimNames(o.(*corev1.Pod))) > 0
 		}))).
 		Owns(&v1alpha1.PodListeners{}).
 		// A pod's claim may be created after the pod (generic ephemeral

@@ -248,7 +248,7 @@ func ephemeralListener(annotations map[string]string, podName, volume string) st
 	if podName == "" {
 		return ""
 	}
-	return names.ClaimListenerName(podName + "-" + volume)
+	return names.ClaimListenerName(names.EphemeralClaimName(podName, volume))
 }
 
 // ephemeralVolume is the listener volume added to opted-in bare pods.

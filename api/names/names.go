@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -81,4 +82,26 @@ func PodListenersName(podUID types.UID) string {
 // for a listener class: the claim's own name, in the claim's namespace.
 func ClaimListenerName(claimName string) string {
 	return claimName
+}
+
+// EphemeralClaimName is the name Kubernetes gives the claim of a pod's
+// generic ephemeral volume: <pod>-<volume>.
+func EphemeralClaimName(podName, volumeName string) string {
+	return podName + "-" + volumeName
+}
+
+// PodClaimNames are the names of the claims a pod's volumes use: named
+// claims, and the claims of its generic ephemeral volumes (not while the
+// pod has no name yet, as at admission with generateName).
+func PodClaimNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil && pod.Name != "":
+			out = append(out, EphemeralClaimName(pod.Name, v.Name))
+		}
+	}
+	return out
 }

@@ -1,9 +1,12 @@
 package names
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -88,4 +91,30 @@ func FuzzServiceName(f *testing.F) {
 			t.Fatalf("PodSelectorLabel(%q) = %q: %v", name, got, validation.IsQualifiedName(got))
 		}
 	})
+}
+
+// TestPodClaimNames: the claims a pod's volumes use, as the reconcilers
+// look pods up by them.
+func TestPodClaimNames(t *testing.T) {
+	vols := []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}},
+		{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{"named claim and ephemeral volume", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0"}, Spec: corev1.PodSpec{Volumes: vols}}, []string{"data-web-0", "web-0-listener"}},
+		{"no name yet (generateName at admission): the ephemeral claim is unknown", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "web-"}, Spec: corev1.PodSpec{Volumes: vols}}, []string{"data-web-0"}},
+		{"no claims", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Volumes: vols[2:]}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PodClaimNames(tc.pod); !slices.Equal(got, tc.want) {
+				t.Fatalf("PodClaimNames = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
@@ -37,9 +38,11 @@ import (
 
 const controllerName = "pinned-node-loss"
 
-// Cache indexes of this controller (names distinct from reconcile's).
+// Cache indexes of this controller (names distinct from reconcile's), and
+// the pod index it shares with reconcile (registered by
+// caches.ReconcilerView).
 const (
-	indexPodClaim   = "nodeloss.pod.claim"
+	indexPodClaim   = caches.IndexPodClaim
 	indexPVNode     = "nodeloss.pv.node"
 	indexClaimClass = "nodeloss.claim.class"
 )
@@ -84,7 +87,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}), builder.WithPredicates(nodeUsabilityChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			var reqs []ctrl.Request
-			for _, claim := range podClaims(o.(*corev1.Pod)) {
+			for _, claim := range names.PodClaimNames(o.(*corev1.Pod)) {
 				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: claim}})
 			}
 			return reqs
@@ -108,7 +111,6 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		field string
 		fn    client.IndexerFunc
 	}{
-		{&corev1.Pod{}, indexPodClaim, func(o client.Object) []string { return podClaims(o.(*corev1.Pod)) }},
 		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
 			if n := addresses.PinnedNode(o.(*corev1.PersistentVolume)); n != "" {
 				return []string{n}
@@ -178,21 +180,6 @@ func claimsOfClass(ctx context.Context, c client.Reader, class string) []ctrl.Re
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
 	}
 	return reqs
-}
-
-// podClaims are the claims of a pod's volumes: named claims, and generic
-// ephemeral volumes (claim <pod>-<volume>).
-func podClaims(pod *corev1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil && pod.Name != "":
-			out = append(out, pod.Name+"-"+v.Name)
-		}
-	}
-	return out
 }
 
 // reconciler handles one claim name at a time: the claim (if it exists),
