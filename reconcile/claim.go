@@ -156,12 +156,21 @@ func handedOver(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
 }
 
 // claimListenerObject is the Listener a claim asks for.
+// A claim made from an annotated StatefulSet claim template gets a Listener
+// that selects its pod by name (names.StatefulSetPodOfClaim); the
+// annotation is set when the Listener is created and never changed, so that
+// the Service's selector never switches under running pods.
 func claimListenerObject(pvc *corev1.PersistentVolumeClaim, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
+	var ann map[string]string
+	if pod := names.StatefulSetPodOfClaim(pvc.Name, pvc.Annotations); pod != "" {
+		ann = map[string]string{v1alpha1.AnnotationStatefulSetPod: pod}
+	}
 	return &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      names.ClaimListenerName(pvc.Name),
-			Namespace: pvc.Namespace,
-			Labels:    maps.Clone(pvc.Labels),
+			Name:        names.ClaimListenerName(pvc.Name),
+			Namespace:   pvc.Namespace,
+			Labels:      maps.Clone(pvc.Labels),
+			Annotations: ann,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         "v1",
 				Kind:               "PersistentVolumeClaim",

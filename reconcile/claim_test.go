@@ -210,3 +210,61 @@ func TestPodListeners(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStatefulSetReplicaSelectedByPodName: the claim of a replica of a
+// StatefulSet created by this version (its claim template names itself)
+// gets a Listener whose Service selects the pod by the StatefulSet
+// controller's pod-name label; the pod reconciler adds no selector label
+// for it, while it still labels the pod for a shared Listener it mounts.
+func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	create(t, ctx, c, listener(ns, "shared", class.Name, port("http", 8080)))
+
+	own := listenerClaim(ns, "listener-web-1", map[string]string{
+		v1alpha1.AnnotationListenerClass:            class.Name,
+		v1alpha1.AnnotationStatefulSetClaimTemplate: "listener",
+	})
+	shared := listenerClaim(ns, "shared-web-1", map[string]string{v1alpha1.AnnotationListenerName: "shared", v1alpha1.AnnotationStatefulSetClaimTemplate: "shared"})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, Labels: map[string]string{
+			v1alpha1.LabelListenerVolume: "true", v1alpha1.LabelStatefulSetPodName: "web-1",
+		}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "example", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}},
+			Volumes:    []corev1.Volume{claimVolume("listener", own.Name), claimVolume("shared", shared.Name)},
+		},
+	}
+	create(t, ctx, c, own, shared, pod)
+
+	l := waitReason(t, ctx, c, ns, own.Name, v1alpha1.ReasonReady)
+	if got := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; got != "web-1" {
+		t.Errorf("Listener annotation %s = %q, want web-1", v1alpha1.AnnotationStatefulSetPod, got)
+	}
+	getService(t, ctx, c, ns, names.ServiceName(own.Name), func(s *corev1.Service) error {
+		if want := map[string]string{v1alpha1.LabelStatefulSetPodName: "web-1"}; !reflect.DeepEqual(s.Spec.Selector, want) {
+			return fmt.Errorf("selector %v, want %v", s.Spec.Selector, want)
+		}
+		return nil
+	})
+	getService(t, ctx, c, ns, names.ServiceName("shared"), func(s *corev1.Service) error {
+		if want := map[string]string{names.PodSelectorLabel("shared"): v1alpha1.PodSelectorLabelValue}; !reflect.DeepEqual(s.Spec.Selector, want) {
+			return fmt.Errorf("shared Listener's selector %v, want %v", s.Spec.Selector, want)
+		}
+		return nil
+	})
+	p := &corev1.Pod{}
+	eventually(t, "pod labelled for the shared listener", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+			return err
+		}
+		if p.Labels[names.PodSelectorLabel("shared")] != v1alpha1.PodSelectorLabelValue {
+			return fmt.Errorf("labels %v", p.Labels)
+		}
+		return nil
+	})
+	if v, ok := p.Labels[names.PodSelectorLabel(own.Name)]; ok {
+		t.Errorf("pod labelled %s=%s for a Listener that selects it by name", names.PodSelectorLabel(own.Name), v)
+	}
+}

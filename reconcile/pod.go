@@ -71,8 +71,10 @@ func podsOfClaims(ctx context.Context, c client.Reader, namespace, claim string)
 }
 
 // podVolumeListener is a listener volume of a pod and the Listener it uses.
+// statefulSetPod is the pod that Listener's Service selects by name (""
+// when it selects by the per-Listener label).
 type podVolumeListener struct {
-	volume, listener string
+	volume, listener, statefulSetPod string
 }
 
 func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -119,21 +121,43 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.claim, pod.Name, err)
 		}
 		if name, ok := claimListener(pvc); ok {
-			vols = append(vols, podVolumeListener{volume: vc.volume, listener: name})
+			vols = append(vols, podVolumeListener{volume: vc.volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
 		}
 	}
 	return vols, pending, nil
 }
 
+// statefulSetPod is the pod that the Listener named listener, of claim
+// pvc, selects by name, if the claim says it does: then the Listener's
+// annotation once it exists (it decides its Service's selector), the
+// claim's until then (the Listener is made from it).
+func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim, listener string) string {
+	pod := names.StatefulSetPodOfClaim(pvc.Name, pvc.Annotations)
+	if pod == "" {
+		// Selecting by the label: a pod labelled for a Listener that
+		// selects by name loses nothing.
+		return ""
+	}
+	l := &v1alpha1.Listener{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l); err == nil {
+		return l.Annotations[v1alpha1.AnnotationStatefulSetPod]
+	}
+	return pod
+}
+
 // missingLabels are the labels a pod with listener volumes lacks: the
 // listener-volume label that puts it in the controller's cache, and the
-// pod selector label of each of its Listeners.
+// pod selector label of each of its Listeners that does not select the pod
+// by its StatefulSet pod name.
 func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string {
 	missing := map[string]string{}
 	if pod.Labels[v1alpha1.LabelListenerVolume] != "true" {
 		missing[v1alpha1.LabelListenerVolume] = "true"
 	}
 	for _, v := range vols {
+		if names.SelectsPodByName(v.statefulSetPod, pod.Name, pod.Labels) {
+			continue
+		}
 		key := names.PodSelectorLabel(v.listener)
 		if pod.Labels[key] != v1alpha1.PodSelectorLabelValue {
 			missing[key] = v1alpha1.PodSelectorLabelValue

@@ -53,7 +53,14 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 	for k, v := range l.Spec.ExtraPodSelectorLabels {
 		selector[k] = v
 	}
-	selector[names.PodSelectorLabel(l.Name)] = v1alpha1.PodSelectorLabelValue
+	// A Listener of one StatefulSet pod selects it by the label the
+	// StatefulSet controller sets (the pod needs no label of ours); any
+	// other by the label the pod webhook (or the pod reconciler) adds.
+	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
+		selector[v1alpha1.LabelStatefulSetPodName] = pod
+	} else {
+		selector[names.PodSelectorLabel(l.Name)] = v1alpha1.PodSelectorLabelValue
+	}
 
 	ports := make([]any, 0, len(l.Spec.Ports))
 	for _, p := range l.Spec.Ports {

@@ -86,7 +86,16 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
 	return []handlerCase{
 		{"statefulset-create", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Create, sts, ""},
 		{"statefulset-update", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Update, stsUpdated, stsUpdated},
+		// A pod of a StatefulSet created by an earlier version (its claim
+		// template does not name itself): its Listener selects it by the
+		// operator's label.
 		{"pod-of-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create, strings.ReplaceAll(statefulSetPodJSON, "NS", ns), ""},
+		// A pod of a StatefulSet created by this version: nothing to patch.
+		{"pod-of-new-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
+			strings.ReplaceAll(strings.ReplaceAll(statefulSetPodJSON, "web-0", "web-1"), "NS", ns), ""},
+		// Its claim says "by name", its Listener selects by label: labelled.
+		{"pod-of-new-statefulset-listener-by-label", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
+			strings.ReplaceAll(strings.ReplaceAll(statefulSetPodJSON, "web-0", "web-2"), "NS", ns), ""},
 		// A pod of a StatefulSet created before its template carried the
 		// listener-volume label.
 		{"pod-of-older-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
@@ -123,11 +132,24 @@ func statefulSetPodClaims(t testing.TB, ns string) {
 	}{
 		{"listener-web-0", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}},
 		{"data-web-0", ptr("standard"), nil},
+		// Made from the claim template of a StatefulSet created by this
+		// version: its Listener selects web-1 by its pod-name label.
+		{"listener-web-1", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: "external-stable", v1alpha1.AnnotationStatefulSetClaimTemplate: v1alpha1.VolumeName}},
+		// The same, but its Listener exists and selects by the operator's
+		// label (made before the claim was annotated): that decides.
+		{"listener-web-2", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: "external-stable", v1alpha1.AnnotationStatefulSetClaimTemplate: v1alpha1.VolumeName}},
 	} {
 		if err := e.Client.Create(t.Context(), listenerClaim(ns, c.name, c.ann, c.sc)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	byLabel := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listener-web-2"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("external-stable")}}
+	if err := e.Client.Create(t.Context(), byLabel); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Listener listener-web-2 in the webhooks' cache", func() error {
+		return testLookup.cache.Get(t.Context(), client.ObjectKeyFromObject(byLabel), &v1alpha1.Listener{})
+	})
 }
 
 // TestPatches checks each mutation's patch against a golden file, that it

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -63,6 +64,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		warnings   []string
 		validate   bool // the pod has volumes the validator checks
 		listeners  []string
+		byName     = map[string]bool{} // Listeners whose Service selects this pod by its StatefulSet pod name
 		nodes      []string
 		mayMount   bool                       // a claim that may be a listener claim could not be looked up
 		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
@@ -75,7 +77,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		}
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			listener, node, ok, err := m.claim(ctx, req.Namespace, v.PersistentVolumeClaim.ClaimName)
+			listener, node, statefulSetPod, ok, err := m.claim(ctx, req.Namespace, v.PersistentVolumeClaim.ClaimName)
 			switch {
 			case errors.Is(err, errNoClaimYet):
 				// A pod may be created before its claim: it may become a
@@ -89,6 +91,9 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			if ok {
 				listenerOf[v.Name] = true
 				listeners = append(listeners, listener)
+				if names.SelectsPodByName(statefulSetPod, podName, pod.Metadata.Labels) {
+					byName[listener] = true
+				}
 				if node != "" {
 					nodes = append(nodes, node)
 				}
@@ -172,6 +177,10 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		p.setMapEntry("/metadata/labels", &exists, v1alpha1.LabelListenerVolume, "true")
 	}
 	for _, l := range listeners {
+		if byName[l] {
+			// The StatefulSet controller's pod-name label selects it.
+			continue
+		}
 		key := names.PodSelectorLabel(l)
 		if pod.Metadata.Labels[key] == v1alpha1.PodSelectorLabelValue {
 			continue
@@ -206,34 +215,44 @@ func (m *podMutator) failOpen(ctx context.Context, err error) {
 var errNoClaimYet = errors.New("the claim does not exist yet")
 
 // claim looks up the claim name in namespace and says whether it is a
-// listener claim, which Listener it belongs to and the node its volume is
-// pinned to, if any.
-func (m *podMutator) claim(ctx context.Context, namespace, name string) (listener, node string, ok bool, err error) {
+// listener claim, which Listener it belongs to, the StatefulSet pod that
+// Listener selects by name (if it does) and the node its volume is pinned
+// to, if any.
+func (m *podMutator) claim(ctx context.Context, namespace, name string) (listener, node, statefulSetPod string, ok bool, err error) {
 	var c corev1.PersistentVolumeClaim
 	if err := m.lookup.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", "", false, errNoClaimYet
+			return "", "", "", false, errNoClaimYet
 		}
-		return "", "", false, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
+		return "", "", "", false, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
 	}
 	if !validation.IsListenerClaim(c.Annotations, c.Spec.StorageClassName) {
-		return "", "", false, nil
+		return "", "", "", false, nil
 	}
 	listener = c.Annotations[v1alpha1.AnnotationListenerName]
 	if listener == "" {
 		listener = names.ClaimListenerName(name)
 	}
+	if statefulSetPod = names.StatefulSetPodOfClaim(name, c.Annotations); statefulSetPod != "" {
+		// The Listener, once it exists, decides how its Service selects
+		// (the reconciler makes it from the claim). Read from the cache
+		// only: a Listener made a moment ago was made from this claim.
+		var l v1alpha1.Listener
+		if err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: listener}, &l, client.UnsafeDisableDeepCopy); err == nil {
+			statefulSetPod = l.Annotations[v1alpha1.AnnotationStatefulSetPod]
+		}
+	}
 	if c.Spec.VolumeName == "" {
-		return listener, "", true, nil
+		return listener, "", statefulSetPod, true, nil
 	}
 	var pv corev1.PersistentVolume
 	if err := m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, &pv); err != nil {
 		if apierrors.IsNotFound(err) {
-			return listener, "", true, nil
+			return listener, "", statefulSetPod, true, nil
 		}
-		return listener, "", true, fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
+		return listener, "", statefulSetPod, true, fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
 	}
-	return listener, addresses.PinnedNode(&pv), true, nil
+	return listener, addresses.PinnedNode(&pv), statefulSetPod, true, nil
 }
 
 // ephemeralListener is the Listener an ephemeral listener volume of the pod

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -110,9 +111,20 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 	// the listener storage class or with a listener annotation, or an
 	// ephemeral listener volume), not by its name.
 	volume := ""
-	for _, t := range s.Spec.VolumeClaimTemplates {
-		if volume == "" && validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+	for i, t := range s.Spec.VolumeClaimTemplates {
+		if !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+			continue
+		}
+		if volume == "" {
 			volume = t.Metadata.Name
+		}
+		if req.Operation == admissionv1.Create {
+			// Claim templates are immutable: only a new StatefulSet's
+			// per-claim Listeners select their pods by name.
+			if byNameAnnotation(t.Metadata.Name, t.Metadata.Annotations) != nil && t.Metadata.Annotations[v1alpha1.AnnotationStatefulSetClaimTemplate] != t.Metadata.Name {
+				exists := t.Metadata.Annotations != nil
+				p.setMapEntry(fmt.Sprintf("/spec/volumeClaimTemplates/%d/metadata/annotations", i), &exists, v1alpha1.AnnotationStatefulSetClaimTemplate, t.Metadata.Name)
+			}
 		}
 	}
 	foreign := -1 // a pod volume named like the listener volume that is not one
@@ -157,6 +169,10 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 		n := len(s.Spec.VolumeClaimTemplates)
 		if s.Spec.VolumeClaimTemplates == nil {
 			n = -1
+		}
+		if want := byNameAnnotation(v1alpha1.VolumeName, ann); want != nil {
+			ann = maps.Clone(ann)
+			maps.Copy(ann, want)
 		}
 		p.appendTo("/spec/volumeClaimTemplates", &n, claimTemplate(ann))
 		volume = v1alpha1.VolumeName
@@ -251,6 +267,18 @@ type claimTemplateValue struct {
 }
 
 // claimTemplate is the claim template of listener volumes.
+// byNameAnnotation is the annotation that a listener claim template named
+// name, with these annotations, gets so that the per-claim Listener of each
+// replica selects its pod by the StatefulSet controller's pod-name label
+// (and the pod needs no patch at admission); nil for a template whose
+// claims share a named Listener, which selects its pods by its label.
+func byNameAnnotation(name string, annotations map[string]string) map[string]string {
+	if annotations[v1alpha1.AnnotationListenerName] != "" {
+		return nil
+	}
+	return map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: name}
+}
+
 func claimTemplate(annotations map[string]string) claimTemplateValue {
 	return claimTemplateValue{
 		Metadata: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: annotations},

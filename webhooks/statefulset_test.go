@@ -93,15 +93,15 @@ func TestStatefulSetInjection(t *testing.T) {
 		wantLabel     bool
 	}{
 		{"class from the annotation", statefulSet(ns, "by-class", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}),
-			"listener map[listeners.stackable.tech/listener-class:external-stable] listeners.stackable.tech", listenerMounts, "", true},
+			"listener map[listeners.stackable.tech/listener-class:external-stable listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", listenerMounts, "", true},
 		{"default class", statefulSet(ns, "by-default", optIn, nil),
-			"listener map[listeners.stackable.tech/listener-class:cluster-internal] listeners.stackable.tech", listenerMounts, "", true},
+			"listener map[listeners.stackable.tech/listener-class:cluster-internal listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", listenerMounts, "", true},
 		{"shared listener, init container asks for the mount", initToo,
 			"listener map[listeners.stackable.tech/listener-name:shared] listeners.stackable.tech", listenerMounts, "setup:listener@/stackable/listener(ro)", true},
 		{"existing mount at the path is respected", withMount,
-			"listener map[listeners.stackable.tech/listener-class:cluster-internal] listeners.stackable.tech", "app:data@/stackable/listener " + listenerMounts[len("app:listener@/stackable/listener(ro) "):], "", true},
+			"listener map[listeners.stackable.tech/listener-class:cluster-internal listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", "app:data@/stackable/listener " + listenerMounts[len("app:listener@/stackable/listener(ro) "):], "", true},
 		{"user template is not duplicated", withTemplate,
-			"listener map[listeners.stackable.tech/listener-class:external-unstable] listeners.stackable.tech", listenerMounts, "", true},
+			"listener map[listeners.stackable.tech/listener-class:external-unstable listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", listenerMounts, "", true},
 		{"not opted in", statefulSet(ns, "plain", nil, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}),
 			"", "sidecar:data@/data", "", false},
 	} {
@@ -168,8 +168,10 @@ func TestStatefulSetUpdateKeepsMount(t *testing.T) {
 
 // TestStatefulSetEndToEnd lets kube-controller-manager's StatefulSet
 // controller create the claims and pods of an opted-in StatefulSet: the
-// claims carry the class, the pods the selector label of their Listener and
-// the mount.
+// claims carry the class and their template's name, and the pods the mount
+// and no label of the operator's: each replica's Listener selects its pod
+// by the StatefulSet controller's pod-name label, so the pod webhook had
+// nothing to patch.
 func TestStatefulSetEndToEnd(t *testing.T) {
 	e := testenv.Require(t, env)
 	ns := namespace(t, nil)
@@ -190,6 +192,9 @@ func TestStatefulSetEndToEnd(t *testing.T) {
 			if c.Annotations[v1alpha1.AnnotationListenerClass] != "external-stable" || c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != v1alpha1.StorageClassName {
 				return errorf("claim has annotations %v, storage class %v", c.Annotations, c.Spec.StorageClassName)
 			}
+			if got := names.StatefulSetPodOfClaim(c.Name, c.Annotations); got != pod {
+				return errorf("claim's Listener would select pod %q by name (annotations %v), want %s", got, c.Annotations, pod)
+			}
 			return nil
 		})
 		eventually(t, "pod "+pod, func() error {
@@ -197,9 +202,13 @@ func TestStatefulSetEndToEnd(t *testing.T) {
 			if err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: pod}, &p); err != nil {
 				return err
 			}
-			key := names.PodSelectorLabel(names.ClaimListenerName(claimName))
-			if p.Labels[key] != v1alpha1.PodSelectorLabelValue {
-				return errorf("pod labels %v lack %s", p.Labels, key)
+			for k := range p.Labels {
+				if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) {
+					return errorf("pod labels %v: %s was patched in, want the pod selected by %s", p.Labels, k, v1alpha1.LabelStatefulSetPodName)
+				}
+			}
+			if p.Labels[v1alpha1.LabelStatefulSetPodName] != pod || p.Labels[v1alpha1.LabelListenerVolume] != "true" {
+				return errorf("pod labels %v lack %s=%s or the listener-volume label", p.Labels, v1alpha1.LabelStatefulSetPodName, pod)
 			}
 			if m := mounts(p.Spec.Containers); !strings.Contains(m, "app:listener@/stackable/listener(ro)") {
 				return errorf("pod mounts: %s", m)

@@ -37,6 +37,28 @@ const (
 	// PodSelectorLabelValue is the value of the per-Listener pod selector label.
 	PodSelectorLabelValue = "true"
 
+	// AnnotationStatefulSetClaimTemplate on a listener claim template of a
+	// StatefulSet (and so on every claim made from it) names that template:
+	// the claim "<template>-<pod>" belongs to the StatefulSet's pod "<pod>",
+	// and the per-claim Listener made for it selects that pod by the
+	// statefulset.kubernetes.io/pod-name label that the StatefulSet
+	// controller sets, so that the pod needs no label of the operator (no
+	// admission patch). The StatefulSet webhook sets it on the per-claim
+	// listener templates of StatefulSets it admits (see
+	// names.StatefulSetPodOfClaim).
+	AnnotationStatefulSetClaimTemplate = "listeners.stackable.tech/statefulset-claim-template"
+
+	// AnnotationStatefulSetPod on a Listener names the StatefulSet pod that
+	// its Service selects, by LabelStatefulSetPodName, instead of by the
+	// per-Listener selector label. The claim reconciler sets it when it
+	// creates the Listener of a claim made from a template annotated with
+	// AnnotationStatefulSetClaimTemplate.
+	AnnotationStatefulSetPod = "listeners.stackable.tech/statefulset-pod"
+
+	// LabelStatefulSetPodName is the label the StatefulSet controller puts
+	// on each of its pods, with the pod's name.
+	LabelStatefulSetPodName = "statefulset.kubernetes.io/pod-name"
+
 	// LabelListenerVolume marks, with the value "true", a pod that mounts (or
 	// may mount: its claim did not exist yet when it was admitted) a listener
 	// volume. The controller caches only pods with this label, so that a

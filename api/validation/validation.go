@@ -211,6 +211,12 @@ func Listener(l *v1alpha1.Listener, classes ClassNames) field.ErrorList {
 				fmt.Sprintf("labels starting with %q are set by the operator on the pods of each Listener; pick another key", v1alpha1.PodSelectorLabelPrefix)))
 		}
 	}
+	if pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; ok {
+		p := field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod)
+		if msgs := utilvalidation.IsValidLabelValue(pod); pod == "" || len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, pod, "name the StatefulSet pod that the Service selects by its "+v1alpha1.LabelStatefulSetPodName+" label, or remove the annotation to select pods by the operator's label"))
+		}
+	}
 	for i, o := range l.Spec.ObjectOverrides {
 		var head struct {
 			APIVersion string `json:"apiVersion"`

@@ -159,6 +159,24 @@ func TestListener(t *testing.T) {
 	}
 }
 
+// TestListenerStatefulSetPod: the pod a Listener's Service selects by name
+// must be a label value (its Service could not be written otherwise).
+func TestListenerStatefulSetPod(t *testing.T) {
+	for _, tc := range []struct {
+		name, pod, want string
+	}{
+		{"replica", "web-0", ""},
+		{"empty", "", `metadata.annotations[listeners.stackable.tech/statefulset-pod]: Invalid value: "": name the StatefulSet pod that the Service selects by its statefulset.kubernetes.io/pod-name label, or remove the annotation to select pods by the operator's label`},
+		{"not a label value", "web 0", `metadata.annotations[listeners.stackable.tech/statefulset-pod]: Invalid value: "web 0": name the StatefulSet pod that the Service selects by its statefulset.kubernetes.io/pod-name label, or remove the annotation to select pods by the operator's label`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &v1alpha1.Listener{}
+			l.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: tc.pod}
+			check(t, Listener(l, nil), tc.want)
+		})
+	}
+}
+
 func claimSpec(mutate func(*corev1.PersistentVolumeClaimSpec)) *corev1.PersistentVolumeClaimSpec {
 	s := &corev1.PersistentVolumeClaimSpec{
 		StorageClassName: ptr(v1alpha1.StorageClassName),
