@@ -116,11 +116,15 @@ func TestMigrationFromStackable(t *testing.T) {
 		if err := k8s.client.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, pv); err != nil {
 			t.Fatal(err)
 		}
+		// Their StatefulSets' claim templates do not name themselves (ours
+		// do, so that a new replica's Listener selects it by pod name).
+		patchJSON(t, ctx, claim, "merge", map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationStatefulSetClaimTemplate: nil}}})
 		theirs := &v1alpha1.Listener{}
 		if err := k8s.client.Get(ctx, client.ObjectKeyFromObject(l), theirs); err != nil {
 			t.Fatal(err)
 		}
 		theirs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolume", Name: pv.Name, UID: pv.UID}}
+		delete(theirs.Annotations, v1alpha1.AnnotationStatefulSetPod)
 		if err := k8s.client.Update(ctx, theirs); err != nil {
 			t.Fatalf("give Listener %s their owner: %v", l.Name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,17 @@ func TestStatefulSetPinnedNodePort(t *testing.T) {
 		l := listener(t, ctx, ns, name)
 		if !hasIngress(l, addr, port) {
 			t.Errorf("pod %s reads %s:%s but its Listener %s advertises %+v", name, addr, port, l.Name, l.Status.IngressAddresses)
+		}
+		// The replica's Service selects it by the StatefulSet controller's
+		// pod-name label: no label of the operator was patched in.
+		for k := range pods[name].Labels {
+			if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) {
+				t.Errorf("pod %s carries %s; a replica of a new StatefulSet needs no operator label", name, k)
+			}
+		}
+		svc := listenerService(t, ctx, ns, name)
+		if want := map[string]string{v1alpha1.LabelStatefulSetPodName: name}; !maps.Equal(svc.Spec.Selector, want) {
+			t.Errorf("Service %s selects %v, want %v", svc.Name, svc.Spec.Selector, want)
 		}
 		// kube-proxy programs the node port asynchronously after the pod is
 		// Ready; a client retrying for a while is what a user does too.
