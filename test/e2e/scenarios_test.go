@@ -5,9 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
-	"maps"
 	"strings"
 	"testing"
 	"time"
