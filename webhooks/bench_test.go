@@ -212,13 +212,19 @@ func BenchmarkPodKinds(b *testing.B) {
 	}
 	pinned := replica.DeepCopy()
 	pinned.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "listener-web-0-pinned"
+	var newReplica corev1.Pod
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(replicaJSON(1), "NS", ns)), &newReplica); err != nil {
+		b.Fatal(err)
+	}
+	newReplica.OwnerReferences = nil
 	kinds := []struct {
 		name string
 		pod  *corev1.Pod
 	}{
 		{"no claim, no listener volume", withVolumes(replica.Spec.Volumes[2])},
 		{"a data claim only", withVolumes(replica.Spec.Volumes[1], replica.Spec.Volumes[2])},
-		{"StatefulSet replica (per-replica Listener)", &replica},
+		{"StatefulSet replica (per-replica Listener), StatefulSet created before this version", &replica},
+		{"StatefulSet replica (per-replica Listener selecting the pod name)", &newReplica},
 		{"shared Listener (ephemeral volume)", withVolumes(ephemeral("listener", map[string]string{v1alpha1.AnnotationListenerName: "shared"}), replica.Spec.Volumes[1])},
 		{"pinned StatefulSet replica", pinned},
 	}

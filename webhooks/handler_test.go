@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,6 +61,13 @@ const statefulSetPodJSON = `{
   }
 }`
 
+// replicaJSON is statefulSetPodJSON as replica i of the StatefulSet: its
+// own name and listener claim, the same data claim (which exists).
+func replicaJSON(i int) string {
+	r := strings.NewReplacer(`"web-0"`, fmt.Sprintf(`"web-%d"`, i), "listener-web-0", fmt.Sprintf("listener-web-%d", i))
+	return r.Replace(statefulSetPodJSON)
+}
+
 // handlerCase is an object handed to a mutating handler.
 type handlerCase struct {
 	name    string
@@ -92,10 +100,10 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
 		{"pod-of-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create, strings.ReplaceAll(statefulSetPodJSON, "NS", ns), ""},
 		// A pod of a StatefulSet created by this version: nothing to patch.
 		{"pod-of-new-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
-			strings.ReplaceAll(strings.ReplaceAll(statefulSetPodJSON, "web-0", "web-1"), "NS", ns), ""},
+			strings.ReplaceAll(replicaJSON(1), "NS", ns), ""},
 		// Its claim says "by name", its Listener selects by label: labelled.
 		{"pod-of-new-statefulset-listener-by-label", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
-			strings.ReplaceAll(strings.ReplaceAll(statefulSetPodJSON, "web-0", "web-2"), "NS", ns), ""},
+			strings.ReplaceAll(replicaJSON(2), "NS", ns), ""},
 		// A pod of a StatefulSet created before its template carried the
 		// listener-volume label.
 		{"pod-of-older-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
