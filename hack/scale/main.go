@@ -381,18 +381,31 @@ func (m *measurer) webhookLatency(ctx context.Context) (map[float64]float64, err
 	return total, nil
 }
 
-// leaderCPU is the CPU seconds the leader replica has used so far.
+// leaderCPU is the CPU seconds the leader replica has used so far. Right
+// after a deploy the lease may still be held by a replica that is stopping
+// (it keeps serving for its shutdown delay, then releases the lease): wait
+// for a running replica to hold it.
 func (m *measurer) leaderCPU(ctx context.Context) (float64, error) {
-	comps, err := m.components(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for _, c := range comps {
-		if c.name == "controller (leader)" {
-			return c.cpu, nil
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		comps, err := m.components(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, c := range comps {
+			if c.name == "controller (leader)" {
+				return c.cpu, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no running controller replica has held the leader lease for 2 minutes")
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(2 * time.Second):
 		}
 	}
-	return 0, fmt.Errorf("no controller replica holds the leader lease")
 }
 
 // listenerPhase creates n listener workloads (pods with ephemeral listener
