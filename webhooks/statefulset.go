@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -111,20 +110,14 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 	// the listener storage class or with a listener annotation, or an
 	// ephemeral listener volume), not by its name.
 	volume := ""
-	for i, t := range s.Spec.VolumeClaimTemplates {
-		if !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
-			continue
-		}
-		if volume == "" {
+	// A claim template of the user's own is left as it is: the list is
+	// atomic, so a server-side apply of the same manifest would take back
+	// anything added to it, and the API server refuses any change of claim
+	// templates. (Its claims select their pod by name when the user's
+	// template carries v1alpha1.AnnotationStatefulSetClaimTemplate itself.)
+	for _, t := range s.Spec.VolumeClaimTemplates {
+		if volume == "" && validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
 			volume = t.Metadata.Name
-		}
-		if req.Operation == admissionv1.Create {
-			// Claim templates are immutable: only a new StatefulSet's
-			// per-claim Listeners select their pods by name.
-			if byNameAnnotation(t.Metadata.Name, t.Metadata.Annotations) != nil && t.Metadata.Annotations[v1alpha1.AnnotationStatefulSetClaimTemplate] != t.Metadata.Name {
-				exists := t.Metadata.Annotations != nil
-				p.setMapEntry(fmt.Sprintf("/spec/volumeClaimTemplates/%d/metadata/annotations", i), &exists, v1alpha1.AnnotationStatefulSetClaimTemplate, t.Metadata.Name)
-			}
 		}
 	}
 	foreign := -1 // a pod volume named like the listener volume that is not one

@@ -101,7 +101,7 @@ func TestStatefulSetInjection(t *testing.T) {
 		{"existing mount at the path is respected", withMount,
 			"listener map[listeners.stackable.tech/listener-class:cluster-internal listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", "app:data@/stackable/listener " + listenerMounts[len("app:listener@/stackable/listener(ro) "):], "", true},
 		{"user template is not duplicated", withTemplate,
-			"listener map[listeners.stackable.tech/listener-class:external-unstable listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", listenerMounts, "", true},
+			"listener map[listeners.stackable.tech/listener-class:external-unstable] listeners.stackable.tech", listenerMounts, "", true},
 		{"not opted in", statefulSet(ns, "plain", nil, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}),
 			"", "sidecar:data@/data", "", false},
 	} {
@@ -218,5 +218,60 @@ func TestStatefulSetEndToEnd(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(e.ControllerManagerLog())
+	}
+}
+
+// TestStatefulSetServerSideApplyAgain: an opted-in StatefulSet applied
+// server-side (kubectl apply --server-side, GitOps tools) can be applied
+// again with a change: what the webhook added at creation (the claim
+// template, its annotations, the mounts and labels) must not make the API
+// server refuse the second apply for changing the immutable claim
+// templates.
+func TestStatefulSetServerSideApplyAgain(t *testing.T) {
+	e := testenv.Require(t, env)
+	ns := namespace(t, nil)
+	manifest := func(name, image, templates string) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: %s
+  namespace: %s
+  labels: {listeners.stackable.tech/enabled: "true"}
+  annotations: {listeners.stackable.tech/listener-class: external-stable}
+spec:
+  serviceName: %s
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec:
+      containers: [{name: app, image: %s}]
+%s`, name, ns, name, name, name, image, templates))
+	}
+	for _, tc := range []struct{ name, templates string }{
+		{"injected template", ""},
+		{"own listener template", `  volumeClaimTemplates:
+  - metadata: {name: listener, annotations: {listeners.stackable.tech/listener-class: external-unstable}}
+    spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}
+`},
+		{"own listener template selecting pods by name", `  volumeClaimTemplates:
+  - metadata: {name: listener, annotations: {listeners.stackable.tech/listener-class: external-unstable, listeners.stackable.tech/statefulset-claim-template: listener}}
+    spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tc.name, " ", "-")
+			for _, image := range []string{"nginx:1", "nginx:2"} {
+				if out, err := e.Kubectl(t.Context(), manifest(name, image, tc.templates), "apply", "--server-side", "--field-manager=gitops", "-f", "-"); err != nil {
+					t.Fatalf("server-side apply with image %s: %v\n%s", image, err, out)
+				}
+			}
+			var got appsv1.StatefulSet
+			if err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.Template.Spec.Containers[0].Image != "nginx:2" || len(got.Spec.VolumeClaimTemplates) != 1 {
+				t.Errorf("after the second apply: image %s, claim templates %s", got.Spec.Template.Spec.Containers[0].Image, templates(got.Spec.VolumeClaimTemplates))
+			}
+		})
 	}
 }

@@ -43,9 +43,9 @@ const (
 	// and the per-claim Listener made for it selects that pod by the
 	// statefulset.kubernetes.io/pod-name label that the StatefulSet
 	// controller sets, so that the pod needs no label of the operator (no
-	// admission patch). The StatefulSet webhook sets it on the per-claim
-	// listener templates of StatefulSets it admits (see
-	// names.StatefulSetPodOfClaim).
+	// admission patch). The StatefulSet webhook puts it on the per-claim
+	// listener template it injects; a template of the user's own may carry
+	// it (see names.StatefulSetPodOfClaim).
 	AnnotationStatefulSetClaimTemplate = "listeners.stackable.tech/statefulset-claim-template"
 
 	// AnnotationStatefulSetPod on a Listener names the StatefulSet pod that
