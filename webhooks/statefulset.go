@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -129,6 +131,25 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 			volume = v.Name
 		case !isListener && v.Name == v1alpha1.VolumeName:
 			foreign = i
+		}
+	}
+	if volume == "" && req.Operation == admissionv1.Update {
+		injected, err := injectedTemplate(req.OldObject.Raw)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if injected != nil {
+			// A server-side apply of the manifest the StatefulSet was
+			// created from takes back the claim template the webhook
+			// injected (the list is atomic and the applier owns it), and
+			// the API server would refuse the change of claim templates:
+			// the template comes back, as it is, where it was.
+			n := len(s.Spec.VolumeClaimTemplates)
+			if s.Spec.VolumeClaimTemplates == nil {
+				n = -1
+			}
+			p.appendTo("/spec/volumeClaimTemplates", &n, injected)
+			volume = v1alpha1.VolumeName
 		}
 	}
 	if volume == "" && req.Operation == admissionv1.Update {
@@ -260,6 +281,41 @@ type claimTemplateValue struct {
 }
 
 // claimTemplate is the claim template of listener volumes.
+// injectedTemplate is the listener claim template the webhook injected into
+// the StatefulSet raw (the last one, named v1alpha1.VolumeName, of the
+// listener storage class or with a listener annotation), as stored, or nil.
+func injectedTemplate(raw []byte) (json.RawMessage, error) {
+	var s struct {
+		Spec struct {
+			VolumeClaimTemplates []json.RawMessage `json:"volumeClaimTemplates"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("decode old StatefulSet: %w", err)
+	}
+	ts := s.Spec.VolumeClaimTemplates
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	var t struct {
+		Metadata struct {
+			Name        string            `json:"name"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			StorageClassName *string `json:"storageClassName"`
+		} `json:"spec"`
+	}
+	last := ts[len(ts)-1]
+	if err := json.Unmarshal(last, &t); err != nil {
+		return nil, fmt.Errorf("decode old claim template: %w", err)
+	}
+	if t.Metadata.Name != v1alpha1.VolumeName || !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+		return nil, nil
+	}
+	return last, nil
+}
+
 // byNameAnnotation is the annotation that a listener claim template named
 // name, with these annotations, gets so that the per-claim Listener of each
 // replica selects its pod by the StatefulSet controller's pod-name label

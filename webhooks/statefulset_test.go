@@ -253,6 +253,10 @@ spec:
   - metadata: {name: listener, annotations: {listeners.stackable.tech/listener-class: external-unstable}}
     spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}
 `},
+		{"injected next to a data template", `  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+`},
 		{"own listener template selecting pods by name", `  volumeClaimTemplates:
   - metadata: {name: listener, annotations: {listeners.stackable.tech/listener-class: external-unstable, listeners.stackable.tech/statefulset-claim-template: listener}}
     spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}
@@ -260,7 +264,8 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := strings.ReplaceAll(tc.name, " ", "-")
-			for _, image := range []string{"nginx:1", "nginx:2"} {
+			// Apply, apply the same again, then a new image.
+			for _, image := range []string{"nginx:1", "nginx:1", "nginx:2"} {
 				if out, err := e.Kubectl(t.Context(), manifest(name, image, tc.templates), "apply", "--server-side", "--field-manager=gitops", "-f", "-"); err != nil {
 					t.Fatalf("server-side apply with image %s: %v\n%s", image, err, out)
 				}
@@ -269,7 +274,7 @@ spec:
 			if err := e.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Spec.Template.Spec.Containers[0].Image != "nginx:2" || len(got.Spec.VolumeClaimTemplates) != 1 {
+			if got.Spec.Template.Spec.Containers[0].Image != "nginx:2" || !strings.Contains(templates(got.Spec.VolumeClaimTemplates), "listener map[") {
 				t.Errorf("after the second apply: image %s, claim templates %s", got.Spec.Template.Spec.Containers[0].Image, templates(got.Spec.VolumeClaimTemplates))
 			}
 		})
