@@ -153,9 +153,13 @@ func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[stri
 		}
 		// The listener-volume label too, so that the reconcilers' cache
 		// holds the pod from now on.
+		// Only the operator's own labels: a pod's other labels (the
+		// StatefulSet controller's pod name, the ones a Listener's
+		// extraPodSelectorLabels name) are not the operator's to write, and
+		// the pod label policy refuses them.
 		missing := map[string]string{}
 		for k, v := range sel {
-			if p.Labels[k] != v {
+			if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) && p.Labels[k] != v {
 				missing[k] = v
 			}
 		}
