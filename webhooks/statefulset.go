@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -290,8 +289,8 @@ func injectedTemplate(raw []byte) (json.RawMessage, error) {
 			VolumeClaimTemplates []json.RawMessage `json:"volumeClaimTemplates"`
 		} `json:"spec"`
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("decode old StatefulSet: %w", err)
+	if err := decode(raw, "StatefulSet", &s); err != nil {
+		return nil, err
 	}
 	ts := s.Spec.VolumeClaimTemplates
 	if len(ts) == 0 {
@@ -307,8 +306,8 @@ func injectedTemplate(raw []byte) (json.RawMessage, error) {
 		} `json:"spec"`
 	}
 	last := ts[len(ts)-1]
-	if err := json.Unmarshal(last, &t); err != nil {
-		return nil, fmt.Errorf("decode old claim template: %w", err)
+	if err := decode(last, "StatefulSet claim template", &t); err != nil {
+		return nil, err
 	}
 	if t.Metadata.Name != v1alpha1.VolumeName || !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
 		return nil, nil
