@@ -151,26 +151,30 @@ func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[stri
 		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		// The listener-volume label too, so that the reconcilers' cache
-		// holds the pod from now on.
-		// Only the operator's own labels: a pod's other labels (the
-		// StatefulSet controller's pod name, the ones a Listener's
-		// extraPodSelectorLabels name) are not the operator's to write, and
-		// the pod label policy refuses them.
-		missing := map[string]string{}
-		for k, v := range sel {
-			if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) && p.Labels[k] != v {
-				missing[k] = v
-			}
-		}
-		if p.Labels[v1alpha1.LabelListenerVolume] != "true" {
-			missing[v1alpha1.LabelListenerVolume] = "true"
-		}
-		if err := addPodLabels(ctx, r.client, controllerListener, p, missing); err != nil {
+		if err := addPodLabels(ctx, r.client, controllerListener, p, takeoverLabels(sel, p.Labels)); err != nil {
 			return fmt.Errorf("label pod %s/%s for the takeover of its Service: %w", p.Namespace, p.Name, err)
 		}
 	}
 	return nil
+}
+
+// takeoverLabels are the labels a pod with labels has to get before a
+// Service may switch to selector sel: the operator's own selector labels it
+// lacks, and the listener-volume label, so that the reconcilers' cache holds
+// the pod from now on. A pod's other labels (the StatefulSet controller's
+// pod name, the ones a Listener's extraPodSelectorLabels name) are not the
+// operator's to write, and the pod label policy refuses them.
+func takeoverLabels(sel, labels map[string]string) map[string]string {
+	missing := map[string]string{}
+	for k, v := range sel {
+		if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) && labels[k] != v {
+			missing[k] = v
+		}
+	}
+	if labels[v1alpha1.LabelListenerVolume] != "true" {
+		missing[v1alpha1.LabelListenerVolume] = "true"
+	}
+	return missing
 }
 
 // EventServiceAdopted is recorded when a Service made by another operator

@@ -181,6 +181,29 @@ func TestForeignSelectorKeys(t *testing.T) {
 	}
 }
 
+// TestTakeoverLabels: before a Service switches selectors, its pods get
+// only the operator's own labels, never a label of someone else's that the
+// selector also names.
+func TestTakeoverLabels(t *testing.T) {
+	const mnt, vol = "listener.stackable.tech/mnt.web", "listeners.stackable.tech/listener-volume"
+	for _, tc := range []struct {
+		name        string
+		sel, labels map[string]string
+		want        map[string]string
+	}{
+		{"their label only", map[string]string{mnt: "true"}, map[string]string{"listener.stackable.tech/mnt.0a1b": "web"}, map[string]string{mnt: "true", vol: "true"}},
+		{"already labelled", map[string]string{mnt: "true"}, map[string]string{mnt: "true", vol: "true"}, map[string]string{}},
+		{"extra selector labels are the pod's own", map[string]string{mnt: "true", "app": "web"}, map[string]string{vol: "true"}, map[string]string{mnt: "true"}},
+		{"a StatefulSet pod name is its controller's", map[string]string{"statefulset.kubernetes.io/pod-name": "web-0"}, map[string]string{"statefulset.kubernetes.io/pod-name": "web-1"}, map[string]string{vol: "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := takeoverLabels(tc.sel, tc.labels); !maps.Equal(got, tc.want) {
+				t.Errorf("takeoverLabels(%v, %v) = %v, want %v", tc.sel, tc.labels, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestStackableClaimListenerIsAdopted: the per-claim Listener the Stackable
 // operator's node plugin made (named after the claim, owned by the claim's
 // PersistentVolume, no controller) is adopted by the claim, keeping the
