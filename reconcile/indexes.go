@@ -109,24 +109,3 @@ func wantsOwnListener(pvc *corev1.PersistentVolumeClaim) bool {
 	_, hasClass := pvc.Annotations[v1alpha1.AnnotationListenerClass]
 	return isListenerClaim(pvc) && hasClass && pvc.Annotations[v1alpha1.AnnotationListenerName] == ""
 }
-
-// podVolumeClaim is one volume of a pod backed by a claim.
-type podVolumeClaim struct {
-	volume, claim string
-}
-
-// podVolumeClaims lists a pod's volumes that are backed by claims: named
-// claims, and generic ephemeral volumes whose claim Kubernetes names
-// <pod>-<volume>.
-func podVolumeClaims(pod *corev1.Pod) []podVolumeClaim {
-	var out []podVolumeClaim
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, podVolumeClaim{v.Name, v.PersistentVolumeClaim.ClaimName})
-		case v.Ephemeral != nil && pod.Name != "":
-			out = append(out, podVolumeClaim{v.Name, names.EphemeralClaimName(pod.Name, v.Name)})
-		}
-	}
-	return out
-}

@@ -111,17 +111,17 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // reading the claims from c. pending says that a claim of the pod does not
 // exist yet (it may become a listener claim).
 func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vols []podVolumeListener, pending bool, err error) {
-	for _, vc := range podVolumeClaims(pod) {
+	for _, vc := range names.PodVolumeClaims(pod) {
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: vc.claim}, pvc); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: vc.Claim}, pvc); err != nil {
 			if apierrors.IsNotFound(err) {
 				pending = true
 				continue
 			}
-			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.claim, pod.Name, err)
+			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.Claim, pod.Name, err)
 		}
 		if name, ok := claimListener(pvc); ok {
-			vols = append(vols, podVolumeListener{volume: vc.volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
+			vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
 		}
 	}
 	return vols, pending, nil
@@ -139,7 +139,8 @@ func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.Persistent
 		return ""
 	}
 	l := &v1alpha1.Listener{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l); err == nil {
+	// Read only, from the cache: no deep copy.
+	if err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l, client.UnsafeDisableDeepCopy); err == nil {
 		return l.Annotations[v1alpha1.AnnotationStatefulSetPod]
 	}
 	return pod

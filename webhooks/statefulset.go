@@ -82,17 +82,25 @@ type statefulSetView struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		Template             podTemplateView `json:"template"`
-		VolumeClaimTemplates []struct {
-			Metadata struct {
-				Name        string            `json:"name"`
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-			Spec struct {
-				StorageClassName *string `json:"storageClassName"`
-			} `json:"spec"`
-		} `json:"volumeClaimTemplates"`
+		Template             podTemplateView     `json:"template"`
+		VolumeClaimTemplates []claimTemplateView `json:"volumeClaimTemplates"`
 	} `json:"spec"`
+}
+
+// claimTemplateView is what the handler reads of a claim template: what
+// tells a listener claim template.
+type claimTemplateView struct {
+	Metadata struct {
+		Name        string            `json:"name"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		StorageClassName *string `json:"storageClassName"`
+	} `json:"spec"`
+}
+
+func (t *claimTemplateView) isListener() bool {
+	return validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName)
 }
 
 // statefulSetMutator gives an opted-in StatefulSet (the webhook's
@@ -117,7 +125,7 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 	// templates. (Its claims select their pod by name when the user's
 	// template carries v1alpha1.AnnotationStatefulSetClaimTemplate itself.)
 	for _, t := range s.Spec.VolumeClaimTemplates {
-		if volume == "" && validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+		if volume == "" && t.isListener() {
 			volume = t.Metadata.Name
 		}
 	}
@@ -133,7 +141,29 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 		}
 	}
 	if volume == "" && req.Operation == admissionv1.Update {
-		injected, err := injectedTemplate(req.OldObject.Raw)
+		var old struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec struct {
+				VolumeClaimTemplates []json.RawMessage `json:"volumeClaimTemplates"`
+			} `json:"spec"`
+		}
+		if err := decode(req.OldObject.Raw, "StatefulSet", &old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		// Claim templates are immutable: labelling an existing StatefulSet
+		// would silently do nothing. Refused with the way to do it, unless
+		// the old object was labelled already (it got in while the
+		// webhooks were down; other updates must not be blocked by it).
+		if s.Metadata.Labels[v1alpha1.LabelEnabled] == "true" && old.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
+			name := s.Metadata.Name
+			if name == "" {
+				name = req.Name
+			}
+			return invalid(req, field.ErrorList{validation.OptInExisting(name, field.NewPath("metadata", "labels"))})
+		}
+		injected, err := injectedTemplate(old.Spec.VolumeClaimTemplates)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
@@ -151,23 +181,6 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 			volume = v1alpha1.VolumeName
 		}
 	}
-	if volume == "" && req.Operation == admissionv1.Update {
-		// Claim templates are immutable: labelling an existing StatefulSet
-		// would silently do nothing. Refused with the way to do it, unless
-		// the old object was labelled already (it got in while the
-		// webhooks were down; other updates must not be blocked by it).
-		var old statefulSetView
-		if err := decode(req.OldObject.Raw, "StatefulSet", &old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		if s.Metadata.Labels[v1alpha1.LabelEnabled] == "true" && old.Metadata.Labels[v1alpha1.LabelEnabled] != "true" {
-			name := s.Metadata.Name
-			if name == "" {
-				name = req.Name
-			}
-			return invalid(req, field.ErrorList{validation.OptInExisting(name, field.NewPath("metadata", "labels"))})
-		}
-	}
 	if volume == "" && req.Operation == admissionv1.Create {
 		if foreign >= 0 {
 			return invalid(req, field.ErrorList{validation.ForeignListenerVolume(field.NewPath("spec", "template", "spec", "volumes").Index(foreign))})
@@ -182,10 +195,6 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 		n := len(s.Spec.VolumeClaimTemplates)
 		if s.Spec.VolumeClaimTemplates == nil {
 			n = -1
-		}
-		if want := byNameAnnotation(v1alpha1.VolumeName, ann); want != nil {
-			ann = maps.Clone(ann)
-			maps.Copy(ann, want)
 		}
 		p.appendTo("/spec/volumeClaimTemplates", &n, claimTemplate(ann))
 		volume = v1alpha1.VolumeName
@@ -279,55 +288,37 @@ type claimTemplateValue struct {
 	Spec     corev1.PersistentVolumeClaimSpec `json:"spec"`
 }
 
-// claimTemplate is the claim template of listener volumes.
-// injectedTemplate is the listener claim template the webhook injected into
-// the StatefulSet raw (the last one, named v1alpha1.VolumeName, of the
-// listener storage class or with a listener annotation), as stored, or nil.
-func injectedTemplate(raw []byte) (json.RawMessage, error) {
-	var s struct {
-		Spec struct {
-			VolumeClaimTemplates []json.RawMessage `json:"volumeClaimTemplates"`
-		} `json:"spec"`
-	}
-	if err := decode(raw, "StatefulSet", &s); err != nil {
-		return nil, err
-	}
-	ts := s.Spec.VolumeClaimTemplates
+// injectedTemplate is the listener claim template the webhook injected, as
+// stored, among a StatefulSet's claim templates ts (the last one, named
+// v1alpha1.VolumeName, a listener claim template), or nil.
+func injectedTemplate(ts []json.RawMessage) (json.RawMessage, error) {
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	var t struct {
-		Metadata struct {
-			Name        string            `json:"name"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-		Spec struct {
-			StorageClassName *string `json:"storageClassName"`
-		} `json:"spec"`
-	}
 	last := ts[len(ts)-1]
+	var t claimTemplateView
 	if err := decode(last, "StatefulSet claim template", &t); err != nil {
 		return nil, err
 	}
-	if t.Metadata.Name != v1alpha1.VolumeName || !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+	if t.Metadata.Name != v1alpha1.VolumeName || !t.isListener() {
 		return nil, nil
 	}
 	return last, nil
 }
 
-// byNameAnnotation is the annotation that a listener claim template named
-// name, with these annotations, gets so that the per-claim Listener of each
-// replica selects its pod by the StatefulSet controller's pod-name label
-// (and the pod needs no patch at admission); nil for a template whose
-// claims share a named Listener, which selects its pods by its label.
-func byNameAnnotation(name string, annotations map[string]string) map[string]string {
-	if annotations[v1alpha1.AnnotationListenerName] != "" {
-		return nil
-	}
-	return map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: name}
-}
-
+// claimTemplate is the claim template of listener volumes that the webhook
+// injects, with the claim annotations. Unless its claims share a named
+// Listener, it names itself (v1alpha1.AnnotationStatefulSetClaimTemplate),
+// so that the per-claim Listener of each replica selects its pod by the
+// StatefulSet controller's pod-name label and the pod needs no patch at
+// admission.
 func claimTemplate(annotations map[string]string) claimTemplateValue {
+	if annotations[v1alpha1.AnnotationListenerName] == "" {
+		named := make(map[string]string, len(annotations)+1)
+		maps.Copy(named, annotations)
+		named[v1alpha1.AnnotationStatefulSetClaimTemplate] = v1alpha1.VolumeName
+		annotations = named
+	}
 	return claimTemplateValue{
 		Metadata: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: annotations},
 		Spec:     claimSpec(),

@@ -90,18 +90,37 @@ func EphemeralClaimName(podName, volumeName string) string {
 	return podName + "-" + volumeName
 }
 
-// PodClaimNames are the names of the claims a pod's volumes use: named
-// claims, and the claims of its generic ephemeral volumes (not while the
-// pod has no name yet, as at admission with generateName).
-func PodClaimNames(pod *corev1.Pod) []string {
-	var out []string
+// VolumeClaim is a volume of a pod backed by a claim, and the claim.
+type VolumeClaim struct {
+	Volume, Claim string
+}
+
+// PodVolumeClaims lists a pod's volumes that are backed by claims: named
+// claims, and generic ephemeral volumes, whose claim is
+// EphemeralClaimName (not while the pod has no name yet, as at admission
+// with generateName).
+func PodVolumeClaims(pod *corev1.Pod) []VolumeClaim {
+	var out []VolumeClaim
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
+			out = append(out, VolumeClaim{v.Name, v.PersistentVolumeClaim.ClaimName})
 		case v.Ephemeral != nil && pod.Name != "":
-			out = append(out, EphemeralClaimName(pod.Name, v.Name))
+			out = append(out, VolumeClaim{v.Name, EphemeralClaimName(pod.Name, v.Name)})
 		}
+	}
+	return out
+}
+
+// PodClaimNames are the names of the claims of PodVolumeClaims.
+func PodClaimNames(pod *corev1.Pod) []string {
+	vcs := PodVolumeClaims(pod)
+	if len(vcs) == 0 {
+		return nil
+	}
+	out := make([]string, len(vcs))
+	for i, vc := range vcs {
+		out[i] = vc.Claim
 	}
 	return out
 }
