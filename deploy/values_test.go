@@ -250,8 +250,10 @@ func TestHelmDefaults(t *testing.T) {
 		c    map[string]any
 		kind string
 	}{{"node plugin liveness", container(t, node, "csi"), "livenessProbe"}, {"CSI controller liveness", container(t, ctl, "csi"), "livenessProbe"}, {"CSI controller readiness", container(t, ctl, "csi"), "readinessProbe"}} {
-		if p, port := probe(c.c, c.kind); p != "/healthz" || port != "metrics" {
-			t.Errorf("%s: %s on %v, want /healthz on metrics", c.what, p, port)
+		// Not on the metrics port: that one wants a token, the kubelet
+		// sends none.
+		if p, port := probe(c.c, c.kind); p != "/healthz" || port != "health" {
+			t.Errorf("%s: %s on %v, want /healthz on health", c.what, p, port)
 		}
 	}
 	// Metrics: one Service per component, selecting its pods.

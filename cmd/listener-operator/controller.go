@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -28,7 +27,7 @@ import (
 
 // controllerOptions are the flags of `listener-operator controller`.
 type controllerOptions struct {
-	metricsAddr      string
+	metrics          metricsOptions
 	probeAddr        string
 	pprofAddr        string
 	leaderElect      bool
@@ -49,7 +48,7 @@ type controllerOptions struct {
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	o.metrics.addFlags(fs)
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints, for memory and CPU profiles (default: off); turns heap sampling on when GODEBUG=memprofilerate=0 turned it off.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles; every replica serves webhooks.")
@@ -144,7 +143,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         caches.Webhooks(),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr, FilterProvider: uncompressedMetrics},
+		Metrics:                       o.metrics.serverOptions(),
 		HealthProbeBindAddress:        o.probeAddr,
 		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,

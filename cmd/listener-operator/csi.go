@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -25,7 +27,8 @@ type csiOptions struct {
 	mode           string
 	endpoint       string
 	nodeName       string
-	metricsAddr    string
+	metrics        metricsOptions
+	probeAddr      string
 	cacheSyncLimit time.Duration
 	// maxListenerWatches bounds the node plugin's per-Listener watches.
 	maxListenerWatches int
@@ -36,7 +39,8 @@ func (o *csiOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.mode, "mode", "", "Which CSI services to serve: controller (next to csi-provisioner) or node (next to node-driver-registrar, one per node).")
 	fs.StringVar(&o.endpoint, "csi-endpoint", "unix:///csi/csi.sock", "Unix socket to serve CSI on (created with mode 0600; a stale socket is replaced).")
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("KUBERNETES_NODE_NAME"), "Name of this node (env KUBERNETES_NODE_NAME); required with --mode=node.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	o.metrics.addFlags(fs)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz (the liveness probe: CSI Probe over the driver's socket), plain HTTP; \"0\" disables it.")
 	fs.DurationVar(&o.cacheSyncLimit, "cache-sync-timeout", 2*time.Minute, "How long to wait for the first list of watched objects before giving up.")
 	fs.IntVar(&o.maxListenerWatches, "max-listener-watches", 1024, "Node: the most Listeners watched at once (one watch per Listener a volume on this node publishes); beyond it each publish reads its Listener live.")
 	o.zap.BindFlags(fs)
@@ -124,10 +128,11 @@ func (o *csiOptions) run(ctx context.Context) error {
 		return err
 	}
 	health := newCSIHealth(o.endpoint)
-	metricsSrv, err := newMetricsServer(o.metricsAddr, cfg, health)
+	metricsSrv, err := newMetricsServer(o.metrics, cfg)
 	if err != nil {
 		return err
 	}
+	healthSrv := newHealthServer(o.probeAddr, health)
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return cache.Start(ctx) })
@@ -136,6 +141,9 @@ func (o *csiOptions) run(ctx context.Context) error {
 	}
 	if metricsSrv != nil {
 		g.Go(func() error { return metricsSrv.Start(ctx) })
+	}
+	if healthSrv != nil {
+		g.Go(func() error { return healthSrv.serve(ctx) })
 	}
 	g.Go(func() error {
 		syncCtx, cancel := context.WithTimeout(ctx, o.cacheSyncLimit)
@@ -163,19 +171,55 @@ func (o *csiOptions) run(ctx context.Context) error {
 }
 
 // newMetricsServer serves controller-runtime's registry (the driver's
-// metrics and client-go's) and /healthz (the liveness probe) over plain
-// HTTP; nil when addr is "0".
-func newMetricsServer(addr string, cfg *rest.Config, health http.Handler) (metricsserver.Server, error) {
-	if addr == "0" || addr == "" {
+// metrics and client-go's) as the flags say (HTTPS with authentication and
+// authorisation by default); nil when the address is "0".
+func newMetricsServer(m metricsOptions, cfg *rest.Config) (metricsserver.Server, error) {
+	if m.addr == "0" || m.addr == "" {
 		return nil, nil
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("metrics server client: %w", err)
 	}
-	s, err := metricsserver.NewServer(metricsserver.Options{BindAddress: addr, FilterProvider: uncompressedMetrics, ExtraHandlers: map[string]http.Handler{"/healthz": health}}, cfg, httpClient)
+	s, err := metricsserver.NewServer(m.serverOptions(), cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("create metrics server on %s: %w", addr, err)
+		return nil, fmt.Errorf("create metrics server on %s: %w", m.addr, err)
 	}
 	return s, nil
+}
+
+// healthServer serves /healthz on a port of its own, in plain HTTP: the
+// kubelet's liveness probe carries no credentials, so it cannot sit behind
+// the metrics server's authentication.
+type healthServer struct {
+	addr string
+	srv  *http.Server
+}
+
+// newHealthServer serves h at /healthz on addr; nil when addr is "0".
+func newHealthServer(addr string, h http.Handler) *healthServer {
+	if addr == "0" || addr == "" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", h)
+	return &healthServer{addr: addr, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+}
+
+// serve listens until ctx ends.
+func (s *healthServer) serve(ctx context.Context) error {
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("health probe server on %s: %w", s.addr, err)
+	}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(shutdownCtx)
+	}()
+	if err := s.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("health probe server on %s: %w", s.addr, err)
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // TestCSIHealthzProbesTheDriver serves the real CSI driver on a socket and
-// the CSI subcommand's metrics server with its /healthz, and reads /healthz
+// the CSI subcommand's health server with its /healthz, and reads /healthz
 // as the kubelet's liveness probe does: "ok" once the driver answers CSI
 // Probe over its socket. (The subcommand itself runs in
 // TestCSICommandServesNodeService; a second run in one process would
@@ -48,11 +48,8 @@ func TestCSIHealthzProbesTheDriver(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	health := newCSIHealth("unix://" + socket)
-	ms, err := newMetricsServer(addr, e.Config, health)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ms.Start(ctx) }()
+	hs := newHealthServer(addr, health)
+	go func() { _ = hs.serve(ctx) }()
 
 	get := func() (int, string) {
 		resp, err := http.Get("http://" + addr + "/healthz")

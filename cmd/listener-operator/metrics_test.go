@@ -1,15 +1,30 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // TestUncompressedMetrics: a scraper that offers gzip (Prometheus, Go's
@@ -51,6 +66,118 @@ func TestUncompressedMetrics(t *testing.T) {
 			body, _ := io.ReadAll(rec.Body)
 			if !tc.wantGzip && !strings.Contains(string(body), "test_scrapes_total 1") {
 				t.Fatalf("body:\n%s", body)
+			}
+		})
+	}
+}
+
+// TestMetricsNeedAuthorisation serves /metrics as the components do by
+// default, as an identity that holds only config/rbac's metrics-auth role,
+// and scrapes it as Prometheus would: with no token (refused), with the
+// token of a service account that may not get /metrics (forbidden) and with
+// one bound to config/rbac's metrics-reader role (served).
+func TestMetricsNeedAuthorisation(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	root := testenv.RepoRoot()
+	serverCfg, err := e.UserWithClusterRole(ctx, "metrics-server", filepath.Join(root, "config/rbac/metrics_auth_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scrapers: service accounts with tokens from the API server.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metrics-scrapers"}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config/rbac/metrics_reader_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, reader); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns.Name, Name: "prometheus"}},
+	}
+	for _, o := range []client.Object{reader, binding,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "prometheus"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "stranger"}},
+	} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(sa string) string {
+		tr, err := cs.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("token of %s: %v", sa, err)
+		}
+		return tr.Status.Token
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	srv, err := newMetricsServer(metricsOptions{addr: addr, secure: true}, serverCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(srvCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// The certificate is self-signed: Prometheus skips verification
+	// (the ServiceMonitor's tlsConfig).
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	scrape := func(scheme, bearer string) (int, string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/metrics", nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	testenv.Eventually(t, 30*time.Second, "the metrics server listens", func() error {
+		_, _, err := scrape("https", "")
+		return err
+	})
+	for _, tc := range []struct {
+		name     string
+		scheme   string
+		token    string
+		wantCode int
+		wantBody string
+	}{
+		{"no token", "https", "", http.StatusUnauthorized, "Unauthorized"},
+		// controller-runtime answers a token the API server rejects with 500.
+		{"a token the API server never issued", "https", "not-a-token", http.StatusInternalServerError, "Authentication failed"},
+		{"a service account not bound to metrics-reader", "https", token("stranger"), http.StatusForbidden, "system:serviceaccount:metrics-scrapers:stranger"},
+		{"Prometheus bound to metrics-reader", "https", token("prometheus"), http.StatusOK, "# TYPE "},
+		{"plain HTTP", "http", token("prometheus"), http.StatusBadRequest, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, err := scrape(tc.scheme, tc.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
+				t.Errorf("GET /metrics: %d %.200q, want %d with %q", code, body, tc.wantCode, tc.wantBody)
 			}
 		})
 	}

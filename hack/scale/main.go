@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 )
 
 const operatorNamespace = "listener-operator"
@@ -86,7 +87,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer stop()
-	m := &measurer{c: c, cfg: cfg, profiles: o.profiles}
+	scraper, err := metricsscrape.ForServiceAccount(ctx, c, operatorNamespace, "listener-operator-scale")
+	if err != nil {
+		return err
+	}
+	m := &measurer{c: c, cfg: cfg, scraper: scraper, profiles: o.profiles}
 	if err := m.baseline(ctx); err != nil {
 		return err
 	}
@@ -202,8 +207,9 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 type measurer struct {
 	c        client.Client
 	cfg      *rest.Config
-	ordinary int    // ordinary pods created so far
-	profiles string // where heap profiles go; "" = none
+	scraper  *metricsscrape.Scraper // reads /metrics with a token
+	ordinary int                    // ordinary pods created so far
+	profiles string                 // where heap profiles go; "" = none
 }
 
 // component is one process measured: a pod of the operator.
@@ -288,7 +294,7 @@ func (m *measurer) components(ctx context.Context) ([]component, error) {
 		default:
 			continue
 		}
-		s, err := scrape(ctx, "http://"+p.Status.PodIP+":8080/metrics")
+		s, err := scrape(ctx, m.scraper, p.Status.PodIP)
 		if err != nil {
 			return nil, err
 		}
@@ -370,7 +376,7 @@ func (m *measurer) webhookLatency(ctx context.Context) (map[float64]float64, err
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 			continue
 		}
-		s, err := scrape(ctx, "http://"+p.Status.PodIP+":8080/metrics")
+		s, err := scrape(ctx, m.scraper, p.Status.PodIP)
 		if err != nil {
 			return nil, err
 		}

@@ -3,14 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 )
 
 // sample is one line of the Prometheus text format: a metric name, its
@@ -129,23 +129,16 @@ func histogramQuantile(q float64, before, after map[float64]float64) float64 {
 	return prevBound
 }
 
-// scrape reads a metrics endpoint over plain HTTP.
-func scrape(ctx context.Context, url string) (samples, error) {
+// scrape reads a component's /metrics as Prometheus does (HTTPS, a token
+// bound to the metrics-reader role).
+func scrape(ctx context.Context, s *metricsscrape.Scraper, podIP string) (samples, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := s.Get(ctx, podIP)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
-	}
-	return parseSamples(io.LimitReader(resp.Body, 64<<20)), nil
+	return parseSamples(strings.NewReader(body)), nil
 }
 
 // percentile is the p-th percentile (0..1) of values, nearest rank.

@@ -62,13 +62,18 @@ func leader(ctx context.Context) (string, error) {
 	return pod, nil
 }
 
-// writes reads listener_operator_writes_total of one operator pod through
-// the API server's pod proxy: successful writes by kind.
+// writes reads listener_operator_writes_total of one operator pod (with
+// the metrics-reader token): successful writes by kind.
 func writes(t *testing.T, ctx context.Context, pod string) map[string]float64 {
 	t.Helper()
-	out, errOut, err := k8s.run(ctx, "", "get", "--raw", "/api/v1/namespaces/"+operatorNamespace+"/pods/"+pod+":8080/proxy/metrics")
+	var p corev1.Pod
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: pod}, &p); err != nil {
+		t.Logf("metrics of %s: %v", pod, err)
+		return nil
+	}
+	out, err := metricsOf(ctx, &p)
 	if err != nil {
-		t.Logf("metrics of %s: %v %s", pod, err, errOut)
+		t.Logf("metrics of %s: %v", pod, err)
 		return nil
 	}
 	byKind := map[string]float64{}

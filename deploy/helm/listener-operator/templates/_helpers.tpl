@@ -185,3 +185,11 @@ cert-manager) cainjector's annotation. Arguments: (list $ "files/x.yaml").
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The metrics flags of every component (docs/install.md, "Metrics"). */}}
+{{- define "listener-operator.metricsArgs" -}}
+- --metrics-bind-address=:8443
+{{- if not .Values.metrics.secure }}
+- --metrics-secure=false
+{{- end }}
+{{- end }}
