@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,6 +333,105 @@ func TestHelmOptionalObjects(t *testing.T) {
 	}
 }
 
+// TestHelmMetricsSecurity: by default every component serves metrics over
+// HTTPS to authorised callers (the ServiceMonitor sends a token and skips
+// verification of the self-signed certificate); metrics.secure=false turns
+// that off everywhere; the NetworkPolicies let only the API server reach
+// the webhook port and only the metrics peers the metrics port.
+func TestHelmMetricsSecurity(t *testing.T) {
+	components := []struct{ kind, name, container string }{
+		{"Deployment", "listener-operator", "manager"},
+		{"Deployment", "listener-operator-csi-controller", "csi"},
+		{"DaemonSet", "listener-operator-csi-node", "csi"},
+	}
+	for _, secure := range []bool{true, false} {
+		values := []string{"metrics.serviceMonitor.enabled=true"}
+		if !secure {
+			values = append(values, "metrics.secure=false")
+		}
+		o := parse(t, helm(t, values...))
+		for _, c := range components {
+			a := args(t, container(t, o.get(t, c.kind, namespace, c.name), c.container))
+			if addr, _ := flagValue(a, "--metrics-bind-address"); addr != ":8443" {
+				t.Errorf("secure=%v: %s --metrics-bind-address=%q, want :8443", secure, c.name, addr)
+			}
+			if v, set := flagValue(a, "--metrics-secure"); set == secure {
+				t.Errorf("secure=%v: %s --metrics-secure=%q", secure, c.name, v)
+			}
+		}
+		sm := o.get(t, "ServiceMonitor", namespace, "listener-operator-csi-node-metrics")
+		ep := slice(t, sm.Object, "spec", "endpoints")[0].(map[string]any)
+		skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify")
+		if secure && (ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !skip) {
+			t.Errorf("secure ServiceMonitor endpoint %v: want https, the service account token and tlsConfig", ep)
+		}
+		if !secure && (ep["scheme"] != "http" || ep["bearerTokenFile"] != nil) {
+			t.Errorf("insecure ServiceMonitor endpoint %v: want plain http", ep)
+		}
+		auth, hasAuth := o[key("ClusterRole", "", "listener-operator-metrics-auth")]
+		if hasAuth != secure {
+			t.Errorf("secure=%v: ClusterRole listener-operator-metrics-auth rendered: %v", secure, hasAuth)
+		}
+		if secure && (!grants(auth, "authentication.k8s.io", "tokenreviews", "", "create") || !grants(auth, "authorization.k8s.io", "subjectaccessreviews", "", "create")) {
+			t.Errorf("metrics-auth role %v cannot create TokenReviews and SubjectAccessReviews", auth.Object)
+		}
+		if secure {
+			b := o.get(t, "ClusterRoleBinding", "", "listener-operator-metrics-auth")
+			var subjects []string
+			for _, s := range slice(t, b.Object, "subjects") {
+				subjects = append(subjects, s.(map[string]any)["name"].(string))
+			}
+			if want := []string{"listener-operator", "listener-operator-csi-controller", "listener-operator-csi-node"}; !slices.Equal(subjects, want) {
+				t.Errorf("metrics-auth is bound to %v, want %v", subjects, want)
+			}
+		}
+		o.get(t, "ClusterRole", "", "listener-operator-metrics-reader")
+	}
+
+	o := parse(t, helm(t))
+	for k := range o {
+		if strings.HasPrefix(k, "NetworkPolicy/") {
+			t.Errorf("default install renders %s (networkPolicy is off by default)", k)
+		}
+	}
+	o = parse(t, helm(t, "networkPolicy.enabled=true", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24"))
+	ports := func(np *unstructured.Unstructured) map[string]any {
+		got := map[string]any{} // port name -> from (nil: anyone)
+		for _, r := range slice(t, np.Object, "spec", "ingress") {
+			rule := r.(map[string]any)
+			for _, p := range rule["ports"].([]any) {
+				got[p.(map[string]any)["port"].(string)] = rule["from"]
+			}
+		}
+		return got
+	}
+	for _, c := range components {
+		comp := map[string]string{"listener-operator": "controller", "listener-operator-csi-controller": "csi-controller", "listener-operator-csi-node": "csi-node"}[c.name]
+		np := o.get(t, "NetworkPolicy", namespace, "listener-operator-"+comp)
+		pods, _, _ := unstructured.NestedStringMap(o.get(t, c.kind, namespace, c.name).Object, "spec", "template", "metadata", "labels")
+		sel, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+		for k, v := range sel {
+			if pods[k] != v {
+				t.Errorf("NetworkPolicy %s selects %s=%s, the pods have %v", np.GetName(), k, v, pods)
+			}
+		}
+		got := ports(np)
+		if from, ok := got["webhook"]; (comp == "controller") != ok || (ok && fmt.Sprint(from) != "[map[ipBlock:map[cidr:10.0.0.0/24]]]") {
+			t.Errorf("NetworkPolicy %s webhook port from %v (present %v), want only from 10.0.0.0/24 on the manager", np.GetName(), from, ok)
+		}
+		if from := got["metrics"]; !strings.Contains(fmt.Sprint(from), "kubernetes.io/metadata.name:monitoring") {
+			t.Errorf("NetworkPolicy %s metrics port from %v, want Prometheus in monitoring", np.GetName(), from)
+		}
+		if from, ok := got["health"]; !ok || from != nil {
+			t.Errorf("NetworkPolicy %s health port: %v %v, want open to the kubelet", np.GetName(), ok, from)
+		}
+	}
+	o = parse(t, helm(t, "networkPolicy.enabled=true", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24", "networkPolicy.metricsFrom=null"))
+	if _, ok := ports(o.get(t, "NetworkPolicy", namespace, "listener-operator-controller"))["metrics"]; ok {
+		t.Error("networkPolicy.metricsFrom empty still opens the metrics port")
+	}
+}
+
 // TestHelmNames: fullnameOverride renames every object and every reference
 // to one (RBAC resourceNames, flags, webhook clientConfig, selectors).
 func TestHelmNames(t *testing.T) {
@@ -405,6 +505,7 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{[]string{"operator.podDisruptionBudget.minAvailable=1"}, "not both"},
 		{[]string{"certMode=cert-manager", "certManager.issuerRef.kind=ClusterIssuer"}, "issuerRef needs a name"},
 		{[]string{"metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"}, "needs metrics.service.enabled"},
+		{[]string{"networkPolicy.enabled=true"}, "networkPolicy.webhookFrom is empty"},
 	} {
 		_, err := helmTemplate(namespace, c.values...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
