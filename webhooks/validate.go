@@ -56,16 +56,17 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 	return admission.Allowed("").WithWarnings(validation.ListenerClassWarnings(&lc)...)
 }
 
-// users lists the Listeners and claims that refer to the class.
-func (v *classValidator) users(ctx context.Context, class string) ([]string, error) {
+// users counts, per namespace, the Listeners and claims that refer to the
+// class.
+func (v *classValidator) users(ctx context.Context, class string) (validation.ClassUsers, error) {
 	var listeners v1alpha1.ListenerList
 	if err := v.lookup.cache.List(ctx, &listeners, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Listeners: %w", err)
 	}
-	var users []string
+	users := validation.ClassUsers{}
 	for _, l := range listeners.Items {
 		if l.Spec.ClassName != nil && *l.Spec.ClassName == class && l.DeletionTimestamp == nil {
-			users = append(users, "Listener "+l.Namespace+"/"+l.Name)
+			users.Add(l.Namespace, false)
 		}
 	}
 	var claims corev1.PersistentVolumeClaimList
@@ -74,7 +75,7 @@ func (v *classValidator) users(ctx context.Context, class string) ([]string, err
 	}
 	for _, c := range claims.Items {
 		if c.Annotations[v1alpha1.AnnotationListenerClass] == class && c.DeletionTimestamp == nil {
-			users = append(users, "PersistentVolumeClaim "+c.Namespace+"/"+c.Name)
+			users.Add(c.Namespace, true)
 		}
 	}
 	return users, nil

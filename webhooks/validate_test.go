@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -52,7 +55,7 @@ func TestListenerClassDeletion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := `ListenerClass.listeners.stackable.tech "` + lc.Name + `" is invalid: metadata.name: Forbidden: ListenerClass "` + lc.Name + `" is still used by Listener ` + ns + `/web, PersistentVolumeClaim ` + ns + `/addr; delete them or move them to another class first`
+	want := `ListenerClass.listeners.stackable.tech "` + lc.Name + `" is invalid: metadata.name: Forbidden: ListenerClass "` + lc.Name + `" is still used by 1 Listener and 1 PersistentVolumeClaim in namespace ` + ns + `; delete them or move them to another class first (list them: ` + validation.ListUsersCommand(lc.Name) + `)`
 	eventually(t, "deletion refused with both users", func() error {
 		err := e.Client.Delete(t.Context(), lc, client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -60,6 +63,12 @@ func TestListenerClassDeletion(t *testing.T) {
 		}
 		return nil
 	})
+	// The command in the answer lists them, for an admin who may.
+	sh := exec.CommandContext(t.Context(), "bash", "-c", validation.ListUsersCommand(lc.Name))
+	sh.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig, "PATH="+e.BinDir+":"+os.Getenv("PATH"))
+	if out, err := sh.CombinedOutput(); err != nil || string(out) != ns+"/web\n"+ns+"/addr\n" {
+		t.Errorf("%s:\n%s (%v), want %s/web and %s/addr", validation.ListUsersCommand(lc.Name), out, err, ns, ns)
+	}
 	for _, o := range []client.Object{l, c} {
 		if err := e.Client.Delete(t.Context(), o); err != nil {
 			t.Fatal(err)
@@ -237,5 +246,44 @@ func TestWorkloadDenials(t *testing.T) {
 	want = `admission webhook "statefulsets.mutate.listeners.stackable.tech" denied the request: StatefulSet.apps "unknown-class" is invalid: metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "foo": ListenerClass "foo" not found; available: cluster-internal, external-stable, external-unstable`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error:\n got: %v\nwant: %s", err, want)
+	}
+}
+
+// TestForgedReviewRevealsNoNames posts hand-made AdmissionReviews straight
+// to the webhook server, as anyone who reaches its Service can, with a
+// userInfo of the sender's choosing: the ListenerClass deletion denial
+// counts the users per namespace and names none of them, so a tenant learns
+// no Listener's or claim's name in a namespace it cannot read.
+func TestForgedReviewRevealsNoNames(t *testing.T) {
+	e := testenv.Require(t, env)
+	victim := namespace(t, nil)
+	lc := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "forged-" + victim}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
+	secret := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "secret-name"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr(lc.Name)}}
+	claim := listenerClaim(victim, "secret-claim", map[string]string{v1alpha1.AnnotationListenerClass: lc.Name}, ptr(v1alpha1.StorageClassName))
+	for _, o := range []client.Object{lc, secret, claim} {
+		if err := e.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	review := `{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+	  "uid": "00000000-0000-0000-0000-000000000001",
+	  "kind": {"group": "listeners.stackable.tech", "version": "v1alpha1", "kind": "ListenerClass"},
+	  "resource": {"group": "listeners.stackable.tech", "version": "v1alpha1", "resource": "listenerclasses"},
+	  "name": "` + lc.Name + `", "operation": "DELETE",
+	  "userInfo": {"username": "system:serviceaccount:` + victim + `:default", "groups": ["system:masters"]}}}`
+	c := webhookClient(t)
+	var got string
+	eventually(t, "the cache sees both users", func() error {
+		got = postReview(t, c, "/validate-listeners-stackable-tech-v1alpha1-listenerclass", review)
+		if !strings.Contains(got, "1 Listener and 1 PersistentVolumeClaim in namespace "+victim) {
+			return errorf("answer %s", got)
+		}
+		return nil
+	})
+	answer, _, _ := strings.Cut(got, "(list them: ")
+	for _, name := range []string{secret.Name, claim.Name} {
+		if strings.Contains(answer, name) {
+			t.Errorf("the forged review's answer names %s: %s", name, got)
+		}
 	}
 }

@@ -22,10 +22,6 @@ import (
 // that asks for storage it will never get.
 const MaxClaimSize = "1Gi"
 
-// maxUsersListed bounds the users named in a deletion denial, so that a class
-// used by thousands of Listeners still yields a readable message.
-const maxUsersListed = 10
-
 // ClassNames is the sorted set of existing ListenerClass names.
 type ClassNames []string
 
@@ -170,22 +166,6 @@ func serviceOverrides(raw *runtime.RawExtension, serviceType v1alpha1.ServiceTyp
 			"the operator selects the pods that mount the Listener's volume; remove spec.selector (a Listener's spec.extraPodSelectorLabels narrows the selection)"))
 	}
 	return errs
-}
-
-// ListenerClassDeletion refuses deleting the ListenerClass name while users
-// (e.g. "Listener ns/name", "PersistentVolumeClaim ns/name") refer to it.
-func ListenerClassDeletion(name string, users []string) field.ErrorList {
-	if len(users) == 0 {
-		return nil
-	}
-	listed := users
-	more := ""
-	if len(listed) > maxUsersListed {
-		listed = listed[:maxUsersListed]
-		more = fmt.Sprintf(" and %d more", len(users)-maxUsersListed)
-	}
-	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"),
-		fmt.Sprintf("ListenerClass %q is still used by %s%s; delete them or move them to another class first", name, strings.Join(listed, ", "), more))}
 }
 
 // Listener checks a Listener: its class exists, its ports can become Service

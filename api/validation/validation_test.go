@@ -110,20 +110,6 @@ func TestListenerClassWarnings(t *testing.T) {
 	}
 }
 
-func TestListenerClassDeletion(t *testing.T) {
-	check(t, ListenerClassDeletion("lb", nil), "")
-	check(t, ListenerClassDeletion("lb", []string{"Listener a/x", "PersistentVolumeClaim b/y"}),
-		`metadata.name: Forbidden: ListenerClass "lb" is still used by Listener a/x, PersistentVolumeClaim b/y; delete them or move them to another class first`)
-	var many []string
-	for range 13 {
-		many = append(many, "Listener a/x")
-	}
-	got := messages(ListenerClassDeletion("lb", many))
-	if !strings.HasSuffix(got, "Listener a/x and 3 more; delete them or move them to another class first") || strings.Count(got, "Listener a/x") != 10 {
-		t.Errorf("long user list not shortened: %s", got)
-	}
-}
-
 func TestListener(t *testing.T) {
 	for _, tc := range []struct {
 		name string
