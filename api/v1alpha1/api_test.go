@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -180,6 +181,10 @@ func TestSchemaRejections(t *testing.T) {
 			[]string{`spec.ports[0].name: Invalid value: "HTTP_Port"`}},
 		{"unknown protocol", listener(port("http", 80, "HTTP")),
 			[]string{`spec.ports[0].protocol: Unsupported value: "HTTP"`}},
+		{"101 ports", listener(manyPorts(101)...),
+			[]string{"spec.ports: Too many: 101: must have at most 100 items"}},
+		{"33 object overrides", &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: "default"}, Spec: v1alpha1.ListenerSpec{ObjectOverrides: manyOverrides(33)}},
+			[]string{"spec.objectOverrides: Too many: 33: must have at most 32 items"}},
 		{"unknown pod listener scope", &v1alpha1.PodListeners{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "pod-", Namespace: "default"},
 			Spec:       v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{"listener": {Scope: "Zone"}}},
@@ -207,4 +212,20 @@ func TestSchemaRejections(t *testing.T) {
 			}
 		})
 	}
+}
+
+func manyPorts(n int) []v1alpha1.ListenerPort {
+	ports := make([]v1alpha1.ListenerPort, n)
+	for i := range ports {
+		ports[i] = v1alpha1.ListenerPort{Name: fmt.Sprintf("p%d", i), Port: int32(1000 + i)}
+	}
+	return ports
+}
+
+func manyOverrides(n int) []runtime.RawExtension {
+	o := make([]runtime.RawExtension, n)
+	for i := range o {
+		o[i] = runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"x"}}`)}
+	}
+	return o
 }

@@ -54,7 +54,10 @@ type ListenerSpec struct {
 	PublishNotReadyAddresses *bool `json:"publishNotReadyAddresses,omitempty"`
 
 	// ObjectOverrides are partial objects merged over the generated ones
-	// (matched by apiVersion, kind, name and namespace), last of all.
+	// (matched by apiVersion, kind, name and namespace), last of all. At
+	// most 32: a Listener generates one Service, so a few are all any
+	// workload needs, and the bound caps the work one tenant's object costs.
+	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	ObjectOverrides []runtime.RawExtension `json:"objectOverrides,omitempty"`
 }
