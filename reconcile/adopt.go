@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,13 +40,82 @@ import (
 
 // errTakeoverPending says the Service still selects pods by another
 // operator's label that not all of them carry ours yet: reconcile again
-// after takeoverRecheck.
+// after the Listener's takeover backoff (takeoverBackoff.after).
 var errTakeoverPending = errors.New("waiting for the pods the Service selects to carry this operator's selector label")
 
-// takeoverRecheck is how often a Listener whose Service still has a foreign
-// selector looks again. The pod reconciler labels pods within moments, and
-// label changes on pods do not wake the Listener controller.
-const takeoverRecheck = 2 * time.Second
+// takeoverRecheck is the first wait of a Listener whose Service still has a
+// foreign selector. The pod reconciler labels pods within moments, and label
+// changes on pods do not wake the Listener controller. Each further wait
+// doubles, up to takeoverMaxRecheck: a tenant whose Service can never
+// switch (extra selector labels its pods lack) costs one live LIST of pods
+// every few minutes, not every 2 s forever.
+const (
+	takeoverRecheck    = 2 * time.Second
+	takeoverMaxRecheck = 5 * time.Minute
+)
+
+// EventTakeoverPending is recorded on a Listener each time its Service's
+// switch to the operator's selector has to wait again.
+const EventTakeoverPending = "TakeoverPending"
+
+// takeoverDelay is the wait after attempts earlier waits: takeoverRecheck
+// doubled each time, capped at takeoverMaxRecheck.
+func takeoverDelay(attempts int) time.Duration {
+	d := takeoverRecheck
+	for range attempts {
+		if d >= takeoverMaxRecheck/2 {
+			return takeoverMaxRecheck
+		}
+		d *= 2
+	}
+	return d
+}
+
+// takeoverBackoff counts, per Listener, the takeover waits since its last
+// progress. Entries go when the switch happens, the Listener no longer
+// needs one, or it is deleted.
+type takeoverBackoff struct {
+	mu       sync.Mutex
+	attempts map[types.NamespacedName]int
+}
+
+// wait records one more wait for key and returns how long it is.
+func (b *takeoverBackoff) wait(key types.NamespacedName) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.attempts == nil {
+		b.attempts = map[types.NamespacedName]int{}
+	}
+	d := takeoverDelay(b.attempts[key])
+	b.attempts[key]++
+	return d
+}
+
+// after is the current wait of key (the one wait last returned).
+func (b *takeoverBackoff) after(key types.NamespacedName) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return takeoverDelay(max(b.attempts[key]-1, 0))
+}
+
+// forget drops key's count.
+func (b *takeoverBackoff) forget(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.attempts, key)
+}
+
+// lackingLabels are the labels of want (key=value) that labels lacks.
+func lackingLabels(want, labels map[string]string) []string {
+	var missing []string
+	for k, v := range want {
+		if labels[k] != v {
+			missing = append(missing, k+"="+v)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
 
 // foreignSelectorKeys are the pod selector keys of an existing Service that
 // look like a listener mount label (listener.stackable.tech/mnt.*) but are
@@ -64,6 +135,14 @@ func foreignSelectorKeys(have, want map[string]string) []string {
 // that can still be an endpoint (not terminating, not finished), also
 // matches want. Pods that never will (gone, finished) do not hold it up.
 func selectorSwitchReady(want map[string]string, pods []corev1.Pod) (bool, string) {
+	if p := waitingPod(want, pods); p != nil {
+		return false, p.Name
+	}
+	return true, ""
+}
+
+// waitingPod is the first pod that holds up the switch to want (nil: none).
+func waitingPod(want map[string]string, pods []corev1.Pod) *corev1.Pod {
 	sel := labels.SelectorFromSet(want)
 	for i := range pods {
 		p := &pods[i]
@@ -71,10 +150,10 @@ func selectorSwitchReady(want map[string]string, pods []corev1.Pod) (bool, strin
 			continue
 		}
 		if !sel.Matches(labels.Set(p.Labels)) {
-			return false, p.Name
+			return p
 		}
 	}
-	return true, ""
+	return nil
 }
 
 // wantedSelector reads the selector out of the Service the operator would
@@ -94,8 +173,13 @@ func wantedSelector(want *unstructured.Unstructured) (map[string]string, error) 
 // is replaced with exactly the wanted one, guarded by the resourceVersion
 // the decision was made on (a pod labelled or a selector changed since is
 // looked at again first).
-func (r *listenerReconciler) takeOverSelector(ctx context.Context, existing *corev1.Service, want *unstructured.Unstructured) error {
+//
+// Each wait is longer than the one before (takeoverBackoff) and recorded as
+// an event on the Listener l that says which pod lacks which labels.
+func (r *listenerReconciler) takeOverSelector(ctx context.Context, l *v1alpha1.Listener, existing *corev1.Service, want *unstructured.Unstructured) error {
+	key := client.ObjectKeyFromObject(l)
 	if existing == nil {
+		r.takeover.forget(key)
 		return nil
 	}
 	sel, err := wantedSelector(want)
@@ -103,22 +187,29 @@ func (r *listenerReconciler) takeOverSelector(ctx context.Context, existing *cor
 		return err
 	}
 	if len(foreignSelectorKeys(existing.Spec.Selector, sel)) == 0 {
+		r.takeover.forget(key)
 		return nil
 	}
 	var pods corev1.PodList
 	if err := r.live.List(ctx, &pods, client.InNamespace(existing.Namespace), client.MatchingLabels(existing.Spec.Selector)); err != nil {
 		return fmt.Errorf("list pods selected by service %s/%s: %w", existing.Namespace, existing.Name, err)
 	}
-	if ok, waiting := selectorSwitchReady(sel, pods.Items); !ok {
-		log.FromContext(ctx).V(1).Info("service keeps its foreign selector until its pods carry ours", "service", existing.Name, "pod", waiting)
+	if waiting := waitingPod(sel, pods.Items); waiting != nil {
+		log.FromContext(ctx).V(1).Info("service keeps its foreign selector until its pods carry ours", "service", existing.Name, "pod", waiting.Name)
+		missing := lackingLabels(sel, waiting.Labels)
 		if err := r.labelSelectedPods(ctx, sel, pods.Items); err != nil {
 			return err
 		}
 		if err := keepSelector(want, existing.Spec.Selector); err != nil {
 			return err
 		}
+		delay := r.takeover.wait(key)
+		r.recorder.Eventf(l, existing, corev1.EventTypeWarning, EventTakeoverPending, "Adopt",
+			"Service %s keeps selecting pods by another operator's label until every pod it selects matches %v; pod %s lacks %s (the operator adds only its own listener labels: add the others to the pod, e.g. spec.extraPodSelectorLabels the pods do not carry); looking again in %s",
+			existing.Name, sel, waiting.Name, strings.Join(missing, ", "), delay)
 		return errTakeoverPending
 	}
+	r.takeover.forget(key)
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": existing.ResourceVersion},
 		{"op": "replace", "path": "/spec/selector", "value": sel},

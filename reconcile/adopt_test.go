@@ -5,8 +5,10 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -320,4 +322,91 @@ func TestClassesStoredByStackableServe(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestTakeoverDelay: each wait doubles, up to the cap.
+func TestTakeoverDelay(t *testing.T) {
+	for _, tc := range []struct {
+		attempts int
+		want     time.Duration
+	}{
+		{0, 2 * time.Second}, {1, 4 * time.Second}, {2, 8 * time.Second}, {6, 128 * time.Second},
+		{7, 256 * time.Second}, {8, 5 * time.Minute}, {1000, 5 * time.Minute},
+	} {
+		if got := takeoverDelay(tc.attempts); got != tc.want {
+			t.Errorf("takeoverDelay(%d) = %s, want %s", tc.attempts, got, tc.want)
+		}
+	}
+	var b takeoverBackoff
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	for _, want := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		if got := b.wait(key); got != want || b.after(key) != want {
+			t.Errorf("wait = %s, after = %s; want %s", got, b.after(key), want)
+		}
+	}
+	b.forget(key)
+	if got := b.wait(key); got != 2*time.Second {
+		t.Errorf("after forget: wait = %s, want 2s", got)
+	}
+}
+
+// TestTakeoverThatCannotFinishBacksOff: a tenant's Listener whose Service
+// (left by another operator) selects its pods by a foreign label, while
+// spec.extraPodSelectorLabels names a label the pods lack, can never
+// switch. The operator keeps the old selector, says on the Listener which
+// pod lacks which label, and looks again later each time instead of
+// listing pods every 2 s forever.
+func TestTakeoverThatCannotFinishBacksOff(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	className := "stuck-" + ns
+	l := listener(ns, "web", className, port("http", 8080))
+	l.Spec.ExtraPodSelectorLabels = map[string]string{"tier": "never"}
+	create(t, ctx, c, l)
+	theirKey := v1alpha1.PodSelectorLabelPrefix + strings.ReplaceAll(string(l.UID), "-", "")
+	create(t, ctx, c, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{theirKey: l.Name}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.test/web"}}},
+	})
+	theirs := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: l.Name, UID: l.UID, Controller: ptr.To(true),
+		}}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{theirKey: l.Name},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
+	}
+	create(t, ctx, c, theirs)
+	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: className}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
+	create(t, ctx, c, class)
+	t.Cleanup(func() { _ = c.Delete(t.Context(), class) })
+
+	// The second wait is twice the first, and the event says why.
+	var note string
+	eventually(t, "a second TakeoverPending event, 4s", func() error {
+		var evs eventsv1.EventList
+		if err := c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == l.Name && ev.Reason == EventTakeoverPending {
+				if strings.HasSuffix(ev.Note, "looking again in 4s") {
+					note = ev.Note
+					return nil
+				}
+				seen = append(seen, ev.Note)
+			}
+		}
+		return fmt.Errorf("events: %v", seen)
+	})
+	if !strings.Contains(note, "pod web-0 lacks tier=never") {
+		t.Errorf("event %q does not say what the pod lacks", note)
+	}
+	got := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got.Spec.Selector, theirs.Spec.Selector) {
+		t.Errorf("selector %v, want the old one kept while pods lack the new labels", got.Spec.Selector)
+	}
 }

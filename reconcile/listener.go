@@ -52,6 +52,8 @@ type listenerReconciler struct {
 	opts     Options
 	// written holds our status writes the cache has not shown yet.
 	written ownWrites
+	// takeover backs off Listeners whose Service waits to switch selectors.
+	takeover takeoverBackoff
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -60,6 +62,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.takeover.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -92,7 +95,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if err == nil && takeover {
-		return ctrl.Result{RequeueAfter: takeoverRecheck}, nil
+		return ctrl.Result{RequeueAfter: r.takeover.after(req.NamespacedName)}, nil
 	}
 	if err == nil && awaitsOthers(v) {
 		return ctrl.Result{RequeueAfter: awaitingRecheck}, nil
@@ -161,7 +164,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			message: fmt.Sprintf("Service %s exists and is not controlled by this Listener; refusing to take it over", svcName)}, nil
 	}
 	// A Service another operator made selects pods its own way (adopt.go).
-	takeover := r.takeOverSelector(ctx, svc, want)
+	takeover := r.takeOverSelector(ctx, l, svc, want)
 	if takeover != nil && !errors.Is(takeover, errTakeoverPending) {
 		return v1alpha1.ListenerStatus{}, verdict{}, takeover
 	}
