@@ -84,3 +84,85 @@ func TestPodLabelPolicy(t *testing.T) {
 		t.Errorf("the policy stopped another user: %v", err)
 	}
 }
+
+// TestDeletePolicy installs config/policy and checks, as the manager's
+// service account (impersonated, with every RBAC right so that only the
+// policy decides), that it may delete what node-loss recovery deletes
+// (listener claims; Pending pods no node runs, that a controller recreates
+// and that mount a claim) and nothing else, while other users are not
+// affected.
+func TestDeletePolicy(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/policy: %v", err)
+	}
+	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply the policy: %v: %s", err, msg)
+	}
+	t.Cleanup(func() {
+		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
+	})
+	ns := namespace(t, nil)
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
+	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	if err := e.Client.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	controlled := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr(true)}}
+	claimVolume := []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	pod := func(name, node string, owners []metav1.OwnerReference, volumes []corev1.Volume) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners},
+			Spec: corev1.PodSpec{NodeName: node, Volumes: volumes, Containers: []corev1.Container{{Name: "app", Image: "x"}}}}
+	}
+	const claimDenial = "the listener operator may only delete listener claims (storage class listeners.stackable.tech); it tried to delete claim "
+	const podDenial = "the listener operator may only delete pods that no node runs, that a controller recreates and that mount a claim; it tried to delete pod "
+	other := listenerClaim(ns, "other-storage", nil, ptr("standard"))
+	if err := e.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the policy in force", func() error {
+		if err := manager.Delete(ctx, other, client.DryRunAll); err == nil || !strings.Contains(err.Error(), claimDenial) {
+			return errorf("the manager deleted another claim: %v", err)
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		name string
+		obj  client.Object
+		want string
+	}{
+		{"a listener claim", listenerClaim(ns, "addr", nil, ptr("listeners.stackable.tech")), ""},
+		{"a claim of another storage class", listenerClaim(ns, "db", nil, ptr("standard")), claimDenial + "db"},
+		{"a claim without storage class", listenerClaim(ns, "default-class", nil, nil), claimDenial + "default-class"},
+		{"a Pending pod a controller recreates", pod("pending", "", controlled, claimVolume), ""},
+		{"a running pod", pod("running", "node-1", controlled, claimVolume), podDenial + "running"},
+		{"a pod without controller", pod("bare", "", nil, claimVolume), podDenial + "bare"},
+		{"a pod without claims", pod("no-claims", "", controlled, nil), podDenial + "no-claims"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := e.Client.Create(ctx, tc.obj); err != nil {
+				t.Fatal(err)
+			}
+			err := manager.Delete(ctx, tc.obj)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+			// Anyone else is not affected.
+			if tc.want != "" {
+				if err := e.Client.Delete(ctx, tc.obj, client.DryRunAll); err != nil {
+					t.Errorf("the policy stopped another user: %v", err)
+				}
+			}
+		})
+	}
+}
