@@ -17,9 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// The cert-manager mode reads its one Certificate.
-//
-// +kubebuilder:rbac:groups=cert-manager.io,namespace=listener-operator,resources=certificates,resourceNames=listener-operator-serving-cert,verbs=get
+// The cert-manager mode reads its one Certificate: granted only in this
+// mode, by config/certmanager/rbac.yaml (and the chart's mode-rbac.yaml).
 
 // DefaultCertificateName is the cert-manager Certificate of the webhook
 // Service that config/certmanager creates.

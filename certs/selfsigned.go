@@ -31,12 +31,12 @@ import (
 // The self-signed mode reads and writes its one Secret by name (created by
 // the manifests; create is needed only when it is missing, and RBAC cannot
 // restrict create by name, so the manifests do not grant it) and patches
-// the caBundle of the webhook configurations, which it watches.
+// the caBundle of the webhook configurations, which it watches. Those rights
+// are granted only in this mode, by config/selfsigned/rbac.yaml (and the
+// chart's mode-rbac.yaml), not by markers: with cert-manager, cainjector
+// writes the caBundle, and a leaked token of the operator must not be able
+// to redirect admissions (docs/install.md, "RBAC").
 //
-// +kubebuilder:rbac:groups="",namespace=listener-operator,resources=secrets,resourceNames=listener-operator-webhook-cert,verbs=get;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=listener-operator-mutating,verbs=patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=listener-operator-validating,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=listener-operator,resources=events,verbs=create;patch
 
 // DefaultSecretName is the self-signed mode's Secret.

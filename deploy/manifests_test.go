@@ -144,7 +144,7 @@ func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
 			container(t, o.get(t, "Deployment", namespace, "listener-operator-csi-controller"), "csi-provisioner")
 			container(t, o.get(t, "DaemonSet", namespace, "listener-operator-csi-node"), "node-driver-registrar")
 
-			role := o.get(t, "Role", namespace, "listener-operator")
+			o.get(t, "Role", namespace, "listener-operator")
 			switch r.certMode {
 			case "cert-manager":
 				serving := o.get(t, "Certificate", namespace, "listener-operator-serving-cert")
@@ -180,8 +180,15 @@ func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
 				if vol != str(t, serving, "spec", "secretName") {
 					t.Errorf("operator mounts Secret %q, cert-manager writes %q", vol, str(t, serving, "spec", "secretName"))
 				}
-				if !grants(role, "cert-manager.io", "certificates", "listener-operator-serving-cert", "get") {
+				if !grants(o.get(t, "Role", namespace, "listener-operator-cert-manager"), "cert-manager.io", "certificates", "listener-operator-serving-cert", "get") {
 					t.Error("operator's Role cannot get the serving Certificate the start-up check reads")
+				}
+				// cainjector writes the caBundle: the operator may not.
+				for k, u := range o {
+					if (u.GetKind() == "ClusterRole" || u.GetKind() == "Role") && (grants(u, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "listener-operator-mutating", "patch") ||
+						grants(u, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "listener-operator-validating", "patch")) {
+						t.Errorf("%s lets the operator patch its webhook configurations with cert-manager", k)
+					}
 				}
 			case "self-signed":
 				name, _ := flagValue(a, "--cert-secret-name")
@@ -192,8 +199,19 @@ func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
 					}
 				}
 				for _, verb := range []string{"get", "update"} {
-					if !grants(role, "", "secrets", name, verb) {
+					if !grants(o.get(t, "Role", namespace, "listener-operator-self-signed"), "", "secrets", name, verb) {
 						t.Errorf("operator's Role cannot %s Secret %s", verb, name)
+					}
+				}
+				injector := o.get(t, "ClusterRole", "", "listener-operator-self-signed")
+				for _, c := range []struct{ resource, name string }{{"mutatingwebhookconfigurations", "listener-operator-mutating"}, {"validatingwebhookconfigurations", "listener-operator-validating"}} {
+					if !grants(injector, "admissionregistration.k8s.io", c.resource, c.name, "patch") || grants(injector, "admissionregistration.k8s.io", c.resource, "another", "patch") {
+						t.Errorf("self-signed ClusterRole does not grant patch on exactly %s %s", c.resource, c.name)
+					}
+				}
+				for _, b := range []string{"RoleBinding/" + namespace, "ClusterRoleBinding/"} {
+					if _, ok := o[b+"/listener-operator-self-signed"]; !ok {
+						t.Errorf("%s/listener-operator-self-signed is not rendered", b)
 					}
 				}
 			}

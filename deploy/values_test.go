@@ -446,7 +446,7 @@ func TestHelmNames(t *testing.T) {
 			}
 			dep := o.get(t, "Deployment", namespace, "lo")
 			a := args(t, container(t, dep, "manager"))
-			role := o.get(t, "Role", namespace, "lo")
+			role := o.get(t, "Role", namespace, "lo-"+mode)
 			switch mode {
 			case "self-signed":
 				for flag, want := range map[string]string{"--cert-secret-name": "lo-webhook-cert", "--webhook-service-name": "lo-webhook", "--mutating-webhook-configuration": "lo-mutating", "--validating-webhook-configuration": "lo-validating"} {
@@ -458,7 +458,7 @@ func TestHelmNames(t *testing.T) {
 				if !grants(role, "", "secrets", "lo-webhook-cert", "update") {
 					t.Error("the Role does not grant the renamed Secret")
 				}
-				if !grants(o.get(t, "ClusterRole", "", "lo"), "admissionregistration.k8s.io", "validatingwebhookconfigurations", "lo-validating", "patch") {
+				if !grants(o.get(t, "ClusterRole", "", "lo-self-signed"), "admissionregistration.k8s.io", "validatingwebhookconfigurations", "lo-validating", "patch") {
 					t.Error("the ClusterRole does not grant the renamed webhook configuration")
 				}
 			case "cert-manager":
