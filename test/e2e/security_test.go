@@ -4,14 +4,23 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 )
 
@@ -76,5 +85,101 @@ func TestMetricsNeedAToken(t *testing.T) {
 		if !seen[comp] {
 			t.Errorf("no running %s pod in %s", comp, operatorNamespace)
 		}
+	}
+}
+
+// TestForgedReviewLeaksNoNames posts a hand-made AdmissionReview (DELETE of
+// a ListenerClass in use, a userInfo of the sender's choosing, no
+// credentials) straight to an operator pod's webhook port from the host, as
+// any pod could: the denial counts the users per namespace and names none.
+func TestForgedReviewLeaksNoNames(t *testing.T) {
+	ctx := t.Context()
+	victim := namespace(t, ctx, "victim")
+	class := listenerClass("forged-"+victim, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	ensureClass(t, ctx, class)
+	secret := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: victim, Name: "secret-name"},
+		Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(class.Name), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
+	if err := k8s.client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	pods := operatorPods(t, ctx)
+	if len(pods) == 0 || pods[0].Status.PodIP == "" {
+		t.Fatalf("no running operator pod")
+	}
+	review := `{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+	  "uid": "00000000-0000-0000-0000-000000000001",
+	  "kind": {"group": "listeners.stackable.tech", "version": "v1alpha1", "kind": "ListenerClass"},
+	  "resource": {"group": "listeners.stackable.tech", "version": "v1alpha1", "resource": "listenerclasses"},
+	  "name": "` + class.Name + `", "operation": "DELETE",
+	  "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters"]}}}`
+	url := "https://" + pods[0].Status.PodIP + ":9443/validate-listeners-stackable-tech-v1alpha1-listenerclass"
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	eventually(t, ctx, 30*time.Second, "the forged review is denied with counts", func(ctx context.Context) (bool, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(review))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		var out admissionv1.AdmissionReview
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil || out.Response.Result == nil {
+			return false, fmt.Sprintf("HTTP %d, not an AdmissionReview: %v", resp.StatusCode, err)
+		}
+		msg := out.Response.Result.Message
+		if out.Response.Allowed || !strings.Contains(msg, "1 Listener in namespace "+victim) {
+			return false, "answer: " + msg
+		}
+		if answer, _, _ := strings.Cut(msg, "(list them: "); strings.Contains(answer, secret.Name) {
+			t.Errorf("the forged review's answer names the Listener: %s", msg)
+		}
+		return true, ""
+	})
+}
+
+// TestManagerRolesAreNarrow asks the API server, as the manager's service
+// account, what it may do: patch its own webhook configurations (this
+// cluster runs the self-signed mode) and nothing else of the kind; delete
+// listener claims but not other claims, nor running pods (the
+// listener-operator-deletes policy).
+func TestManagerRolesAreNarrow(t *testing.T) {
+	ctx := t.Context()
+	as := "--as=system:serviceaccount:" + operatorNamespace + ":listener-operator"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"patch", "validatingwebhookconfigurations/listener-operator-validating"}, "yes"},
+		{[]string{"patch", "mutatingwebhookconfigurations/listener-operator-mutating"}, "yes"},
+		{[]string{"patch", "validatingwebhookconfigurations/another"}, "no"},
+		{[]string{"create", "validatingwebhookconfigurations"}, "no"},
+		{[]string{"get", "secrets/another", "-n", operatorNamespace}, "no"},
+		{[]string{"update", "secrets/listener-operator-webhook-cert", "-n", operatorNamespace}, "yes"},
+		{[]string{"get", "certificates.cert-manager.io/listener-operator-serving-cert", "-n", operatorNamespace}, "no"},
+		{[]string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, _, _ := k8s.run(ctx, "", append([]string{"auth", "can-i", as}, tc.args...)...)
+			if got := strings.TrimSpace(out); got != tc.want {
+				t.Errorf("can-i %v: %q, want %q", tc.args, got, tc.want)
+			}
+		})
+	}
+	// RBAC allows delete on every claim and pod; the policy narrows it.
+	ns := namespace(t, ctx, "roles")
+	other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: corev1.PersistentVolumeClaimSpec{
+		StorageClassName: ptr.To("standard"), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := k8s.client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := k8s.run(ctx, "", as, "-n", ns, "delete", "pvc", "db", "--dry-run=server")
+	if err == nil || !strings.Contains(errOut, "the listener operator may only delete listener claims") {
+		t.Errorf("the manager's account deleted claim db (storage class standard): %v %s", err, errOut)
+	}
+	running := operatorPods(t, ctx)[0]
+	_, errOut, err = k8s.run(ctx, "", as, "-n", operatorNamespace, "delete", "pod", running.Name, "--dry-run=server")
+	if err == nil || !strings.Contains(errOut, "the listener operator may only delete pods that no node runs") {
+		t.Errorf("the manager's account deleted running pod %s: %v %s", running.Name, err, errOut)
 	}
 }
