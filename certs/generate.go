@@ -25,6 +25,10 @@ const (
 	KeyCAKey   = "ca.key"
 	KeyTLSCert = "tls.crt"
 	KeyTLSKey  = "tls.key"
+	// KeyPreviousCACert holds the CA a new CA replaced, while replicas may
+	// still serve a certificate it signed: the caBundle trusts both until
+	// every replica serves one of the new CA (docs/install.md).
+	KeyPreviousCACert = "previous-ca.crt"
 )
 
 // DefaultCAValidity is the lifetime of the self-signed CA. It is long
@@ -42,6 +46,9 @@ const backdate = 5 * time.Minute
 type Bundle struct {
 	CACert, CAKey           []byte
 	ServingCert, ServingKey []byte
+	// PreviousCACert is the CA that CACert replaced, trusted until every
+	// replica serves a certificate of the new one (empty otherwise).
+	PreviousCACert []byte
 }
 
 // BundleFromData reads a Bundle from Secret data; missing keys stay empty.
@@ -49,21 +56,38 @@ func BundleFromData(data map[string][]byte) Bundle {
 	return Bundle{
 		CACert: data[KeyCACert], CAKey: data[KeyCAKey],
 		ServingCert: data[KeyTLSCert], ServingKey: data[KeyTLSKey],
+		PreviousCACert: data[KeyPreviousCACert],
 	}
 }
 
-// Data is the Bundle as Secret data.
+// Data is the Bundle as Secret data (without previous-ca.crt when there is
+// no previous CA).
 func (b Bundle) Data() map[string][]byte {
-	return map[string][]byte{
+	d := map[string][]byte{
 		KeyCACert: b.CACert, KeyCAKey: b.CAKey,
 		KeyTLSCert: b.ServingCert, KeyTLSKey: b.ServingKey,
 	}
+	if len(b.PreviousCACert) > 0 {
+		d[KeyPreviousCACert] = b.PreviousCACert
+	}
+	return d
 }
 
 // Equal reports whether two bundles hold the same bytes.
 func (b Bundle) Equal(o Bundle) bool {
 	return bytes.Equal(b.CACert, o.CACert) && bytes.Equal(b.CAKey, o.CAKey) &&
-		bytes.Equal(b.ServingCert, o.ServingCert) && bytes.Equal(b.ServingKey, o.ServingKey)
+		bytes.Equal(b.ServingCert, o.ServingCert) && bytes.Equal(b.ServingKey, o.ServingKey) &&
+		bytes.Equal(b.PreviousCACert, o.PreviousCACert)
+}
+
+// TrustBundle is what goes into the webhook configurations' caBundle: the
+// CA, and the previous CA while replicas may still serve its certificates.
+func (b Bundle) TrustBundle() []byte {
+	if len(b.PreviousCACert) == 0 {
+		return b.CACert
+	}
+	out := append(bytes.TrimRight(slices.Clone(b.CACert), "\n"), '\n')
+	return append(out, b.PreviousCACert...)
 }
 
 // ServiceHosts are the names the API server uses to reach a webhook Service:
@@ -329,6 +353,12 @@ func Renew(b Bundle, opts RenewOptions, now time.Time) (Bundle, Decision, error)
 		var err error
 		if out.CACert, out.CAKey, err = GenerateCA(opts.CommonName, now, opts.CAValidity); err != nil {
 			return b, d, err
+		}
+		// Replicas serve certificates of the old CA until they copy the
+		// new one: keep trusting it (if it is a CA still valid) meanwhile.
+		out.PreviousCACert = nil
+		if old, err := parseCert(b.CACert); err == nil && old.IsCA && now.Before(old.NotAfter) {
+			out.PreviousCACert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: old.Raw})
 		}
 	}
 	var err error

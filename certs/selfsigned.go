@@ -55,6 +55,10 @@ type SelfSignedOptions struct {
 	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations
 	// name the configurations whose caBundle the CA goes into.
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
+	// Probe says whether every replica serves a certificate of a CA, so
+	// that the previous CA can leave the caBundle after a CA change (nil:
+	// it stays until the next CA change).
+	Probe ServingProbe
 	// Resync bounds the time between two checks when nothing happens
 	// (default five minutes): the Secret is not watched (that would mean
 	// caching Secrets), so this is how soon a damaged Secret is repaired.
@@ -141,21 +145,32 @@ func (b *Bootstrapper) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile makes the Secret hold valid certificates and every webhook
 // configuration trust the CA, and comes back when the next certificate is
-// due.
+// due. A new CA is trusted before any replica can serve a certificate of
+// it, and the CA it replaced stays trusted until every replica serves one
+// of the new CA (Probe), so that a CA change refuses no admission.
 func (b *Bootstrapper) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx).WithValues("secret", b.secretKey())
 	bundle, rotateAt, err := b.ensureSecret(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var errs []error
-	for _, name := range b.Opts.MutatingWebhookConfigurations {
-		errs = append(errs, b.injectCA(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{}, name, bundle.CACert))
+	if len(bundle.PreviousCACert) > 0 {
+		done, why, err := b.allServeNewCA(ctx, bundle.CACert)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !done {
+			logger.Info("keeping the previous CA in the caBundle until every replica serves a certificate of the new one", "waiting", why)
+			if err := b.injectAll(ctx, bundle.TrustBundle()); err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{RequeueAfter: rotationRecheck}, nil
+		}
+		if bundle, err = b.dropPreviousCA(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
-	for _, name := range b.Opts.ValidatingWebhookConfigurations {
-		errs = append(errs, b.injectCA(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{}, name, bundle.CACert))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := b.injectAll(ctx, bundle.TrustBundle()); err != nil {
 		return reconcile.Result{}, err
 	}
 	resync := b.Opts.Resync
@@ -171,6 +186,48 @@ func (b *Bootstrapper) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 	}
 	logger.V(1).Info("webhook certificates in place", "rotateAt", rotateAt, "recheckIn", wait)
 	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// rotationRecheck is how often the leader looks whether every replica
+// serves the new CA's certificate (they copy it within seconds).
+const rotationRecheck = 2 * time.Second
+
+// injectAll puts bundle into the caBundle of every webhook configuration.
+func (b *Bootstrapper) injectAll(ctx context.Context, bundle []byte) error {
+	var errs []error
+	for _, name := range b.Opts.MutatingWebhookConfigurations {
+		errs = append(errs, b.injectCA(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{}, name, bundle))
+	}
+	for _, name := range b.Opts.ValidatingWebhookConfigurations {
+		errs = append(errs, b.injectCA(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{}, name, bundle))
+	}
+	return errors.Join(errs...)
+}
+
+// allServeNewCA asks the Probe whether every replica serves a certificate
+// of ca; without a Probe, never.
+func (b *Bootstrapper) allServeNewCA(ctx context.Context, ca []byte) (bool, string, error) {
+	if b.Opts.Probe == nil {
+		return false, "no probe of the replicas", nil
+	}
+	return b.Opts.Probe.AllServe(ctx, ca)
+}
+
+// dropPreviousCA removes the previous CA from the Secret (guarded by its
+// resourceVersion) and returns the bundle without it.
+func (b *Bootstrapper) dropPreviousCA(ctx context.Context) (Bundle, error) {
+	key := b.secretKey()
+	secret := &corev1.Secret{}
+	if err := b.Reader.Get(ctx, key, secret); err != nil {
+		return Bundle{}, fmt.Errorf("read webhook certificate Secret %s: %w", key, err)
+	}
+	delete(secret.Data, KeyPreviousCACert)
+	if err := b.Client.Update(ctx, secret, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return Bundle{}, fmt.Errorf("drop the previous CA from Secret %s: %w", key, err)
+	}
+	log.FromContext(ctx).Info("every replica serves a certificate of the new CA: the previous CA leaves the caBundle", "secret", key)
+	b.event(secret, EventCertificateRotated, "Rotate", "Every replica serves a certificate of the new CA; the previous CA is no longer trusted")
+	return BundleFromData(secret.Data), nil
 }
 
 // ensureSecret renews what is due in the Secret and returns its bundle and
@@ -212,9 +269,19 @@ func (b *Bootstrapper) ensureSecret(ctx context.Context) (Bundle, time.Time, err
 	if bundle.Equal(old) {
 		return bundle, d.RotateAt, nil
 	}
+	if d.NewCA && len(bundle.PreviousCACert) > 0 {
+		// Trust the new CA before any replica can copy a certificate it
+		// signed: the API server then accepts both the old and the new
+		// serving certificate. (A failure below leaves an unused CA in the
+		// caBundle until the next attempt replaces it.)
+		if err := b.injectAll(ctx, bundle.TrustBundle()); err != nil {
+			return Bundle{}, time.Time{}, err
+		}
+	}
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
 	}
+	delete(secret.Data, KeyPreviousCACert)
 	for k, v := range bundle.Data() {
 		secret.Data[k] = v
 	}

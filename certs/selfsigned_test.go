@@ -170,6 +170,7 @@ func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
 		ServingValidity:                 6 * time.Minute,
 		ValidatingWebhookConfigurations: []string{r.config},
 		Now:                             r.clock.Now,
+		Probe:                           &EndpointProbe{Addrs: []string{r.addr}, ServerName: "127.0.0.1"},
 	}}
 	if err := r.boot.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -351,7 +352,27 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		}
 	})
 
-	t.Run("a corrupted CA is replaced and the caBundle follows", func(t *testing.T) {
+	t.Run("a corrupted CA is replaced without refusing an admission", func(t *testing.T) {
+		// Admissions through the API server all along the change.
+		stop := make(chan struct{})
+		var failures []string
+		var admitted int
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				if err := r.admit(t, fmt.Sprintf("during-ca-change-%d", i)); err != nil {
+					failures = append(failures, err.Error())
+				} else {
+					admitted++
+				}
+			}
+		}()
 		s := &corev1.Secret{}
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: r.ns, Name: r.secret}, s); err != nil {
 			t.Fatal(err)
@@ -368,16 +389,40 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 		if bytes.Equal(newCA, ca) {
 			t.Fatal("the CA was kept although its key is unusable")
 		}
-		if !bytes.Equal(r.caBundle(t), newCA) {
-			t.Fatal("caBundle does not hold the new CA")
+		// Both CAs are trusted while the server may serve either.
+		if got := r.caBundle(t); !bytes.Contains(got, bytes.TrimSpace(newCA)) || !bytes.Contains(got, bytes.TrimSpace(ca)) {
+			t.Fatalf("caBundle right after the CA change:\n%s\nwant the new and the old CA", got)
+		}
+		if !bytes.Equal(data[KeyPreviousCACert], ca) {
+			t.Errorf("Secret's %s = %q, want the old CA", KeyPreviousCACert, data[KeyPreviousCACert])
 		}
 		eventually(t, "the server presents a certificate of the new CA", func() error {
 			_, err := served(r.addr, newCA)
 			return err
 		})
+		// Now the old CA goes.
+		eventually(t, "the caBundle holds the new CA only", func() error {
+			if _, err := r.boot.Reconcile(context.Background(), ctrl.Request{}); err != nil {
+				return err
+			}
+			if got := r.caBundle(t); !bytes.Equal(got, newCA) {
+				return fmt.Errorf("caBundle %q", got)
+			}
+			if _, ok := r.secretData(t)[KeyPreviousCACert]; ok {
+				return fmt.Errorf("the Secret still has %s", KeyPreviousCACert)
+			}
+			return nil
+		})
+		time.Sleep(500 * time.Millisecond) // and a little after
+		close(stop)
+		<-done
+		if len(failures) > 0 || admitted == 0 {
+			t.Errorf("%d admissions refused during the CA change (%d admitted): %v", len(failures), admitted, failures)
+		}
 		if err := r.admit(t, "after-new-ca"); err != nil {
 			t.Fatalf("admission with the new CA: %v", err)
 		}
 		r.expectEvent(t, EventCertificatesIssued, "Issued a new CA (CA key unreadable")
+		r.expectEvent(t, EventCertificateRotated, "the previous CA is no longer trusted")
 	})
 }

@@ -44,6 +44,10 @@ type Watcher struct {
 	Poll time.Duration
 	// Now is the clock of the readiness check; nil means time.Now.
 	Now func() time.Time
+	// Trusted, when set, returns the caBundles the API server verifies this
+	// server with (self-signed mode: InjectedBundles); the readiness check
+	// then also requires the served certificate to chain to each.
+	Trusted func(ctx context.Context) ([][]byte, error)
 
 	mu sync.RWMutex
 	cw *certwatcher.CertWatcher
@@ -137,6 +141,21 @@ func (w *Watcher) ReadyCheck(serverStarted healthz.Checker) healthz.Checker {
 		}
 		if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
 			return fmt.Errorf("webhook serving certificate is valid from %s to %s, not now", leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if w.Trusted != nil {
+			bundles, err := w.Trusted(req.Context())
+			if err != nil {
+				return err
+			}
+			for _, b := range bundles {
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(b) {
+					return errors.New("a webhook's caBundle holds no CA yet")
+				}
+				if err := VerifyLeaf(leaf, pool, ""); err != nil {
+					return fmt.Errorf("the API server would refuse this replica: %w", err)
+				}
+			}
 		}
 		if serverStarted != nil {
 			return serverStarted(req)

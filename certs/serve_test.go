@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -101,6 +102,55 @@ func TestFilesModeWaitsForTheCertificateAndFollowsChanges(t *testing.T) {
 	late.cw = w.cw
 	if err := late.ReadyCheck(nil)(&http.Request{}); err == nil || !strings.Contains(err.Error(), "not now") {
 		t.Errorf("readiness with an expired certificate: %v", err)
+	}
+}
+
+// TestReadinessNeedsTheInjectedCA: a replica is ready only while the
+// certificate it serves chains to every caBundle the API server verifies
+// it with (the old CA, the new CA or both during a CA change).
+func TestReadinessNeedsTheInjectedCA(t *testing.T) {
+	caCert, caKey, err := GenerateCA("ready-ca", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, _, err := GenerateCA("other-ca", time.Now(), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watcher{Dir: t.TempDir(), Poll: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = w.Start(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	certPEM, keyPEM, _ := issue(t, caCert, caKey)
+	if _, err := WriteKeyPair(w.Dir, certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "certificate loaded", func() error {
+		if w.Leaf() == nil {
+			return errors.New("not loaded")
+		}
+		return nil
+	})
+	both := append(append([]byte{}, otherCA...), caCert...)
+	for _, tc := range []struct {
+		name    string
+		bundles [][]byte
+		want    string
+	}{
+		{"its CA", [][]byte{caCert}, ""},
+		{"old and new CA", [][]byte{both, caCert}, ""},
+		{"another CA", [][]byte{caCert, otherCA}, "the API server would refuse this replica: serving certificate"},
+		{"an empty caBundle", [][]byte{nil}, "a webhook's caBundle holds no CA yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.Trusted = func(context.Context) ([][]byte, error) { return tc.bundles, nil }
+			err := w.ReadyCheck(nil)(&http.Request{})
+			if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("ready = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -82,6 +82,12 @@ func splitNames(s string) []string {
 // setup adds the certificate runnables of the chosen mode and gates
 // readiness on the webhook server serving a valid certificate.
 func (c *certOptions) setup(mgr ctrl.Manager) error {
+	if c.parsedMode == certs.ModeSelfSigned {
+		// Ready only while the API server would trust what this replica
+		// serves: the certificate chains to the injected caBundles.
+		injected := &certs.InjectedBundles{Reader: mgr.GetAPIReader(), Mutating: splitNames(c.mutatingConfigs), Validating: splitNames(c.validatingConfigs)}
+		c.watcher.Trusted = injected.Bundles
+	}
 	if err := mgr.Add(c.watcher); err != nil {
 		return fmt.Errorf("add webhook certificate watcher: %w", err)
 	}
@@ -93,13 +99,17 @@ func (c *certOptions) setup(mgr ctrl.Manager) error {
 	}
 	switch c.parsedMode {
 	case certs.ModeSelfSigned:
+		hosts := certs.ServiceHosts(c.serviceName, c.namespace)
 		boot := &certs.Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: certs.SelfSignedOptions{
 			Namespace:                       c.namespace,
 			SecretName:                      c.secretName,
-			Hosts:                           certs.ServiceHosts(c.serviceName, c.namespace),
+			Hosts:                           hosts,
 			ServingValidity:                 c.validity,
 			MutatingWebhookConfigurations:   splitNames(c.mutatingConfigs),
 			ValidatingWebhookConfigurations: splitNames(c.validatingConfigs),
+			// A CA change keeps the old CA trusted until every replica
+			// behind the webhook Service serves a certificate of the new.
+			Probe: &certs.EndpointProbe{Reader: mgr.GetAPIReader(), Namespace: c.namespace, Service: c.serviceName, ServerName: hosts[0]},
 		}}
 		if err := boot.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up self-signed webhook certificates: %w", err)
