@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/certs"
 	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 )
 
@@ -181,5 +184,100 @@ func TestManagerRolesAreNarrow(t *testing.T) {
 	_, errOut, err = k8s.run(ctx, "", as, "-n", operatorNamespace, "delete", "pod", running.Name, "--dry-run=server")
 	if err == nil || !strings.Contains(errOut, "the listener operator may only delete pods that no node runs") {
 		t.Errorf("the manager's account deleted running pod %s: %v %s", running.Name, err, errOut)
+	}
+}
+
+// TestCARotationRefusesNothing forces the self-signed mode to issue a new
+// CA (its key in the Secret replaced by garbage, as after a leak) while 4
+// clients dry-run-create Listeners through the fail-closed validating
+// webhook, until every replica serves a certificate of the new CA, the old
+// CA has left the caBundle, and a little after: no request may fail (no
+// TLS or x509 error: the API server trusts the old and the new CA while
+// replicas may serve either).
+func TestCARotationRefusesNothing(t *testing.T) {
+	ctx := t.Context()
+	ns := namespace(t, ctx, "ca")
+	class := listenerClass("ca-rotation", v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	ensureClass(t, ctx, class)
+	key := client.ObjectKey{Namespace: operatorNamespace, Name: "listener-operator-webhook-cert"}
+	var secret corev1.Secret
+	if err := k8s.client.Get(ctx, key, &secret); err != nil {
+		t.Fatal(err)
+	}
+	oldCA := secret.Data[certs.KeyCACert]
+
+	var mu sync.Mutex
+	var failures []string
+	var admitted int
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%d-%d", c, i)},
+					Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(class.Name), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
+				err := k8s.client.Create(ctx, l, client.DryRunAll)
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, err.Error())
+				} else {
+					admitted++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(time.Second)
+
+	// Replace the CA key; a change of a webhook configuration wakes the
+	// leader at once (it would look at its next resync otherwise).
+	secret.Data[certs.KeyCAKey] = []byte("replaced")
+	if err := k8s.client.Update(ctx, &secret); err != nil {
+		t.Fatal(err)
+	}
+	k8s.kubectlOK(t, ctx, "", "annotate", "--overwrite", "validatingwebhookconfiguration", "listener-operator-validating", "e2e.listeners.stackable.tech/ca-rotation="+ns)
+
+	var newCA []byte
+	eventually(t, ctx, 2*time.Minute, "every replica serves a certificate of the new CA and the old CA is no longer trusted", func(ctx context.Context) (bool, string) {
+		var s corev1.Secret
+		if err := k8s.client.Get(ctx, key, &s); err != nil {
+			return false, err.Error()
+		}
+		newCA = s.Data[certs.KeyCACert]
+		if bytes.Equal(newCA, oldCA) {
+			return false, "no new CA yet"
+		}
+		if _, ok := s.Data[certs.KeyPreviousCACert]; ok {
+			return false, "the Secret still keeps the previous CA"
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(newCA)
+		for _, p := range operatorPods(t, ctx) {
+			conn, err := tls.Dial("tcp", p.Status.PodIP+":9443", &tls.Config{InsecureSkipVerify: true})
+			if err != nil {
+				return false, p.Name + ": " + err.Error()
+			}
+			leaf := conn.ConnectionState().PeerCertificates[0]
+			conn.Close()
+			if err := certs.VerifyLeaf(leaf, pool, ""); err != nil {
+				return false, p.Name + ": " + err.Error()
+			}
+		}
+		return true, ""
+	})
+	time.Sleep(3 * time.Second) // and a little after
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d dry-run creates admitted during the CA change", admitted)
+	if len(failures) > 0 || admitted == 0 {
+		t.Errorf("%d requests failed during the CA change (%d admitted), e.g. %v", len(failures), admitted, failures[:min(len(failures), 3)])
 	}
 }
