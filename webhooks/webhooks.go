@@ -69,7 +69,7 @@ func init() {
 // SetupWithManager registers every handler on the manager's webhook server.
 // It runs on every replica, leader or not.
 func SetupWithManager(mgr ctrl.Manager) error {
-	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader()}
+	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), reads: newLiveBounds()}
 	// Start the informers now, so that the first admission does not wait
 	// for a cache to fill.
 	ctx := context.Background()
@@ -153,12 +153,29 @@ func decode(raw []byte, kind string, v any) error {
 type lookup struct {
 	cache client.Reader
 	live  client.Reader
+	// reads bounds the live reads of names the cache lacks (livereads.go);
+	// nil: unbounded.
+	reads *liveBounds
 }
 
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
 	err := l.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
-		err = l.live.Get(ctx, key, obj)
+		err = l.getLive(ctx, key, obj, err)
+	}
+	return err
+}
+
+// getLive reads obj live when reads allow it, and otherwise returns
+// notFound, the cache's answer.
+func (l *lookup) getLive(ctx context.Context, key types.NamespacedName, obj client.Object, notFound error) error {
+	k := liveKey{kind: fmt.Sprintf("%T", obj), key: key}
+	if !l.reads.allow(k) {
+		return notFound
+	}
+	err := l.live.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		l.reads.notFound(k)
 	}
 	return err
 }
@@ -189,7 +206,7 @@ func (l *lookup) classNames(ctx context.Context, want ...string) (validation.Cla
 			continue
 		}
 		var lc v1alpha1.ListenerClass
-		err := l.live.Get(ctx, types.NamespacedName{Name: w}, &lc)
+		err := l.getLive(ctx, types.NamespacedName{Name: w}, &lc, apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("listenerclasses").GroupResource(), w))
 		switch {
 		case err == nil:
 			names = append(names, w)
