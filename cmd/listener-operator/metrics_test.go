@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -138,20 +138,10 @@ func TestMetricsNeedAuthorisation(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	// The certificate is self-signed: Prometheus skips verification
-	// (the ServiceMonitor's tlsConfig).
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	// (the ServiceMonitor's tlsConfig), as metricsscrape (make scale, e2e)
+	// does.
 	scrape := func(scheme, bearer string) (int, string, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/metrics", nil)
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), nil
+		return metricsscrape.New(bearer).Do(ctx, scheme+"://"+addr+"/metrics")
 	}
 	testenv.Eventually(t, 30*time.Second, "the metrics server listens", func() error {
 		_, _, err := scrape("https", "")
