@@ -1,0 +1,216 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// hostAddress is the host on the cluster bridge, which every node's pods
+// reach (hack/cluster/cluster.sh).
+const hostAddress = "10.88.0.1"
+
+// span is what the receiver keeps of an exported span.
+type span struct {
+	service, name    string
+	traceID, spanID  string
+	parentID, status string
+	attrs            map[string]string
+}
+
+// otlpReceiver is an OTLP/HTTP (protobuf) trace endpoint: it keeps every
+// span it is sent.
+type otlpReceiver struct {
+	mu    sync.Mutex
+	spans []span
+}
+
+func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var body io.Reader = http.MaxBytesReader(w, req.Body, 32<<20)
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = gz
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var export coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(data, &export); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var got []span
+	for _, rs := range export.GetResourceSpans() {
+		service := attrMap(rs.GetResource().GetAttributes())["service.name"]
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				got = append(got, span{
+					service: service, name: s.GetName(),
+					traceID: hex.EncodeToString(s.GetTraceId()), spanID: hex.EncodeToString(s.GetSpanId()),
+					parentID: hex.EncodeToString(s.GetParentSpanId()), status: s.GetStatus().GetCode().String(),
+					attrs: attrMap(s.GetAttributes()),
+				})
+			}
+		}
+	}
+	r.mu.Lock()
+	r.spans = append(r.spans, got...)
+	r.mu.Unlock()
+	resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
+}
+
+func attrMap(kvs []*commonpb.KeyValue) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		v := kv.GetValue()
+		switch {
+		case v.GetStringValue() != "":
+			m[kv.GetKey()] = v.GetStringValue()
+		default:
+			m[kv.GetKey()] = strings.Trim(fmt.Sprint(v.GetValue()), "&{}")
+		}
+	}
+	return m
+}
+
+// find returns the spans named name whose attributes include want.
+func (r *otlpReceiver) find(name string, want map[string]string) []span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []span
+next:
+	for _, s := range r.spans {
+		if s.name != name {
+			continue
+		}
+		for k, v := range want {
+			if s.attrs[k] != v {
+				continue next
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *otlpReceiver) names() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]int{}
+	for _, s := range r.spans {
+		seen[s.name]++
+	}
+	return fmt.Sprint(seen)
+}
+
+// With the standard OTEL_* environment set, the operator exports a span
+// for a pod's admission and the CSI node plugin one for its volume's
+// publish; both name the pod, the publish also by its UID.
+func TestTracing(t *testing.T) {
+	ctx := t.Context()
+	recv := &otlpReceiver{}
+	lis, err := net.Listen("tcp", hostAddress+":0")
+	if err != nil {
+		t.Fatalf("listen on the cluster bridge: %v", err)
+	}
+	srv := &http.Server{Handler: recv, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("OTLP receiver: %v", err)
+		}
+	}()
+	t.Cleanup(func() { _ = srv.Close() })
+	endpoint := "http://" + lis.Addr().String() + "/v1/traces"
+
+	workloads := []struct{ kind, name, container string }{
+		{"deployment", "listener-operator", "manager"},
+		{"daemonset", "listener-operator-csi-node", "csi"},
+	}
+	restore := func(ctx context.Context) {
+		for _, w := range workloads {
+			k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "set", "env", w.kind+"/"+w.name, "-c", w.container,
+				"OTEL_TRACES_EXPORTER-", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT-", "OTEL_BSP_SCHEDULE_DELAY-")
+		}
+		for _, w := range workloads {
+			k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "rollout", "status", w.kind+"/"+w.name, "--timeout=3m")
+		}
+		webhooksAnswer(t, ctx)
+	}
+	t.Cleanup(func() { restore(context.WithoutCancel(ctx)) })
+	for _, w := range workloads {
+		k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "set", "env", w.kind+"/"+w.name, "-c", w.container,
+			"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+endpoint, "OTEL_BSP_SCHEDULE_DELAY=200")
+	}
+	for _, w := range workloads {
+		k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "rollout", "status", w.kind+"/"+w.name, "--timeout=3m")
+	}
+	webhooksAnswer(t, ctx)
+
+	ensureClass(t, ctx, listenerClass("cluster-internal", v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}))
+	ns := namespace(t, ctx, "e2e-trace")
+	if err := k8s.client.Create(ctx, demoStatefulSet(ns, "traced", "cluster-internal", 1)); err != nil {
+		t.Fatalf("create StatefulSet: %v", err)
+	}
+	podsReady(t, ctx, ns, "traced", 1, podTimeout)
+	var pod corev1.Pod
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "traced-0"}, &pod); err != nil {
+		t.Fatal(err)
+	}
+
+	var admit, publish span
+	eventually(t, ctx, time.Minute, "spans for the pod's admission and its volume's publish", func(context.Context) (bool, string) {
+		a := recv.find("admit /mutate-v1-pod", map[string]string{"k8s.namespace.name": ns, "k8s.pod.name": "traced-0", "k8s.admission.operation": "CREATE"})
+		p := recv.find("csi NodePublishVolume", map[string]string{"k8s.namespace.name": ns, "k8s.pod.name": "traced-0", "k8s.pod.uid": string(pod.UID)})
+		if len(a) == 0 || len(p) == 0 {
+			return false, fmt.Sprintf("%d admission and %d publish spans of %s/traced-0; received %s", len(a), len(p), ns, recv.names())
+		}
+		admit, publish = a[0], p[0]
+		return true, ""
+	})
+	if admit.service != "listener-operator" || admit.attrs["k8s.admission.allowed"] != "true" {
+		t.Errorf("admission span %+v", admit)
+	}
+	if publish.service != "listener-operator" || publish.status == "STATUS_CODE_ERROR" {
+		t.Errorf("publish span %+v", publish)
+	}
+	if admit.traceID == publish.traceID {
+		t.Errorf("admission and publish share trace %s: expected separate traces linked by the pod", admit.traceID)
+	}
+	// The Listener of the pod's claim was reconciled under a span too.
+	if got := recv.find("reconcile listener", map[string]string{"k8s.namespace.name": ns}); len(got) == 0 {
+		t.Errorf("no reconcile listener span in %s; received %s", ns, recv.names())
+	}
+	var buf bytes.Buffer
+	for _, s := range []span{admit, publish} {
+		fmt.Fprintf(&buf, "\n  %s trace=%s attrs=%v", s.name, s.traceID, s.attrs)
+	}
+	t.Logf("spans:%s", buf.String())
+}
