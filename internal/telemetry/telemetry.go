@@ -114,6 +114,7 @@ func New(ctx context.Context, cfg Config, component string, log logr.Logger) (*T
 			attribute.String("listener_operator.component", component),
 		),
 		resource.WithTelemetrySDK(),
+		resource.WithHost(), // the pod's name
 		// Last, so that OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
 		resource.WithFromEnv(),
 	)

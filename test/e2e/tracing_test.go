@@ -32,7 +32,8 @@ const hostAddress = "10.88.0.1"
 
 // span is what the receiver keeps of an exported span.
 type span struct {
-	service, name    string
+	service, host    string
+	name             string
 	traceID, spanID  string
 	parentID, status string
 	attrs            map[string]string
@@ -67,11 +68,12 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	var got []span
 	for _, rs := range export.GetResourceSpans() {
-		service := attrMap(rs.GetResource().GetAttributes())["service.name"]
+		res := attrMap(rs.GetResource().GetAttributes())
+		service, host := res["service.name"], res["host.name"]
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
 				got = append(got, span{
-					service: service, name: s.GetName(),
+					service: service, host: host, name: s.GetName(),
 					traceID: hex.EncodeToString(s.GetTraceId()), spanID: hex.EncodeToString(s.GetSpanId()),
 					parentID: hex.EncodeToString(s.GetParentSpanId()), status: s.GetStatus().GetCode().String(),
 					attrs: attrMap(s.GetAttributes()),
@@ -126,7 +128,7 @@ func (r *otlpReceiver) names() string {
 	defer r.mu.Unlock()
 	seen := map[string]int{}
 	for _, s := range r.spans {
-		seen[s.name]++
+		seen[s.host+": "+s.name]++
 	}
 	return fmt.Sprint(seen)
 }
@@ -185,6 +187,22 @@ func TestTracing(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.WithoutCancel(ctx)
+		out, _, _ := k8s.run(ctx, "", "-n", operatorNamespace, "get", "pods", "-o", "wide")
+		t.Logf("operator pods:\n%s", out)
+		out, errOut, _ := k8s.run(ctx, "", "-n", operatorNamespace, "logs", "-l", "app.kubernetes.io/component=controller", "--tail=-1", "--prefix", "--max-log-requests=10")
+		var keep []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "OpenTelemetry") || strings.Contains(line, "traces") || strings.Contains(line, "leader") || strings.Contains(line, "webhook") && strings.Contains(line, "error") {
+				keep = append(keep, line)
+			}
+		}
+		t.Logf("controller log lines about tracing, leadership and webhook errors:\n%s%s", strings.Join(keep, "\n"), errOut)
+	})
 	var admit, publish span
 	eventually(t, ctx, time.Minute, "spans for the pod's admission and its volume's publish", func(context.Context) (bool, string) {
 		a := recv.find("admit /mutate-v1-pod", map[string]string{"k8s.namespace.name": ns, "k8s.pod.name": "traced-0", "k8s.admission.operation": "CREATE"})
