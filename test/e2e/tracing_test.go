@@ -167,29 +167,53 @@ func TestTracing(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	endpoint := "http://" + lis.Addr().String() + "/v1/traces"
 
-	workloads := []struct{ kind, name, container string }{
-		{"deployment", "listener-operator", "manager"},
-		{"daemonset", "listener-operator-csi-node", "csi"},
+	workloads := []struct{ kind, name, component, container string }{
+		{"deployment", "listener-operator", "controller", "manager"},
+		{"daemonset", "listener-operator-csi-node", "csi-node", "csi"},
 	}
-	restore := func(ctx context.Context) {
+	// rolledOut waits until every pod of the workloads runs with (or
+	// without) the endpoint: `rollout status` returns while replaced pods
+	// still drain, and those answer webhooks and hold the leader lease for
+	// a few seconds more.
+	rolledOut := func(ctx context.Context, traced bool) {
+		for _, w := range workloads {
+			k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "rollout", "status", w.kind+"/"+w.name, "--timeout=3m")
+		}
+		eventually(t, ctx, 2*time.Minute, "only pods of the new templates, one of them the leader", func(ctx context.Context) (bool, string) {
+			names := map[string]bool{}
+			for _, w := range workloads {
+				var pods corev1.PodList
+				if err := k8s.client.List(ctx, &pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": w.component}); err != nil {
+					return false, err.Error()
+				}
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp != nil || hasEnv(&p, w.container, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint) != traced {
+						return false, fmt.Sprintf("pod %s is not rolled out yet", p.Name)
+					}
+					names[p.Name] = true
+				}
+			}
+			holder, err := leader(ctx)
+			if err != nil || !names[holder] {
+				return false, fmt.Sprintf("leader %q (%v)", holder, err)
+			}
+			return true, ""
+		})
+		webhooksAnswer(t, ctx)
+	}
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx)
 		for _, w := range workloads {
 			k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "set", "env", w.kind+"/"+w.name, "-c", w.container,
 				"OTEL_TRACES_EXPORTER-", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT-", "OTEL_BSP_SCHEDULE_DELAY-")
 		}
-		for _, w := range workloads {
-			k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "rollout", "status", w.kind+"/"+w.name, "--timeout=3m")
-		}
-		webhooksAnswer(t, ctx)
-	}
-	t.Cleanup(func() { restore(context.WithoutCancel(ctx)) })
+		rolledOut(ctx, false)
+	})
 	for _, w := range workloads {
 		k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "set", "env", w.kind+"/"+w.name, "-c", w.container,
 			"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+endpoint, "OTEL_BSP_SCHEDULE_DELAY=200")
 	}
-	for _, w := range workloads {
-		k8s.kubectlOK(t, ctx, "", "-n", operatorNamespace, "rollout", "status", w.kind+"/"+w.name, "--timeout=3m")
-	}
-	webhooksAnswer(t, ctx)
+	rolledOut(ctx, true)
 
 	ensureClass(t, ctx, listenerClass("cluster-internal", v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}))
 	ns := namespace(t, ctx, "e2e-trace")
@@ -247,4 +271,19 @@ func TestTracing(t *testing.T) {
 		fmt.Fprintf(&buf, "\n  %s trace=%s attrs=%v", s.name, s.traceID, s.attrs)
 	}
 	t.Logf("spans:%s", buf.String())
+}
+
+// hasEnv reports whether container of pod sets key to value.
+func hasEnv(pod *corev1.Pod, container, key, value string) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.Name != container {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == key && e.Value == value {
+				return true
+			}
+		}
+	}
+	return false
 }
