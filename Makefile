@@ -153,6 +153,6 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).
 	cd hack/cluster && go test -count=1 ./...
 	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
-	NODES=$(or $(NODES),2) $(CLUSTER) up
+	NODES=$(or $(NODES),2) CLUSTER_DOMAIN=$(or $(CLUSTER_DOMAIN),e2e.listeners.test) $(CLUSTER) up
 	$(CLUSTER) deploy
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

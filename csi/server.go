@@ -54,6 +54,9 @@ type Options struct {
 	Log logr.Logger
 	// Metrics, if set, records per-call latency and result codes.
 	Metrics *Metrics
+	// Tracing, if set, runs first on every call (cmd/ sets the
+	// OpenTelemetry interceptor when tracing is configured).
+	Tracing grpc.UnaryServerInterceptor
 	// GracefulStopTimeout bounds how long Serve waits for calls in flight
 	// once its context ends (default 10s).
 	GracefulStopTimeout time.Duration
@@ -84,6 +87,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts}
 	interceptors := []grpc.UnaryServerInterceptor{interceptor(opts.Log, opts.Metrics)}
+	if opts.Tracing != nil {
+		interceptors = append([]grpc.UnaryServerInterceptor{opts.Tracing}, interceptors...)
+	}
 	if t, ok := opts.Reader.(PublishTracker); ok && opts.Node {
 		// The reader keeps Listeners for the volumes published here.
 		interceptors = append(interceptors, t.TrackPublishes)

@@ -58,7 +58,7 @@ func setupClaimController(mgr ctrl.Manager, opts Options, recorder events.EventR
 			return reqs
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r)
+		Complete(opts.wrap(controllerClaim, r))
 }
 
 func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Preset names a set of ListenerClasses created at start-up.
@@ -38,8 +40,12 @@ func (p *Preset) Set(s string) error {
 // Options configure the controllers.
 type Options struct {
 	// ClusterDomain is the DNS domain of the cluster, for the hostnames of
-	// ClusterIP Listeners.
+	// ClusterIP Listeners. Empty after BindFlags when neither the flag nor
+	// KUBERNETES_CLUSTER_DOMAIN set it: ResolveClusterDomain then detects it.
 	ClusterDomain string
+	// ClusterDomainFromKubelet makes ResolveClusterDomain read the domain
+	// from the kubelet's configuration (needs get on nodes/proxy).
+	ClusterDomainFromKubelet bool
 	// CreatePollInterval and CreateWaitDuration bound how the Listener
 	// controller waits for a new Service's allocations (cluster IPs, node
 	// ports) before publishing addresses derived from them.
@@ -55,13 +61,24 @@ type Options struct {
 	// label (admitted while the pod webhook was unavailable); it also
 	// scans once when elected.
 	PodRelabelInterval time.Duration
+	// Wrap, if set, wraps each controller's reconciler, given the
+	// controller's name (cmd/ adds tracing this way).
+	Wrap func(controller string, r crreconcile.Reconciler) crreconcile.Reconciler
+}
+
+// wrap applies Wrap, if set, to the reconciler of the named controller.
+func (o Options) wrap(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
+	if o.Wrap == nil {
+		return r
+	}
+	return o.Wrap(controller, r)
 }
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	domain := os.Getenv("KUBERNETES_CLUSTER_DOMAIN")
 	if domain == "" {
-		domain = "cluster.local"
+		domain = DefaultClusterDomain
 	}
 	return Options{
 		ClusterDomain:           domain,
@@ -76,7 +93,10 @@ func DefaultOptions() Options {
 // BindFlags registers the options as flags, with DefaultOptions as defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	*o = DefaultOptions()
-	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, for ClusterIP Listener hostnames (env KUBERNETES_CLUSTER_DOMAIN).")
+	// Unset, the domain is detected (ResolveClusterDomain).
+	o.ClusterDomain = os.Getenv("KUBERNETES_CLUSTER_DOMAIN")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, for ClusterIP Listener hostnames (env KUBERNETES_CLUSTER_DOMAIN; default: detected from the search list of /etc/resolv.conf, else cluster.local).")
+	fs.BoolVar(&o.ClusterDomainFromKubelet, "cluster-domain-from-kubelet", o.ClusterDomainFromKubelet, "Unless --cluster-domain or KUBERNETES_CLUSTER_DOMAIN is set, read the cluster domain from the kubelet's configuration of the node in KUBERNETES_NODE_NAME, through the API server's node proxy (needs get on nodes/proxy).")
 	fs.DurationVar(&o.CreatePollInterval, "k8s-create-poll-interval", o.CreatePollInterval, "How often to read a new Service back while waiting for its allocations.")
 	fs.DurationVar(&o.CreateWaitDuration, "k8s-create-wait-duration", o.CreateWaitDuration, "How long to wait for a new Service's allocations before publishing what is there.")
 	fs.Var(&o.Preset, "listener-class-preset", "ListenerClasses to create at start-up if missing: ephemeral-nodes, stable-nodes or none.")

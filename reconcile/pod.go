@@ -63,7 +63,7 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 			return reqs
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r)
+		Complete(opts.wrap(controllerPodListeners, r))
 }
 
 func podsOfClaims(ctx context.Context, c client.Reader, namespace, claim string) []ctrl.Request {

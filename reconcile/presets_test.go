@@ -3,6 +3,7 @@ package reconcile
 import (
 	"flag"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,7 @@ func TestFlags(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || o != tt.want {
+		if err != nil || !reflect.DeepEqual(o, tt.want) {
 			t.Errorf("%v: options %+v (err %v), want %+v", tt.args, o, err, tt.want)
 		}
 		if err := o.validate(); err != nil {

@@ -104,7 +104,7 @@ func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.Eve
 			return listenersOnNode(ctx, c, o.GetName())
 		}), builder.WithPredicates(nodeAddressesChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r)
+		Complete(opts.wrap(controllerListener, r))
 }
 
 // nodeAddressesChanged passes node events that can change a published

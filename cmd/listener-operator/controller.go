@@ -139,6 +139,15 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		goruntime.MemProfileRate = defaultMemProfileRate
 	}
 	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
+	tracing, stopTracing, err := startTracing(ctx, cfg, "controller", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	o.reconcile.Wrap, o.nodeLoss.Wrap = tracing.Reconciler, tracing.Reconciler
+	if err := resolveClusterDomain(ctx, &o.reconcile, cfg, log); err != nil {
+		return err
+	}
 	dr := &drain{delay: o.shutdownDelay}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -151,12 +160,12 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		LeaderElectionID:              o.leaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &o.gracefulShutdown,
-		WebhookServer: drainingServer{d: dr, Server: webhook.NewServer(webhook.Options{
+		WebhookServer: tracing.WebhookServer(drainingServer{d: dr, Server: webhook.NewServer(webhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
 			TLSOpts: o.certs.tlsOptions(),
-		})},
+		})}),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

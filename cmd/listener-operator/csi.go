@@ -79,6 +79,11 @@ func (o *csiOptions) run(ctx context.Context) error {
 	}
 	log := ctrl.Log.WithName("csi")
 	node := o.mode == "node"
+	tracing, stopTracing, err := startTracing(ctx, cfg, "csi-"+o.mode, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cacheOpts := csi.CacheOptions{Controller: !node}
 	if node {
 		cacheOpts.NodeName = o.nodeName
@@ -123,6 +128,7 @@ func (o *csiOptions) run(ctx context.Context) error {
 		Live:       live,
 		Log:        log,
 		Metrics:    m,
+		Tracing:    tracing.UnaryServerInterceptor(),
 	})
 	if err != nil {
 		return err

@@ -6,7 +6,7 @@
 # internet: images are built locally (hack/cluster/images) and imported into
 # every node's containerd.
 #
-# usage: [NODES=n] hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
+# usage: [NODES=n] [CLUSTER_DOMAIN=d] hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
 #        hack/cluster/cluster.sh stop-node|start-node <node name>
 #
 # State lives under .work/cluster (git-ignored). `down` restores the host: it
@@ -51,6 +51,12 @@ POD_RANGE_END=10.88.0.239
 CLUSTER_CIDR=10.88.0.0/17
 SERVICE_CIDR=10.88.128.0/20
 SERVICE_IP=10.88.128.1
+# Every kubelet's cluster domain and DNS address (pods' resolv.conf: search
+# <ns>.svc.$CLUSTER_DOMAIN svc.$CLUSTER_DOMAIN $CLUSTER_DOMAIN). No DNS server
+# runs; the address is the one pods were given anyway. `make e2e` sets a
+# domain other than cluster.local, which the operator must detect.
+CLUSTER_DOMAIN=${CLUSTER_DOMAIN:-cluster.local}
+CLUSTER_DNS=${CLUSTER_DNS:-$HOST_IP}
 APISERVER=https://$HOST_IP:6443
 ETCD_URL=http://127.0.0.1:23790
 KUBECONFIG_OUT=$work/kubeconfig
@@ -530,7 +536,8 @@ containerRuntimeEndpoint: unix://$(node_sock "$i")
 podLogsDir: $d/pod-logs
 volumePluginDir: $work/volume-plugins
 resolvConf: $work/resolv.conf
-clusterDomain: cluster.local
+clusterDomain: $CLUSTER_DOMAIN
+clusterDNS: [$CLUSTER_DNS]
 registerNode: true
 maxPods: 60
 serializeImagePulls: false

@@ -102,7 +102,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			return claimsOfClass(ctx, c, o.GetName())
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r)
+		Complete(opts.wrap(controllerName, r))
 }
 
 func addIndexes(ctx context.Context, fi client.FieldIndexer) error {

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Options configure node-loss recovery.
@@ -16,6 +18,17 @@ type Options struct {
 	HandoverTimeout time.Duration
 	// MaxConcurrentReconciles is how many claims are reconciled at once.
 	MaxConcurrentReconciles int
+	// Wrap, if set, wraps each controller's reconciler, given the
+	// controller's name (cmd/ adds tracing this way).
+	Wrap func(controller string, r crreconcile.Reconciler) crreconcile.Reconciler
+}
+
+// wrap applies Wrap, if set, to the reconciler of the named controller.
+func (o Options) wrap(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
+	if o.Wrap == nil {
+		return r
+	}
+	return o.Wrap(controller, r)
 }
 
 // DefaultOptions are the flags' defaults.

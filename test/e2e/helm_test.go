@@ -106,7 +106,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		}
 		podsReady(t, ctx, ns, "hello", 1, podTimeout)
 		addr, port := defaultAddress(t, tree(t, ctx, ns, "hello-0"))
-		if want := "." + ns + ".svc.cluster.local"; !strings.HasSuffix(addr, want) || port != "8080" {
+		if want := "." + ns + ".svc." + kubeletClusterDomain(t, ctx); !strings.HasSuffix(addr, want) || port != "8080" {
 			t.Errorf("hello-0 reads %s:%s, want its Service's DNS name (*%s) and 8080", addr, port, want)
 		}
 		// Gone before the uninstall: kubelet needs the node plugin to

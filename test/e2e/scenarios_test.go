@@ -176,7 +176,7 @@ func TestClusterIP(t *testing.T) {
 	t.Run("Hostname", func(t *testing.T) {
 		addr, port := defaultAddress(t, tree(t, ctx, ns, "dns-0"))
 		svc := listenerService(t, ctx, ns, "dns-0")
-		want := fmt.Sprintf("%s.%s.svc.cluster.local", svc.Name, ns)
+		want := fmt.Sprintf("%s.%s.svc.%s", svc.Name, ns, kubeletClusterDomain(t, ctx))
 		if addr != want || port != "8080" {
 			t.Errorf("dns-0 reads %s:%s, want its Service's DNS name %s:8080", addr, port, want)
 		}
