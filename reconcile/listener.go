@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/csaupgrade"
@@ -32,7 +34,23 @@ const (
 	EventServiceCreated = "ServiceCreated"
 	EventServiceUpdated = "ServiceUpdated"
 	EventServiceDeleted = "ServiceDeleted"
+	// EventOverridesDropped names the parts of a Listener's objectOverrides
+	// its class does not allow, left out of the Service that was applied.
+	EventOverridesDropped = "OverridesDropped"
 )
+
+// droppedFields are the fields of refused override errors.
+func droppedFields(errs field.ErrorList) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range errs {
+		if !seen[e.Field] {
+			seen[e.Field] = true
+			out = append(out, e.Field)
+		}
+	}
+	return out
+}
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=update
@@ -82,7 +100,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !v.ready {
+	if !v.ready && !v.unpublish {
 		st = keepPublished(l.Status, st)
 	}
 	conflict, err := r.updateStatus(ctx, l, st, v)
@@ -124,12 +142,22 @@ func awaitsOthers(v verdict) bool {
 // an error: an error means "retry".
 func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerStatus, verdict, error) {
 	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
-		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonNoClass, message: "spec.className is not set"}, nil
+		// The user asked for no class: no Service, and no address stays
+		// published (status, PodListeners, the next volume publish).
+		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
+			return v1alpha1.ListenerStatus{}, verdict{}, err
+		}
+		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
+			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}, nil
 	}
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound, message: fmt.Sprintf("ListenerClass %q does not exist", *l.Spec.ClassName)}, nil
+			// Only possible while the webhooks were down (the in-use guard
+			// refuses the delete, counting status.className): the Service
+			// stays as last made, and so do its addresses.
+			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound,
+				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)}, nil
 		}
 		return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 	}
@@ -137,13 +165,13 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// ones admitted before the webhooks ran, or while they were down.
 	errs := validation.ListenerClass(class)
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
-	// The class is policy: overrides may not change what it decides (the
-	// webhook refuses such Listeners; this catches those admitted without it).
-	errs = append(errs, validation.ListenerOverrides(l, class)...)
 	if len(errs) > 0 {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
 	}
-	want, err := desiredService(l, class)
+	// The class is policy, and one rule (overrides.Service) decides with the
+	// webhook what the overrides may change: what it refuses is left out
+	// of the Service, so exposure is never more than the class gives.
+	want, refused, err := desiredService(l, class)
 	if err != nil {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}, nil
 	}
@@ -191,6 +219,10 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 				return v1alpha1.ListenerStatus{}, verdict{}, err
 			}
 		}
+		if len(refused) > 0 {
+			r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
+				"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(droppedFields(refused), ", "))))
+		}
 	}
 
 	var nodes []*corev1.Node
@@ -200,6 +232,13 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 	}
 	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	if len(refused) > 0 {
+		// The Service serves, but not as the Listener asked: say what was
+		// left out and how to fix it.
+		v = verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf(
+			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
+			svcName, class.Name, refused.ToAggregate().Error())}
+	}
 	return st, v, takeover
 }
 

@@ -64,7 +64,11 @@ func (v *classValidator) users(ctx context.Context, class string) ([]string, err
 	}
 	var users []string
 	for _, l := range listeners.Items {
-		if l.Spec.ClassName != nil && *l.Spec.ClassName == class && l.DeletionTimestamp == nil {
+		// A Listener whose Service was made from the class (status.className)
+		// uses it too, even once spec.className names another, missing,
+		// class: its Service stays as the class made it.
+		named := l.Spec.ClassName != nil && *l.Spec.ClassName == class
+		if (named || l.Status.ClassName == class) && l.DeletionTimestamp == nil {
 			users = append(users, "Listener "+l.Namespace+"/"+l.Name)
 		}
 	}
@@ -111,10 +115,9 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	}
 	check := func(l *v1alpha1.Listener) field.ErrorList {
 		errs := validation.Listener(l, classes)
-		if class != nil {
-			errs = append(errs, validation.ListenerOverrides(l, class)...)
-		}
-		return errs
+		// One rule with the reconciler: the Service that results from
+		// the class and the overrides keeps what the class decides.
+		return append(errs, validation.ListenerOverrides(l, class)...)
 	}
 	errs := check(&l)
 	if req.Operation == admissionv1.Update {

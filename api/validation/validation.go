@@ -1,7 +1,6 @@
 package validation
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,11 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -102,6 +103,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	if s.ServiceOverrides != nil {
 		errs = append(errs, serviceOverrides(s.ServiceOverrides, s.ServiceType, spec.Child("serviceOverrides"))...)
 	}
+	errs = append(errs, lockedServiceFields(s.LockedServiceFields, spec.Child("lockedServiceFields"))...)
 	return errs
 }
 
@@ -128,46 +130,57 @@ func ListenerClassWarnings(lc *v1alpha1.ListenerClass) []string {
 // serviceOverrides refuses overrides of what the operator must control: the
 // Service's identity, its type (spec.serviceType decides it, and addresses
 // are derived from it) and its selector (it selects the pods that mount the
-// Listener's volumes).
+// Listener's volumes). The override is read by the one strict decoder
+// (overrides.Decode), as the reconciler reads it.
 func serviceOverrides(raw *runtime.RawExtension, serviceType v1alpha1.ServiceType, path *field.Path) field.ErrorList {
-	var o struct {
-		APIVersion *string `json:"apiVersion"`
-		Kind       *string `json:"kind"`
-		Metadata   struct {
-			Name      *string `json:"name"`
-			Namespace *string `json:"namespace"`
-		} `json:"metadata"`
-		Spec struct {
-			Type     *string         `json:"type"`
-			Selector json.RawMessage `json:"selector"`
-		} `json:"spec"`
-	}
 	if len(raw.Raw) == 0 {
 		return nil
 	}
-	if json.Unmarshal(raw.Raw, &o) != nil {
-		return field.ErrorList{field.Invalid(path, string(raw.Raw), `must be a partial Service object, e.g. {"spec": {"externalTrafficPolicy": "Local"}}`)}
+	obj, errs := overrides.Decode(raw.Raw, true, path)
+	if len(errs) > 0 {
+		return errs
 	}
-	var errs field.ErrorList
-	if o.APIVersion != nil && *o.APIVersion != "v1" {
-		errs = append(errs, field.Invalid(path.Child("apiVersion"), *o.APIVersion, `overrides apply to a v1 Service; remove apiVersion or set it to "v1"`))
+	u := unstructured.Unstructured{Object: obj}
+	if v, ok := obj["apiVersion"]; ok && v != "v1" {
+		errs = append(errs, field.Invalid(path.Child("apiVersion"), u.GetAPIVersion(), `overrides apply to a v1 Service; remove apiVersion or set it to "v1"`))
 	}
-	if o.Kind != nil && *o.Kind != "Service" {
-		errs = append(errs, field.Invalid(path.Child("kind"), *o.Kind, `overrides apply to a Service; remove kind or set it to "Service"`))
+	if v, ok := obj["kind"]; ok && v != "Service" {
+		errs = append(errs, field.Invalid(path.Child("kind"), u.GetKind(), `overrides apply to a Service; remove kind or set it to "Service"`))
 	}
-	if o.Metadata.Name != nil {
+	meta, _ := obj["metadata"].(map[string]any)
+	if _, ok := meta["name"]; ok {
 		errs = append(errs, field.Forbidden(path.Child("metadata", "name"), "the operator names each Listener's Service; remove metadata.name"))
 	}
-	if o.Metadata.Namespace != nil {
+	if _, ok := meta["namespace"]; ok {
 		errs = append(errs, field.Forbidden(path.Child("metadata", "namespace"), "a Service lives in its Listener's namespace; remove metadata.namespace"))
 	}
-	if o.Spec.Type != nil && *o.Spec.Type != string(serviceType) {
+	spec, _ := obj["spec"].(map[string]any)
+	if t, ok := spec["type"].(string); ok && t != string(serviceType) {
 		errs = append(errs, field.Forbidden(path.Child("spec", "type"),
-			fmt.Sprintf("would change the Service type from %s to %s behind the operator's back; set spec.serviceType: %s instead", serviceType, *o.Spec.Type, *o.Spec.Type)))
+			fmt.Sprintf("would change the Service type from %s to %s behind the operator's back; set spec.serviceType: %s instead", serviceType, t, t)))
 	}
-	if len(o.Spec.Selector) > 0 {
+	if sel, ok := spec["selector"]; ok && sel != nil {
 		errs = append(errs, field.Forbidden(path.Child("spec", "selector"),
 			"the operator selects the pods that mount the Listener's volume; remove spec.selector (a Listener's spec.extraPodSelectorLabels narrows the selection)"))
+	}
+	return errs
+}
+
+// lockedServiceFields checks the entries of a class's lockedServiceFields.
+func lockedServiceFields(fields []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range fields {
+		p := path.Index(i)
+		kind, key, ok := overrides.ParseLocked(f)
+		if !ok {
+			errs = append(errs, field.Invalid(p, f, `write "spec.<field>" (a field of a Service's spec, e.g. spec.sessionAffinity), "metadata.annotations[<key>]" or "metadata.labels[<key>]"`))
+			continue
+		}
+		if kind != overrides.LockedSpec {
+			for _, msg := range utilvalidation.IsQualifiedName(key) {
+				errs = append(errs, field.Invalid(p, f, msg))
+			}
+		}
 	}
 	return errs
 }
@@ -215,20 +228,6 @@ func Listener(l *v1alpha1.Listener, classes ClassNames) field.ErrorList {
 		p := field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod)
 		if msgs := utilvalidation.IsValidLabelValue(pod); pod == "" || len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p, pod, "name the StatefulSet pod that the Service selects by its "+v1alpha1.LabelStatefulSetPodName+" label, or remove the annotation to select pods by the operator's label"))
-		}
-	}
-	for i, o := range l.Spec.ObjectOverrides {
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		p := spec.Child("objectOverrides").Index(i)
-		if json.Unmarshal(o.Raw, &head) != nil {
-			errs = append(errs, field.Invalid(p, string(o.Raw), "must be a partial object with apiVersion, kind and metadata, e.g. {\"apiVersion\": \"v1\", \"kind\": \"Service\", \"metadata\": {\"name\": \"...\"}}"))
-			continue
-		}
-		if head.APIVersion == "" || head.Kind == "" {
-			errs = append(errs, field.Required(p.Child("kind"), "an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)"))
 		}
 	}
 	return errs
@@ -383,111 +382,39 @@ func childPath(path *field.Path, name string, more ...string) *field.Path {
 	return path.Child(name, more...)
 }
 
-// ListenerClassPolicy lists what a ListenerClass decides about the Service
-// of each of its Listeners and a Listener's spec.objectOverrides may
-// therefore not change: ListenerClasses are cluster policy, written by
-// administrators; Listeners are written by tenants. Besides these fields,
-// the keys of the class's serviceAnnotations and every field the class's
-// serviceOverrides sets are the class's.
-var ListenerClassPolicy = []string{
-	"spec.type", "spec.selector", "spec.loadBalancerClass", "spec.allocateLoadBalancerNodePorts",
-	"spec.externalTrafficPolicy", "spec.internalTrafficPolicy", "spec.loadBalancerSourceRanges",
-}
-
-// ListenerOverrides refuses the parts of a Listener's objectOverrides that
-// would change, on the Listener's Service, what its ListenerClass class
-// decides (see ListenerClassPolicy). Overrides of other objects than a v1
-// Service are not the class's business.
+// ListenerOverrides checks a Listener's objectOverrides: each is read by the
+// one strict decoder and must name apiVersion and kind; with its class
+// (nil when it does not exist), the Service that results must keep what the
+// class decides (overrides.Service: exposure fields and the fields the class
+// locks). The reconciler applies the same overrides.Service to Listeners
+// that got in while the webhooks were down, without the refused parts.
 func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) field.ErrorList {
 	var errs field.ErrorList
-	classSpec, classAnn := classOverrideKeys(class)
 	for i, o := range l.Spec.ObjectOverrides {
-		var svc struct {
-			APIVersion string                     `json:"apiVersion"`
-			Kind       string                     `json:"kind"`
-			Metadata   map[string]json.RawMessage `json:"metadata"`
-			Spec       map[string]json.RawMessage `json:"spec"`
-		}
-		if json.Unmarshal(o.Raw, &svc) != nil || svc.APIVersion != "v1" || svc.Kind != "Service" {
+		p := field.NewPath("spec", "objectOverrides").Index(i)
+		obj, decodeErrs := overrides.Decode(o.Raw, false, p)
+		if len(decodeErrs) > 0 {
+			if class == nil {
+				errs = append(errs, decodeErrs...)
+			}
 			continue
 		}
-		p := field.NewPath("spec", "objectOverrides").Index(i)
-		for _, f := range ListenerClassPolicy {
-			key := strings.TrimPrefix(f, "spec.")
-			if raw, ok := svc.Spec[key]; ok {
-				errs = append(errs, field.Invalid(p.Child("spec", key), rawValue(raw), classDecides(class.Name, f)))
-			}
+		u := unstructured.Unstructured{Object: obj}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" {
+			errs = append(errs, field.Required(p.Child("kind"), "an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)"))
 		}
-		for key, raw := range svc.Spec {
-			if classSpec[key] && !slicesContains(ListenerClassPolicy, "spec."+key) {
-				errs = append(errs, field.Invalid(p.Child("spec", key), rawValue(raw),
-					fmt.Sprintf("ListenerClass %q sets spec.%s in its serviceOverrides, and a Listener may not change what its class decides; remove it, or use a class that allows it", class.Name, key)))
-			}
+	}
+	if class != nil {
+		res, err := overrides.Service(l, class)
+		if err != nil {
+			// The class's own overrides are broken: its webhook refuses
+			// that, and the reconciler reports it on every Listener.
+			return append(errs, field.Invalid(field.NewPath("spec", "className"), class.Name, err.Error()))
 		}
-		var ann map[string]json.RawMessage
-		if raw, ok := svc.Metadata["annotations"]; ok && json.Unmarshal(raw, &ann) == nil {
-			for key, raw := range ann {
-				if classAnn[key] {
-					errs = append(errs, field.Invalid(p.Child("metadata", "annotations").Key(key), rawValue(raw),
-						fmt.Sprintf("ListenerClass %q sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need", class.Name)))
-				}
-			}
-		}
+		errs = append(errs, res.Refused...)
 	}
 	sortErrors(errs)
 	return errs
-}
-
-// classDecides is the denial of an override of field f of a class's Service.
-func classDecides(class, f string) string {
-	return fmt.Sprintf("%s of a Listener's Service is decided by its ListenerClass %q (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need", f, class)
-}
-
-// classOverrideKeys are the Service spec fields and the annotations that
-// the class sets, through serviceAnnotations and serviceOverrides.
-func classOverrideKeys(class *v1alpha1.ListenerClass) (spec, annotations map[string]bool) {
-	spec, annotations = map[string]bool{}, map[string]bool{}
-	for k := range class.Spec.ServiceAnnotations {
-		annotations[k] = true
-	}
-	if class.Spec.ServiceOverrides == nil || len(class.Spec.ServiceOverrides.Raw) == 0 {
-		return spec, annotations
-	}
-	var o struct {
-		Metadata struct {
-			Annotations map[string]json.RawMessage `json:"annotations"`
-		} `json:"metadata"`
-		Spec map[string]json.RawMessage `json:"spec"`
-	}
-	if json.Unmarshal(class.Spec.ServiceOverrides.Raw, &o) != nil {
-		return spec, annotations
-	}
-	for k := range o.Spec {
-		spec[k] = true
-	}
-	for k := range o.Metadata.Annotations {
-		annotations[k] = true
-	}
-	return spec, annotations
-}
-
-// rawValue is an override's value for a message: a JSON string unquoted,
-// anything else as written.
-func rawValue(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // sortErrors orders errors by field path, so that messages built from map
