@@ -181,4 +181,3 @@ func TestListenerWithoutClass(t *testing.T) {
 	}
 	getService(t, ctx, c, ns, "kept", nil)
 }
-

@@ -46,8 +46,8 @@ func typed(t *testing.T, u *unstructured.Unstructured) *corev1.Service {
 func TestService(t *testing.T) {
 	const head = `"apiVersion":"v1","kind":"Service","metadata":{"name":"web"}`
 	lb := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lb"}, Spec: v1alpha1.ListenerClassSpec{
-		ServiceType:        v1alpha1.ServiceTypeLoadBalancer,
-		ServiceAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true", "team": "a"},
+		ServiceType:         v1alpha1.ServiceTypeLoadBalancer,
+		ServiceAnnotations:  map[string]string{"service.beta.kubernetes.io/aws-load-balancer-internal": "true", "team": "a"},
 		LockedServiceFields: []string{"spec.sessionAffinity", "metadata.annotations[policy.example.com/tier]"},
 	}}
 	tests := []struct {
