@@ -114,6 +114,15 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// address and its ports stay the same.
 		ports = existing.Spec.Ports
 	}
+	if len(ports) == 0 {
+		// Pods that never declared a port (the pod webhook refuses them;
+		// these got in while it was down) would wait silently.
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				r.recorder.Eventf(p, existing, corev1.EventTypeWarning, EventNoPorts, "Reconcile", "%s", portlessMessage(existing.Name, pvc.Name))
+			}
+		}
+	}
 	want := claimListenerObject(pvc, ports)
 	if !adopt && equality.Semantic.DeepEqual(existing.Labels, want.Labels) && ptr.Equal(existing.Spec.ClassName, want.Spec.ClassName) &&
 		equality.Semantic.DeepEqual(existing.Spec.Ports, want.Spec.Ports) {

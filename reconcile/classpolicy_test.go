@@ -181,3 +181,26 @@ func TestListenerWithoutClass(t *testing.T) {
 	}
 	getService(t, ctx, c, ns, "kept", nil)
 }
+
+// TestClaimListenerWithoutPorts: a pod whose own listener claim gets a
+// Listener without ports (admitted while the pod webhook was down, which
+// refuses it) does not wait silently (issue 20, case 5): the Listener says
+// why and what to do, and so does an event on the pod.
+func TestClaimListenerWithoutPorts(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	create(t, ctx, c, listenerClaim(ns, "portless", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
+	create(t, ctx, c, podWithPorts(ns, "app", "portless"))
+	l := waitReason(t, ctx, c, ns, "portless", v1alpha1.ReasonInvalid)
+	msg := l.Status.Conditions[0].Message
+	for _, want := range []string{"has no ports", "containerPort", v1alpha1.AnnotationListenerName} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("condition %q does not contain %q", msg, want)
+		}
+	}
+	ev := waitEvent(t, ctx, c, ns, "app", EventNoPorts)
+	if !strings.Contains(ev.Note, "declare the served ports") {
+		t.Errorf("pod event %q does not say what to fix", ev.Note)
+	}
+}

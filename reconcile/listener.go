@@ -39,6 +39,30 @@ const (
 	EventOverridesDropped = "OverridesDropped"
 )
 
+// EventNoPorts tells the pods of a claim whose Listener has no ports (they
+// wait for an address that cannot come) what to fix.
+const EventNoPorts = "ListenerWithoutPorts"
+
+// portless is the verdict for a Listener without ports, whose Service the
+// API server would refuse. A claim's own Listener takes its ports from the
+// containers of its pods; those pods (admitted while the pod webhook, which
+// refuses them, was down) get an event from the claim reconciler.
+func portless(l *v1alpha1.Listener) verdict {
+	owner := metav1.GetControllerOf(l)
+	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
+		return verdict{reason: v1alpha1.ReasonInvalid, message: "spec.ports is empty, so no Service can be made for this Listener; list the ports its pods serve in spec.ports"}
+	}
+	return verdict{reason: v1alpha1.ReasonInvalid, message: portlessMessage(l.Name, owner.Name)}
+}
+
+// portlessMessage says why a claim's own Listener has no ports and what to
+// do about it.
+func portlessMessage(listener, claim string) string {
+	return fmt.Sprintf("Listener %s of claim %s has no ports: no container of the pods that mount the claim declares one, so no Service can be made and the pods wait for an address; "+
+		"declare the served ports on the container that serves (e.g. ports: [{name: http, containerPort: 8080}]) and recreate the pods, or share a Listener that has ports with the %s annotation",
+		listener, claim, v1alpha1.AnnotationListenerName)
+}
+
 // droppedFields are the fields of refused override errors.
 func droppedFields(errs field.ErrorList) []string {
 	seen := map[string]bool{}
@@ -167,6 +191,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
 	if len(errs) > 0 {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
+	}
+	if len(l.Spec.Ports) == 0 {
+		return v1alpha1.ListenerStatus{}, portless(l), nil
 	}
 	// The class is policy, and one rule (overrides.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out

@@ -42,9 +42,9 @@ type catalogueRow struct {
 
 const (
 	catClaim   = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}%s}}`
-	catPod     = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"containers":[{"name":"app","image":"x"}]%s}}`
-	catSts     = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"serviceName":"s","selector":{"matchLabels":{"app":"s"}},"template":{"metadata":{"labels":{"app":"s"}%s},"spec":{"containers":[{"name":"app","image":"x"}]%s}}%s}}`
-	catDeploy  = `{"apiVersion":"apps/v1","kind":"%s","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"%s}%s},"spec":{"containers":[{"name":"app","image":"x"}],"restartPolicy":"%s"%s}}}}`
+	catPod     = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}]%s}}`
+	catSts     = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"serviceName":"s","selector":{"matchLabels":{"app":"s"}},"template":{"metadata":{"labels":{"app":"s"}%s},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}]%s}}%s}}`
+	catDeploy  = `{"apiVersion":"apps/v1","kind":"%s","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"%s}%s},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}],"restartPolicy":"%s"%s}}}}`
 	catListen  = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"Listener","metadata":{"name":"%s","namespace":"{ns}"},"spec":%s}`
 	catClass   = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"ListenerClass","metadata":{"name":"%s"},"spec":%s}`
 	optedIn    = `,"labels":{"listeners.stackable.tech/enabled":"true"}`
@@ -57,6 +57,16 @@ const (
 )
 
 func f(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// noPorts drops the container port of a catalogue object.
+func noPorts(o string) string {
+	return strings.Replace(o, `,"ports":[{"containerPort":8080}]`, "", 1)
+}
+
+// cronJob is a CronJob whose pod template has these volumes.
+func cronJob(name, vols string) string {
+	return f(`{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"schedule":"@daily","jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}],"restartPolicy":"Never"%s}}}}}}`, name, vols)
+}
 
 func deploy(kind, name, labels, ann, vols string) string {
 	restart := "Always"
@@ -155,6 +165,24 @@ var catalogue = []catalogueRow{
 		want: `warning: ListenerClass "external-stable" pins each volume to the node its pod first ran on, which keeps an address stable only for long-lived claims, but an ephemeral volume gets a new claim (and address) with every new pod of this Deployment`},
 	{what: "Deployment whose pod template opts in, default class", object: deploy("Deployment", "d3", `,"listeners.stackable.tech/enabled":"true"`, "", ""),
 		want: `admitted`},
+
+	// Per-claim Listeners without ports (issue 20 case 5).
+	{what: "pod with a listener volume of its own and no container port", object: noPorts(f(catPod, "np1", "", f(ephemeralV, "cluster-internal"))),
+		want: `denied: spec.containers: Required value: listener volume "l" gets a Listener of its own whose ports are the containers' ports, and no container declares one, so its Service cannot be made and the pod would never start; declare the served ports on container "app" (or another)`},
+	{what: "opted-in bare pod without container ports", object: noPorts(f(catPod, "np2", optedIn, "")),
+		want: `denied: spec.containers: Required value: listener volume "listener" gets a Listener of its own`},
+	{what: "pod without ports sharing a Listener", object: noPorts(f(catPod, "np3", "", `,"volumes":[{"name":"l","ephemeral":{"volumeClaimTemplate":{"metadata":{"annotations":{"listeners.stackable.tech/listener-name":"shared"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}}}]`)),
+		want: `admitted`},
+	{what: "Deployment without container ports, ephemeral listener volume", object: noPorts(deploy("Deployment", "np4", "", "", f(ephemeralV, "cluster-internal"))),
+		want: `denied: spec.template.spec.containers: Required value: listener volume "l"`},
+	{what: "ReplicaSet without container ports, opted-in template", object: noPorts(deploy("ReplicaSet", "np5", `,"listeners.stackable.tech/enabled":"true"`, "", "")),
+		want: `denied: spec.template.spec.containers: Required value: listener volume "listener"`},
+	{what: "CronJob without container ports, ephemeral listener volume", object: noPorts(cronJob("np6", f(ephemeralV, "cluster-internal"))),
+		want: `denied: spec.jobTemplate.spec.template.spec.containers: Required value: listener volume "l"`},
+	{what: "CronJob with an unknown class", object: cronJob("np7", f(ephemeralV, "does-not-exist")),
+		want: `denied: spec.jobTemplate.spec.template.spec.volumes[0].ephemeral.volumeClaimTemplate.metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist"`},
+	{what: "StatefulSet without container ports, listener claim template", object: noPorts(f(catSts, "np8", "", "", "", f(claimTmpl, "addr", f(classAnn, "cluster-internal")))),
+		want: `denied: spec.template.spec.containers: Required value: listener volume "addr"`},
 
 	// Listeners.
 	{what: "Listener overriding its class's Service type", object: f(catListen, "l1", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l1"},"spec":{"type":"LoadBalancer"}}]}`),

@@ -21,7 +21,7 @@ import (
 
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listenerclass,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listenerclasses,verbs=create;update;delete,versions=v1alpha1,name=listenerclasses.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listener,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listeners,verbs=create;update,versions=v1alpha1,name=listeners.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
-// +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps;batch,resources=deployments;statefulsets;daemonsets;jobs,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps;batch,resources=deployments;statefulsets;daemonsets;replicasets;jobs;cronjobs,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // classValidator checks ListenerClasses, and refuses deleting one that
 // Listeners or claims still use.
@@ -152,12 +152,42 @@ type workloadView struct {
 	Metadata objectMetaView `json:"metadata"`
 	Spec     struct {
 		podSpecView
-		Template struct {
-			Metadata objectMetaView `json:"metadata"`
-			Spec     podSpecView    `json:"spec"`
-		} `json:"template"`
+		Template             templateView                   `json:"template"`
 		VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates"`
+		// JobTemplate is a CronJob's; decodeWorkload moves its pod
+		// template to Template.
+		JobTemplate *struct {
+			Spec struct {
+				Template templateView `json:"template"`
+			} `json:"spec"`
+		} `json:"jobTemplate"`
 	} `json:"spec"`
+}
+
+// templateView is a pod template.
+type templateView struct {
+	Metadata objectMetaView `json:"metadata"`
+	Spec     podSpecView    `json:"spec"`
+}
+
+// decodeWorkload decodes a pod or a workload; a CronJob's pod template is
+// read from its job template.
+func decodeWorkload(raw []byte, kind string, w *workloadView) error {
+	if err := decode(raw, kind, w); err != nil {
+		return err
+	}
+	if kind == "CronJob" && w.Spec.JobTemplate != nil {
+		w.Spec.Template = w.Spec.JobTemplate.Spec.Template
+	}
+	return nil
+}
+
+// templatePath is where a workload's pod template is.
+func templatePath(kind string) *field.Path {
+	if kind == "CronJob" {
+		return field.NewPath("spec", "jobTemplate", "spec", "template")
+	}
+	return field.NewPath("spec", "template")
 }
 
 type objectMetaView struct {
@@ -169,6 +199,7 @@ type objectMetaView struct {
 type podSpecView struct {
 	Volumes    []corev1.Volume `json:"volumes"`
 	Containers []struct {
+		Name  string                 `json:"name"`
 		Ports []corev1.ContainerPort `json:"ports"`
 	} `json:"containers"`
 }
@@ -181,7 +212,7 @@ type workloadValidator struct{ lookup *lookup }
 
 func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var w workloadView
-	if err := decode(req.Object.Raw, req.Kind.Kind, &w); err != nil {
+	if err := decodeWorkload(req.Object.Raw, req.Kind.Kind, &w); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	return v.check(ctx, req, &w)
@@ -225,7 +256,7 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 	errs := w.errors(req.Kind.Kind, facts)
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		var old workloadView
-		if err := decode(req.OldObject.Raw, req.Kind.Kind, &old); err == nil {
+		if err := decodeWorkload(req.OldObject.Raw, req.Kind.Kind, &old); err == nil {
 			errs = ratchet(errs, old.errors(req.Kind.Kind, facts))
 		}
 	}
@@ -290,6 +321,7 @@ func (v *workloadValidator) claimWarnings(ctx context.Context, req admission.Req
 
 // claimOf is a listener claim that a pod or workload asks for.
 type claimOf struct {
+	name        string // the volume's or claim template's name
 	annotations map[string]string
 	spec        *corev1.PersistentVolumeClaimSpec
 	ephemeral   bool
@@ -309,7 +341,7 @@ func volumesPath(kind string) *field.Path {
 	if kind == "Pod" {
 		return field.NewPath("spec", "volumes")
 	}
-	return field.NewPath("spec", "template", "spec", "volumes")
+	return templatePath(kind).Child("spec", "volumes")
 }
 
 // listenerClaims are the listener claims the object asks for: ephemeral
@@ -320,13 +352,13 @@ func (w *workloadView) listenerClaims(kind string) []claimOf {
 	spec := w.podSpec(kind)
 	for i := range spec.Volumes {
 		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && validation.IsListenerClaim(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
-			claims = append(claims, claimOf{e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
+			claims = append(claims, claimOf{spec.Volumes[i].Name, e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
 		}
 	}
 	for i := range w.Spec.VolumeClaimTemplates {
 		t := &w.Spec.VolumeClaimTemplates[i]
 		if validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
-			claims = append(claims, claimOf{t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
+			claims = append(claims, claimOf{t.Name, t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
 		}
 	}
 	return claims
@@ -361,8 +393,32 @@ func (w *workloadView) errors(kind string, facts validation.ClaimFacts) field.Er
 			errs = append(errs, validation.Claim(c.annotations, c.spec, facts, c.path)...)
 		}
 	}
-	if w.templateOptedIn(kind) {
-		errs = append(errs, validation.OptIn(w.Spec.Template.Metadata.Annotations, facts, field.NewPath("spec", "template", "metadata", "annotations"))...)
+	optedIn := w.templateOptedIn(kind)
+	if optedIn {
+		errs = append(errs, validation.OptIn(w.Spec.Template.Metadata.Annotations, facts, templatePath(kind).Child("metadata", "annotations"))...)
+	}
+	// A listener volume of its own gets a Listener whose ports are the
+	// containers' ports: with none, its Service cannot exist.
+	var ownClaims []string
+	for _, c := range w.listenerClaims(kind) {
+		if validation.OwnListener(c.annotations, facts.DefaultClass) {
+			ownClaims = append(ownClaims, c.name)
+		}
+	}
+	if optedIn && validation.OwnListener(w.Spec.Template.Metadata.Annotations, facts.DefaultClass) {
+		ownClaims = append(ownClaims, v1alpha1.VolumeName)
+	}
+	if len(ownClaims) > 0 {
+		spec := w.podSpec(kind)
+		var containers []validation.ContainerPorts
+		for _, c := range spec.Containers {
+			containers = append(containers, validation.ContainerPorts{Name: c.Name, Ports: len(c.Ports)})
+		}
+		p := field.NewPath("spec", "containers")
+		if kind != "Pod" {
+			p = templatePath(kind).Child("spec", "containers")
+		}
+		errs = append(errs, validation.PortsForOwnListener(ownClaims, containers, p)...)
 	}
 	return errs
 }

@@ -476,3 +476,49 @@ func ForeignListenerVolume(path *field.Path) *field.Error {
 	return field.Invalid(path.Child("name"), v1alpha1.VolumeName, fmt.Sprintf(
 		"the listener volume is added under the name %q, which this volume (not a listener volume) already uses; rename it, or make it a listener volume", v1alpha1.VolumeName))
 }
+
+// OwnListener reports whether a claim (or an opted-in pod template) with
+// these annotations gets a Listener of its own (a listener class, named or
+// the default), not a shared one (listener-name).
+func OwnListener(annotations map[string]string, defaultClass string) bool {
+	if _, shared := annotations[v1alpha1.AnnotationListenerName]; shared {
+		return false
+	}
+	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
+	return hasClass || defaultClass != ""
+}
+
+// ContainerPorts is how many ports a container declares.
+type ContainerPorts struct {
+	Name  string
+	Ports int
+}
+
+// PortsForOwnListener refuses a pod (template) whose listener volumes get
+// Listeners of their own (claims, by volume or template name) while no
+// container declares a port: such a Listener's ports are its pods'
+// container ports, and a Service without ports cannot be made, so the pod
+// would wait in ContainerCreating for good. path is the containers list.
+func PortsForOwnListener(claims []string, containers []ContainerPorts, path *field.Path) field.ErrorList {
+	for _, c := range containers {
+		if c.Ports > 0 {
+			return nil
+		}
+	}
+	first := "the container that serves"
+	if len(containers) > 0 {
+		first = fmt.Sprintf("container %q (or another)", containers[0].Name)
+	}
+	return field.ErrorList{field.Required(path, fmt.Sprintf(
+		"listener volume %s gets a Listener of its own whose ports are the containers' ports, and no container declares one, so its Service cannot be made and the pod would never start; "+
+			"declare the served ports on %s, e.g. ports: [{name: http, containerPort: 8080}], or share an existing Listener that has ports with the %s annotation",
+		strings.Join(quoteAll(claims), ", "), first, v1alpha1.AnnotationListenerName))}
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
