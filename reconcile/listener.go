@@ -189,6 +189,22 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// ones admitted before the webhooks ran, or while they were down.
 	errs := validation.ListenerClass(class)
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
+	if owner := metav1.GetControllerOf(l); l.Annotations[v1alpha1.AnnotationStatefulSetPod] != "" {
+		// Only the operator's Listeners of StatefulSet claims select a
+		// pod by name (the webhook refuses the annotation on others).
+		var claim *corev1.PersistentVolumeClaim
+		if owner != nil && owner.Kind == "PersistentVolumeClaim" {
+			c := &corev1.PersistentVolumeClaim{}
+			err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, c)
+			switch {
+			case err == nil:
+				claim = c
+			case !apierrors.IsNotFound(err):
+				return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get claim %s/%s of listener %s: %w", l.Namespace, owner.Name, l.Name, err)
+			}
+		}
+		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
+	}
 	if len(errs) > 0 {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
 	}

@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,17 +121,66 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 		return append(errs, validation.ListenerOverrides(l, class)...)
 	}
 	errs := check(&l)
+	var old *v1alpha1.Listener
 	if req.Operation == admissionv1.Update {
-		var old v1alpha1.Listener
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		old = &v1alpha1.Listener{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Listener: %w", err))
 		}
-		errs = ratchet(errs, check(&old))
+		errs = ratchet(errs, check(old))
+	}
+	// The statefulset-pod annotation is the operator's: judged when it is
+	// set or changed (the webhook is called for annotation changes too).
+	if pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; ok && (old == nil || old.Annotations[v1alpha1.AnnotationStatefulSetPod] != pod) {
+		claim, err := v.controllingClaim(ctx, &l)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		errs = append(errs, validation.StatefulSetPodAnnotation(&l, claim)...)
+	}
+	if old == nil {
+		others, err := v.listenerNames(ctx, req.Namespace)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		errs = append(errs, validation.NameCollisions(l.Name, others, field.NewPath("metadata", "name"))...)
 	}
 	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
 	return admission.Allowed("").WithWarnings(ListenerWarnings(&l, classes)...)
+}
+
+// controllingClaim is the claim that controls l, or nil.
+func (v *listenerValidator) controllingClaim(ctx context.Context, l *v1alpha1.Listener) (*corev1.PersistentVolumeClaim, error) {
+	owner := metav1.GetControllerOf(l)
+	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
+		return nil, nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	err := v.lookup.get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, claim)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return claim, err
+}
+
+// listenerNames are the names of the Listeners in namespace.
+func (v *listenerValidator) listenerNames(ctx context.Context, namespace string) ([]string, error) {
+	return namesInNamespace(ctx, v.lookup, namespace)
+}
+
+// namesInNamespace lists the Listener names of a namespace from the cache.
+func namesInNamespace(ctx context.Context, l *lookup, namespace string) ([]string, error) {
+	var list v1alpha1.ListenerList
+	if err := l.cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list Listeners of namespace %s: %w", namespace, err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].Name)
+	}
+	return out, nil
 }
 
 // ListenerWarnings are the things about a valid Listener that are probably

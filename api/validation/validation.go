@@ -8,12 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -521,4 +523,67 @@ func quoteAll(s []string) []string {
 		out[i] = fmt.Sprintf("%q", v)
 	}
 	return out
+}
+
+// ClaimBinding refuses changing the listener annotations of a claim that is
+// bound to a volume: the volume was provisioned, and is published, for the
+// Listener the annotations named then, so a change would leave the pod an
+// endpoint of one Listener while its volume and PodListeners name another.
+// Like the API server's own immutable fields, the fix is a new claim.
+func ClaimBinding(oldAnn, newAnn map[string]string, volumeName string) field.ErrorList {
+	if volumeName == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, key := range []string{v1alpha1.AnnotationListenerClass, v1alpha1.AnnotationListenerName} {
+		was, had := oldAnn[key]
+		is, has := newAnn[key]
+		if was == is && had == has {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(key), fmt.Sprintf(
+			"is immutable once the claim is bound (to volume %s, provisioned for the Listener it named then); to use another Listener or class, delete the claim and create it again (a StatefulSet's claim: delete the claim and its pod; an ephemeral volume: create a new pod)", volumeName)))
+	}
+	return errs
+}
+
+// StatefulSetPodAnnotation refuses the statefulset-pod annotation on a
+// Listener the operator did not make for a StatefulSet claim template: the
+// Service of such a Listener selects the named pod by its StatefulSet
+// pod-name label, whether or not it mounts a listener volume. claim is the
+// claim that controls the Listener (nil if none or not found).
+func StatefulSetPodAnnotation(l *v1alpha1.Listener, claim *corev1.PersistentVolumeClaim) field.ErrorList {
+	pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]
+	if !ok {
+		return nil
+	}
+	owner := metav1.GetControllerOf(l)
+	if owner != nil && owner.Kind == "PersistentVolumeClaim" && claim != nil && claim.UID == owner.UID &&
+		claim.Name == owner.Name && names.ClaimListenerName(claim.Name) == l.Name && names.StatefulSetPodOfClaim(claim.Name, claim.Annotations) == pod {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod), fmt.Sprintf(
+		"only the operator sets this annotation, on the Listener it makes for a claim of a StatefulSet claim template; it would select pod %q by name whether or not it mounts a listener volume; remove it (a Listener selects the pods that mount its volumes)", pod))}
+}
+
+// NameCollisions refuses a Listener named name whose Service name or pod
+// selector label equals that of another Listener of the namespace (others):
+// names that do not fit are shortened to "<prefix>-<10 hex>"
+// (api/names), and a Listener may be named exactly like another's shortened
+// name. path is where the name is (metadata.name of a Listener, or of the
+// claim whose own Listener it names).
+func NameCollisions(name string, others []string, path *field.Path) field.ErrorList {
+	svc, label := names.ServiceName(name), names.PodSelectorLabel(name)
+	for _, o := range others {
+		if o == name {
+			continue
+		}
+		switch {
+		case names.ServiceName(o) == svc:
+			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("Listener %q already has the Service name %q, which this name would get too; choose another name", o, svc))}
+		case names.PodSelectorLabel(o) == label:
+			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("Listener %q already selects its pods by the label %q, which this name would get too; choose another name", o, label))}
+		}
+	}
+	return nil
 }
