@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -202,5 +203,52 @@ func TestClaimListenerWithoutPorts(t *testing.T) {
 	ev := waitEvent(t, ctx, c, ns, "app", EventNoPorts)
 	if !strings.Contains(ev.Note, "declare the served ports") {
 		t.Errorf("pod event %q does not say what to fix", ev.Note)
+	}
+}
+
+// TestBoundClaimKeepsItsListener: a bound claim re-pointed to another
+// Listener while the webhooks were down (they refuse it; issue 20, case 4)
+// keeps the Listener its volume was provisioned for: the volume records it
+// in a label, and the claim gets an event saying what to do.
+func TestBoundClaimKeepsItsListener(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	claim := listenerClaim(ns, "data", map[string]string{v1alpha1.AnnotationListenerName: "a"})
+	create(t, ctx, c, claim)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-data"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: *resourceOne()},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName:       v1alpha1.StorageClassName,
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "data", UID: claim.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: ns + "-data"}},
+		},
+	}
+	create(t, ctx, c, pv)
+	t.Cleanup(func() { _ = c.Delete(context.WithoutCancel(ctx), pv) })
+	claim.Spec.VolumeName = pv.Name
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatalf("bind claim: %v", err)
+	}
+	eventually(t, "the volume records its Listener", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
+			return err
+		}
+		if got := pv.Labels[v1alpha1.LabelVolumeListener]; got != "a" {
+			return fmt.Errorf("label %q, want a", got)
+		}
+		return nil
+	})
+	claim.Annotations[v1alpha1.AnnotationListenerName] = "b"
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEvent(t, ctx, c, ns, "data", EventBindingKept)
+	if !strings.Contains(ev.Note, "provisioned for Listener a") || !strings.Contains(ev.Note, "delete the claim and create it again") {
+		t.Errorf("event %q does not say what was kept and what to do", ev.Note)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pv), pv); err != nil || pv.Labels[v1alpha1.LabelVolumeListener] != "a" {
+		t.Errorf("volume label %v (%v), want a kept", pv.Labels, err)
 	}
 }
