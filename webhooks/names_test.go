@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -53,4 +54,34 @@ func mustDeny(t *testing.T, err error, want string) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to contain %q", err, want)
 	}
+}
+
+// TestClassInUseByTheServiceMadeFromIt: a Listener whose spec names
+// another (missing) class still uses the class its Service was made from
+// (status.className): deleting that class is refused, since the Service
+// stays as it made it (issue 20, case 3, "class not found").
+func TestClassInUseByTheServiceMadeFromIt(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	ns := namespace(t, nil)
+	lc := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "made-from-" + ns}, Spec: v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP"}}
+	if err := e.Client.Create(ctx, lc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(ctx), lc) })
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moved"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("cluster-internal")}}
+	if err := e.Client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	l.Status.ClassName = lc.Name
+	if err := e.Client.Status().Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deletion of the class the Service was made from refused", func() error {
+		err := e.Client.Delete(ctx, lc, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			return errorf("got %v", err)
+		}
+		return nil
+	})
 }
