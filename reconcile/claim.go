@@ -181,6 +181,25 @@ func claimListenerName(pvc *corev1.PersistentVolumeClaim) string {
 	return names.ClaimListenerName(pvc.Name)
 }
 
+// boundListener is the Listener recorded on the volume of a bound claim
+// (v1alpha1.LabelVolumeListener), or "".
+func boundListener(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	if pvc.Spec.VolumeName == "" {
+		return "", nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
+	}
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
+		return "", nil
+	}
+	return pv.Labels[v1alpha1.LabelVolumeListener], nil
+}
+
 // keepBinding records, on the volume of a bound claim, the Listener it was
 // provisioned for (v1alpha1.LabelVolumeListener), and tells the user by an
 // event when the claim's annotations name another one since: the binding
