@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/csaupgrade"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -61,19 +61,6 @@ func portlessMessage(listener, claim string) string {
 	return fmt.Sprintf("Listener %s of claim %s has no ports: no container of the pods that mount the claim declares one, so no Service can be made and the pods wait for an address; "+
 		"declare the served ports on the container that serves (e.g. ports: [{name: http, containerPort: 8080}]) and recreate the pods, or share a Listener that has ports with the %s annotation",
 		listener, claim, v1alpha1.AnnotationListenerName)
-}
-
-// droppedFields are the fields of refused override errors.
-func droppedFields(errs field.ErrorList) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, e := range errs {
-		if !seen[e.Field] {
-			seen[e.Field] = true
-			out = append(out, e.Field)
-		}
-	}
-	return out
 }
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
@@ -264,7 +251,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 		if len(refused) > 0 {
 			r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
-				"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(droppedFields(refused), ", "))))
+				"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
 		}
 	}
 

@@ -40,11 +40,12 @@ type Result struct {
 	Refused field.ErrorList
 }
 
-// Dropped lists the fields of Refused, for an event or a condition.
-func (r Result) Dropped() []string {
+// Fields lists the fields of refusals, once each, for an event or a
+// condition message.
+func Fields(refused field.ErrorList) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, e := range r.Refused {
+	for _, e := range refused {
 		if !seen[e.Field] {
 			seen[e.Field] = true
 			out = append(out, e.Field)
