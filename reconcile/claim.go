@@ -30,10 +30,14 @@ const (
 	EventListenerUpdated = "ListenerUpdated"
 	EventForeignListener = "ForeignListener"
 	EventListenerAdopted = "ListenerAdopted"
+	// EventBindingKept says a bound claim's listener annotations changed
+	// (while the webhooks were down): the volume keeps its Listener.
+	EventBindingKept = "ListenerBindingKept"
 )
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=create;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=patch
 
 // claimReconciler gives each listener claim that asks for a class a
 // Listener of its own, named after and owned by the claim, so that the
@@ -67,7 +71,14 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.client.Get(ctx, req.NamespacedName, pvc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !wantsOwnListener(pvc) || !pvc.DeletionTimestamp.IsZero() {
+	if !pvc.DeletionTimestamp.IsZero() || !isListenerClaim(pvc) {
+		return ctrl.Result{}, nil
+	}
+	bound, err := r.keepBinding(ctx, pvc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !wantsOwnListener(pvc) {
 		return ctrl.Result{}, nil
 	}
 	var pods corev1.PodList
@@ -78,7 +89,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 	existing := &v1alpha1.Listener{}
 	key := types.NamespacedName{Namespace: pvc.Namespace, Name: names.ClaimListenerName(pvc.Name)}
-	err := r.client.Get(ctx, key, existing)
+	err = r.client.Get(ctx, key, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		l := claimListenerObject(pvc, ports)
@@ -114,7 +125,22 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// address and its ports stay the same.
 		ports = existing.Spec.Ports
 	}
+	if len(ports) == 0 {
+		// Pods that never declared a port (the pod webhook refuses them;
+		// these got in while it was down) would wait silently.
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				r.recorder.Eventf(p, existing, corev1.EventTypeWarning, EventNoPorts, "Reconcile", "%s", portlessMessage(existing.Name, pvc.Name))
+			}
+		}
+	}
 	want := claimListenerObject(pvc, ports)
+	if bound != "" && metav1.IsControlledBy(existing, pvc) && existing.Spec.ClassName != nil && *existing.Spec.ClassName != "" {
+		// The volume was provisioned for the Listener of this class; a
+		// class annotation changed since (the webhook refuses that on a
+		// bound claim) does not move it.
+		want.Spec.ClassName = existing.Spec.ClassName
+	}
 	if !adopt && equality.Semantic.DeepEqual(existing.Labels, want.Labels) && ptr.Equal(existing.Spec.ClassName, want.Spec.ClassName) &&
 		equality.Semantic.DeepEqual(existing.Spec.Ports, want.Spec.Ports) {
 		return ctrl.Result{}, nil
@@ -144,6 +170,68 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerUpdated, "Update", "Updated Listener %s", updated.Name)
 	return ctrl.Result{}, nil
+}
+
+// claimListenerName is the Listener a claim's annotations name: the shared
+// one, or the claim's own.
+func claimListenerName(pvc *corev1.PersistentVolumeClaim) string {
+	if n := pvc.Annotations[v1alpha1.AnnotationListenerName]; n != "" {
+		return n
+	}
+	return names.ClaimListenerName(pvc.Name)
+}
+
+// boundListener is the Listener recorded on the volume of a bound claim
+// (v1alpha1.LabelVolumeListener), or "".
+func boundListener(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	if pvc.Spec.VolumeName == "" {
+		return "", nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
+	}
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
+		return "", nil
+	}
+	return pv.Labels[v1alpha1.LabelVolumeListener], nil
+}
+
+// keepBinding records, on the volume of a bound claim, the Listener it was
+// provisioned for (v1alpha1.LabelVolumeListener), and tells the user by an
+// event when the claim's annotations name another one since: the binding
+// is kept (the CSI driver publishes the Listener of the volume context).
+// It returns the recorded Listener ("" while the claim is not bound).
+func (r *claimReconciler) keepBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	if pvc.Spec.VolumeName == "" {
+		return "", nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
+		return "", nil
+	}
+	want := claimListenerName(pvc)
+	bound := pv.Labels[v1alpha1.LabelVolumeListener]
+	if bound == "" {
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, v1alpha1.LabelVolumeListener, want)
+		err := r.client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+		if countWrite(controllerClaim, "PersistentVolume", "patch", err) != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+		return want, nil
+	}
+	if bound != want {
+		r.recorder.Eventf(pvc, pv, corev1.EventTypeWarning, EventBindingKept, "Reconcile",
+			"the claim's annotations now name Listener %s, but volume %s was provisioned for Listener %s and keeps publishing it (listener annotations are immutable once a claim is bound); delete the claim and create it again to use %s",
+			want, pv.Name, bound, want)
+	}
+	return bound, nil
 }
 
 // handedOver reports whether l was handed over to pvc (node-loss recovery

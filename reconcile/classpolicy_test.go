@@ -1,40 +1,254 @@
 package reconcile
 
 import (
+	"context"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// TestListenerOverridingItsClass: a Listener whose objectOverrides change
-// what its ListenerClass decides (here the Service type), admitted while
-// the webhooks were down, gets no Service, Ready=False with reason Invalid
-// naming the field and the class, and a Warning event: the same rule as
-// the webhook (validation.ListenerOverrides).
-func TestListenerOverridingItsClass(t *testing.T) {
+// TestOverridesTheClassRefusesAreLeftOut: Listeners admitted while the
+// webhooks were down, whose objectOverrides the one override rule
+// (overrides.Service) refuses, get a Service made from the class without the
+// refused parts, Ready=False with reason Invalid naming each dropped field
+// and the class, and an OverridesDropped event (issue 20, cases 1 and 2).
+// What the class leaves open follows the Stackable precedence (case 6).
+func TestOverridesTheClassRefusesAreLeftOut(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType:        v1alpha1.ServiceTypeClusterIP,
+		ServiceAnnotations: map[string]string{"deprecated": "was here", "winner": "deprecated"},
+		ServiceOverrides:   &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"serviceOverrides":"was here","winner":"serviceOverrides"}},"spec":{"sessionAffinity":"ClientIP"}}`)},
+	})
+	for _, tc := range []struct {
+		name      string
+		overrides []string
+		dropped   []string // fields named in the condition; none: Ready
+		check     func(svc *corev1.Service) error
+	}{
+		{"case-folded", []string{
+			`{"apiVersion":"v1","kind":"Service","Metadata":5,"metadata":{"name":"case-folded"},"spec":{"type":"NodePort"}}`,
+			`{"apiVersion":"v1","kind":"Service","Metadata":null,"metadata":{"name":"case-folded"}}`,
+		}, []string{"spec.objectOverrides[0].Metadata", "spec.objectOverrides[1].Metadata"}, func(svc *corev1.Service) error {
+			if svc.Spec.Type != corev1.ServiceTypeClusterIP {
+				return fmt.Errorf("type %s, want the class's ClusterIP", svc.Spec.Type)
+			}
+			return nil
+		}},
+		{"external-ips", []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"external-ips","annotations":{"metallb.io/loadBalancerIPs":"203.0.113.10","mine":"yes"}},"spec":{"externalIPs":["203.0.113.10"]}}`},
+			[]string{"spec.objectOverrides[0].metadata.annotations[metallb.io/loadBalancerIPs]", "spec.objectOverrides[0].spec.externalIPs"}, func(svc *corev1.Service) error {
+				if len(svc.Spec.ExternalIPs) > 0 || svc.Annotations["metallb.io/loadBalancerIPs"] != "" || svc.Annotations["mine"] != "yes" {
+					return fmt.Errorf("externalIPs %v annotations %v: want no exposure, the open annotation kept", svc.Spec.ExternalIPs, svc.Annotations)
+				}
+				return nil
+			}},
+		{"stackable-overrides", []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"stackable-overrides","namespace":"` + ns + `","annotations":{"listener":"was here","winner":"listener"}},"spec":{"internalTrafficPolicy":"Local"}}`},
+			nil, func(svc *corev1.Service) error {
+				want := map[string]string{"deprecated": "was here", "serviceOverrides": "was here", "listener": "was here", "winner": "listener"}
+				for k, v := range want {
+					if svc.Annotations[k] != v {
+						return fmt.Errorf("annotations %v, want %v", svc.Annotations, want)
+					}
+				}
+				if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || svc.Spec.InternalTrafficPolicy == nil || *svc.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyLocal {
+					return fmt.Errorf("sessionAffinity %s internalTrafficPolicy %v, want ClientIP and Local", svc.Spec.SessionAffinity, svc.Spec.InternalTrafficPolicy)
+				}
+				return nil
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := listener(ns, tc.name, class.Name, port("http", 80))
+			for _, o := range tc.overrides {
+				l.Spec.ObjectOverrides = append(l.Spec.ObjectOverrides, runtime.RawExtension{Raw: []byte(o)})
+			}
+			create(t, ctx, c, l)
+			getService(t, ctx, c, ns, tc.name, tc.check)
+			if len(tc.dropped) == 0 {
+				waitReason(t, ctx, c, ns, tc.name, v1alpha1.ReasonReady)
+				return
+			}
+			got := waitReason(t, ctx, c, ns, tc.name, v1alpha1.ReasonInvalid)
+			msg := got.Status.Conditions[0].Message
+			for _, want := range append(tc.dropped, `ListenerClass "`+class.Name+`"`, "remove") {
+				if !strings.Contains(msg, want) {
+					t.Errorf("condition message %q does not contain %q", msg, want)
+				}
+			}
+			if len(got.Status.IngressAddresses) == 0 {
+				t.Errorf("the Service made without the refused fields serves, but no address is published")
+			}
+			ev := waitEvent(t, ctx, c, ns, tc.name, EventOverridesDropped)
+			for _, f := range tc.dropped {
+				if !strings.Contains(ev.Note, f) {
+					t.Errorf("event %q does not name %s", ev.Note, f)
+				}
+			}
+		})
+	}
+}
+
+// TestTightenedClassTakesBackWhatItLocks: an admin locks a field a
+// Listener's override sets; the Service loses it (issue 20, "invalid").
+func TestTightenedClassTakesBackWhatItLocks(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	l := listener(ns, "tenant", class.Name, port("http", 80))
-	l.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"tenant"},"spec":{"type":"LoadBalancer"}}`)}}
+	l := listener(ns, "sticky", class.Name, port("http", 80))
+	l.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"sticky"},"spec":{"sessionAffinity":"ClientIP"}}`)}}
 	create(t, ctx, c, l)
-	got := waitReason(t, ctx, c, ns, "tenant", v1alpha1.ReasonInvalid)
-	msg := got.Status.Conditions[0].Message
-	for _, want := range []string{"spec.objectOverrides[0].spec.type", `"LoadBalancer"`, `ListenerClass "` + class.Name + `"`} {
+	waitReason(t, ctx, c, ns, "sticky", v1alpha1.ReasonReady)
+	getService(t, ctx, c, ns, "sticky", func(svc *corev1.Service) error {
+		if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+			return fmt.Errorf("sessionAffinity %s, want the Listener's ClientIP", svc.Spec.SessionAffinity)
+		}
+		return nil
+	})
+	class.Spec.LockedServiceFields = []string{"spec.sessionAffinity"}
+	if err := c.Update(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReason(t, ctx, c, ns, "sticky", v1alpha1.ReasonInvalid)
+	if msg := got.Status.Conditions[0].Message; !strings.Contains(msg, "spec.objectOverrides[0].spec.sessionAffinity") || !strings.Contains(msg, "spec.lockedServiceFields") {
+		t.Errorf("condition %q does not name the dropped field and why", msg)
+	}
+	getService(t, ctx, c, ns, "sticky", func(svc *corev1.Service) error {
+		if svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+			return fmt.Errorf("sessionAffinity %s, want the class's None", svc.Spec.SessionAffinity)
+		}
+		return nil
+	})
+}
+
+// TestListenerWithoutClass: removing spec.className (issue 20, case 3) is
+// a request for no Service: it is deleted and the addresses leave the
+// status. A class that vanishes (only while the webhooks are down) keeps
+// the Service and the addresses, and status.className records the class the
+// Service was made from (the ListenerClass in-use guard counts it).
+func TestListenerWithoutClass(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
+	create(t, ctx, c, listener(ns, "web", class.Name, port("http", 80)), listener(ns, "kept", class.Name, port("http", 80)))
+	for _, name := range []string{"web", "kept"} {
+		waitStatus(t, ctx, c, ns, name, func(l *v1alpha1.Listener) error {
+			if l.Status.ClassName != class.Name || l.Status.ServiceName != name {
+				return fmt.Errorf("status %+v, want className %s and a Service", l.Status, class.Name)
+			}
+			return nil
+		})
+	}
+
+	patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec/className"}]`))
+	if err := c.Patch(ctx, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, patch); err != nil {
+		t.Fatal(err)
+	}
+	l := waitReason(t, ctx, c, ns, "web", v1alpha1.ReasonNoClass)
+	if !reflect.DeepEqual(l.Status, v1alpha1.ListenerStatus{Conditions: l.Status.Conditions}) {
+		t.Errorf("status of a Listener without class %+v: want no address, Service or class", l.Status)
+	}
+	eventually(t, "Service of the Listener without class deleted", func() error {
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.ServiceName("web")}, &corev1.Service{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Service still there: %v", err)
+		}
+		return nil
+	})
+
+	// The other Listener's class is renamed behind the webhooks' back.
+	kept := &v1alpha1.Listener{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "kept"}, kept); err != nil {
+		t.Fatal(err)
+	}
+	kept.Spec.ClassName = new(string)
+	*kept.Spec.ClassName = "does-not-exist"
+	if err := c.Update(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReason(t, ctx, c, ns, "kept", v1alpha1.ReasonClassNotFound)
+	if got.Status.ClassName != class.Name || got.Status.ServiceName != "kept" {
+		t.Errorf("status %+v: want the Service and the class it was made from kept", got.Status)
+	}
+	getService(t, ctx, c, ns, "kept", nil)
+}
+
+// TestClaimListenerWithoutPorts: a pod whose own listener claim gets a
+// Listener without ports (admitted while the pod webhook was down, which
+// refuses it) does not wait silently (issue 20, case 5): the Listener says
+// why and what to do, and so does an event on the pod.
+func TestClaimListenerWithoutPorts(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	create(t, ctx, c, listenerClaim(ns, "portless", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
+	create(t, ctx, c, podWithPorts(ns, "app", "portless"))
+	l := waitReason(t, ctx, c, ns, "portless", v1alpha1.ReasonInvalid)
+	msg := l.Status.Conditions[0].Message
+	for _, want := range []string{"has no ports", "containerPort", v1alpha1.AnnotationListenerName} {
 		if !strings.Contains(msg, want) {
-			t.Errorf("condition message %q does not contain %q", msg, want)
+			t.Errorf("condition %q does not contain %q", msg, want)
 		}
 	}
-	waitEvent(t, ctx, c, ns, "tenant", v1alpha1.ReasonInvalid)
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ServiceName("tenant")}, &corev1.Service{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("a Service was made from a Listener that overrides its class: %v", err)
+	ev := waitEvent(t, ctx, c, ns, "app", EventNoPorts)
+	if !strings.Contains(ev.Note, "declare the served ports") {
+		t.Errorf("pod event %q does not say what to fix", ev.Note)
+	}
+}
+
+// TestBoundClaimKeepsItsListener: a bound claim re-pointed to another
+// Listener while the webhooks were down (they refuse it; issue 20, case 4)
+// keeps the Listener its volume was provisioned for: the volume records it
+// in a label, and the claim gets an event saying what to do.
+func TestBoundClaimKeepsItsListener(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	claim := listenerClaim(ns, "data", map[string]string{v1alpha1.AnnotationListenerName: "a"})
+	create(t, ctx, c, claim)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-data"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: *resourceOne()},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName:       v1alpha1.StorageClassName,
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "data", UID: claim.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: ns + "-data"}},
+		},
+	}
+	create(t, ctx, c, pv)
+	t.Cleanup(func() { _ = c.Delete(context.WithoutCancel(ctx), pv) })
+	claim.Spec.VolumeName = pv.Name
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatalf("bind claim: %v", err)
+	}
+	eventually(t, "the volume records its Listener", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
+			return err
+		}
+		if got := pv.Labels[v1alpha1.LabelVolumeListener]; got != "a" {
+			return fmt.Errorf("label %q, want a", got)
+		}
+		return nil
+	})
+	claim.Annotations[v1alpha1.AnnotationListenerName] = "b"
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEvent(t, ctx, c, ns, "data", EventBindingKept)
+	if !strings.Contains(ev.Note, "provisioned for Listener a") || !strings.Contains(ev.Note, "delete the claim and create it again") {
+		t.Errorf("event %q does not say what was kept and what to do", ev.Note)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pv), pv); err != nil || pv.Labels[v1alpha1.LabelVolumeListener] != "a" {
+		t.Errorf("volume label %v (%v), want a kept", pv.Labels, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -32,7 +34,34 @@ const (
 	EventServiceCreated = "ServiceCreated"
 	EventServiceUpdated = "ServiceUpdated"
 	EventServiceDeleted = "ServiceDeleted"
+	// EventOverridesDropped names the parts of a Listener's objectOverrides
+	// its class does not allow, left out of the Service that was applied.
+	EventOverridesDropped = "OverridesDropped"
 )
+
+// EventNoPorts tells the pods of a claim whose Listener has no ports (they
+// wait for an address that cannot come) what to fix.
+const EventNoPorts = "ListenerWithoutPorts"
+
+// portless is the verdict for a Listener without ports, whose Service the
+// API server would refuse. A claim's own Listener takes its ports from the
+// containers of its pods; those pods (admitted while the pod webhook, which
+// refuses them, was down) get an event from the claim reconciler.
+func portless(l *v1alpha1.Listener) verdict {
+	owner := metav1.GetControllerOf(l)
+	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
+		return verdict{reason: v1alpha1.ReasonInvalid, message: "spec.ports is empty, so no Service can be made for this Listener; list the ports its pods serve in spec.ports"}
+	}
+	return verdict{reason: v1alpha1.ReasonInvalid, message: portlessMessage(l.Name, owner.Name)}
+}
+
+// portlessMessage says why a claim's own Listener has no ports and what to
+// do about it.
+func portlessMessage(listener, claim string) string {
+	return fmt.Sprintf("Listener %s of claim %s has no ports: no container of the pods that mount the claim declares one, so no Service can be made and the pods wait for an address; "+
+		"declare the served ports on the container that serves (e.g. ports: [{name: http, containerPort: 8080}]) and recreate the pods, or share a Listener that has ports with the %s annotation",
+		listener, claim, v1alpha1.AnnotationListenerName)
+}
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=update
@@ -85,7 +114,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !v.ready {
+	if !v.ready && !v.unpublish {
 		st = keepPublished(l.Status, st)
 	}
 	conflict, err := r.updateStatus(ctx, l, st, v)
@@ -127,12 +156,22 @@ func awaitsOthers(v verdict) bool {
 // an error: an error means "retry".
 func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerStatus, verdict, error) {
 	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
-		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonNoClass, message: "spec.className is not set"}, nil
+		// The user asked for no class: no Service, and no address stays
+		// published (status, PodListeners, the next volume publish).
+		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
+			return v1alpha1.ListenerStatus{}, verdict{}, err
+		}
+		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
+			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}, nil
 	}
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound, message: fmt.Sprintf("ListenerClass %q does not exist", *l.Spec.ClassName)}, nil
+			// Only possible while the webhooks were down (the in-use guard
+			// refuses the delete, counting status.className): the Service
+			// stays as last made, and so do its addresses.
+			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound,
+				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)}, nil
 		}
 		return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 	}
@@ -140,13 +179,32 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// ones admitted before the webhooks ran, or while they were down.
 	errs := validation.ListenerClass(class)
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
-	// The class is policy: overrides may not change what it decides (the
-	// webhook refuses such Listeners; this catches those admitted without it).
-	errs = append(errs, validation.ListenerOverrides(l, class)...)
+	if owner := metav1.GetControllerOf(l); l.Annotations[v1alpha1.AnnotationStatefulSetPod] != "" {
+		// Only the operator's Listeners of StatefulSet claims select a
+		// pod by name (the webhook refuses the annotation on others).
+		var claim *corev1.PersistentVolumeClaim
+		if owner != nil && owner.Kind == "PersistentVolumeClaim" {
+			c := &corev1.PersistentVolumeClaim{}
+			err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, c)
+			switch {
+			case err == nil:
+				claim = c
+			case !apierrors.IsNotFound(err):
+				return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get claim %s/%s of listener %s: %w", l.Namespace, owner.Name, l.Name, err)
+			}
+		}
+		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
+	}
 	if len(errs) > 0 {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
 	}
-	want, err := desiredService(l, class)
+	if len(l.Spec.Ports) == 0 {
+		return v1alpha1.ListenerStatus{}, portless(l), nil
+	}
+	// The class is policy, and one rule (overrides.Service) decides with the
+	// webhook what the overrides may change: what it refuses is left out
+	// of the Service, so exposure is never more than the class gives.
+	want, refused, err := desiredService(l, class)
 	if err != nil {
 		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}, nil
 	}
@@ -194,6 +252,10 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 				return v1alpha1.ListenerStatus{}, verdict{}, err
 			}
 		}
+		if len(refused) > 0 {
+			r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
+				"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
+		}
 	}
 
 	var nodes []*corev1.Node
@@ -203,6 +265,13 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 	}
 	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	if len(refused) > 0 {
+		// The Service serves, but not as the Listener asked: say what was
+		// left out and how to fix it.
+		v = verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf(
+			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
+			svcName, class.Name, refused.ToAggregate().Error())}
+	}
 	return st, v, takeover
 }
 

@@ -66,7 +66,7 @@ func TestListenerGetsServiceAndClusterIPStatus(t *testing.T) {
 	}
 
 	// What the controller wrote is what it wants: a resync writes nothing.
-	want2, err := desiredService(l, hostClass)
+	want2, _, err := desiredService(l, hostClass)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestMalformedListenersDoNotStopOthers(t *testing.T) {
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	bad := listener(ns, "bad", class.Name, port("http", 80))
 	// Valid JSON the API server refuses in a Service.
-	bad.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"bad"},"spec":{"type":"Bogus"}}`)}}
+	bad.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"bad"},"spec":{"sessionAffinity":"Bogus"}}`)}}
 	create(t, ctx, c, bad,
 		listener(ns, "classless", "no-such-class", port("http", 80)),
 		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "unclassed", Namespace: ns}},

@@ -121,6 +121,13 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.Claim, pod.Name, err)
 		}
 		if name, ok := claimListener(pvc); ok {
+			// A bound volume keeps the Listener it was provisioned for,
+			// whatever the claim's annotations say since.
+			if bound, err := boundListener(ctx, c, pvc); err != nil {
+				return nil, false, err
+			} else if bound != "" {
+				name = bound
+			}
 			vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
 		}
 	}

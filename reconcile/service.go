@@ -5,28 +5,25 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// Labels every generated Service carries.
+// Labels every generated Service carries (see api/overrides).
 const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelName      = overrides.LabelName
+	LabelInstance  = overrides.LabelInstance
+	LabelManagedBy = overrides.LabelManagedBy
 
 	// LabelNameValue is the app.kubernetes.io/name of generated Services.
-	LabelNameValue = "listener"
+	LabelNameValue = overrides.LabelNameValue
 
 	// AnnotationServiceHash records a hash of the Service the operator last
 	// applied. Comparing fields tells whether something drifted; the hash
@@ -36,110 +33,19 @@ const (
 )
 
 // desiredService is the Service a Listener of this class should have, as the
-// partial object the operator applies: only the fields it owns. Merge order,
-// lowest to highest: generated fields and the class's serviceAnnotations,
-// the class's serviceOverrides, the Listener's matching objectOverrides.
-func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstructured.Unstructured, error) {
-	svcName := names.ServiceName(l.Name)
-	labels := map[string]any{}
-	for k, v := range l.Labels {
-		labels[k] = v
+// partial object the operator applies: only the fields it owns. It is the
+// one rule the webhook checks too (overrides.Service): the parts of the
+// Listener's overrides the class does not allow are left out and returned
+// as refused. The error means the class itself is broken.
+func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstructured.Unstructured, field.ErrorList, error) {
+	res, err := overrides.Service(l, class)
+	if err != nil {
+		return nil, nil, err
 	}
-	labels[LabelName] = LabelNameValue
-	labels[LabelInstance] = instanceLabel(l.Name, svcName)
-	labels[LabelManagedBy] = v1alpha1.FieldManager
-
-	selector := map[string]any{}
-	for k, v := range l.Spec.ExtraPodSelectorLabels {
-		selector[k] = v
-	}
-	// A Listener of one StatefulSet pod selects it by the label the
-	// StatefulSet controller sets (the pod needs no label of ours); any
-	// other by the label the pod webhook (or the pod reconciler) adds.
-	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
-		selector[v1alpha1.LabelStatefulSetPodName] = pod
-	} else {
-		selector[names.PodSelectorLabel(l.Name)] = v1alpha1.PodSelectorLabelValue
-	}
-
-	ports := make([]any, 0, len(l.Spec.Ports))
-	for _, p := range l.Spec.Ports {
-		proto := p.Protocol
-		if proto == "" {
-			proto = corev1.ProtocolTCP
-		}
-		ports = append(ports, map[string]any{
-			"name":       p.Name,
-			"port":       int64(p.Port),
-			"targetPort": int64(p.Port),
-			"protocol":   string(proto),
-		})
-	}
-
-	spec := map[string]any{
-		"type":                     string(class.Spec.ServiceType),
-		"ports":                    ports,
-		"selector":                 selector,
-		"publishNotReadyAddresses": ptr.Deref(l.Spec.PublishNotReadyAddresses, true),
-	}
-	switch class.Spec.ServiceType {
-	case v1alpha1.ServiceTypeLoadBalancer:
-		if class.Spec.LoadBalancerClass != nil {
-			spec["loadBalancerClass"] = *class.Spec.LoadBalancerClass
-		}
-		spec["allocateLoadBalancerNodePorts"] = ptr.Deref(class.Spec.LoadBalancerAllocateNodePorts, true)
-		fallthrough
-	case v1alpha1.ServiceTypeNodePort:
-		if class.Spec.ServiceExternalTrafficPolicy != nil {
-			spec["externalTrafficPolicy"] = string(*class.Spec.ServiceExternalTrafficPolicy)
-		}
-	}
-
-	metadata := map[string]any{
-		"name":            svcName,
-		"namespace":       l.Namespace,
-		"labels":          labels,
-		"ownerReferences": []any{ownerRef(l)},
-	}
-	if len(class.Spec.ServiceAnnotations) > 0 {
-		ann := map[string]any{}
-		for k, v := range class.Spec.ServiceAnnotations {
-			ann[k] = v
-		}
-		metadata["annotations"] = ann
-	}
-	obj := map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
-
-	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
-		patch, err := decodeObject(class.Spec.ServiceOverrides.Raw)
-		if err != nil {
-			return nil, fmt.Errorf("serviceOverrides of ListenerClass %s: %w", class.Name, err)
-		}
-		obj = mergePatch(obj, patch).(map[string]any)
-	}
-	for i, raw := range l.Spec.ObjectOverrides {
-		patch, err := decodeObject(raw.Raw)
-		if err != nil {
-			return nil, fmt.Errorf("objectOverrides[%d]: %w", i, err)
-		}
-		if overrideMatches(patch, svcName, l.Namespace) {
-			obj = mergePatch(obj, patch).(map[string]any)
-		}
-	}
-
-	u := &unstructured.Unstructured{Object: obj}
-	// Overrides may shape the Service but not move it or change who owns it:
-	// the foreign-Service check and garbage collection depend on both.
-	u.SetAPIVersion("v1")
-	u.SetKind("Service")
-	u.SetName(svcName)
-	u.SetNamespace(l.Namespace)
-	if err := unstructured.SetNestedSlice(u.Object, []any{ownerRef(l)}, "metadata", "ownerReferences"); err != nil {
-		return nil, fmt.Errorf("set owner of service %s/%s: %w", l.Namespace, svcName, err)
-	}
+	u := res.Service
 	sum, err := hashObject(u.Object)
 	if err != nil {
-		return nil, fmt.Errorf("hash service %s/%s: %w", l.Namespace, svcName, err)
+		return nil, nil, fmt.Errorf("hash service %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	ann := u.GetAnnotations()
 	if ann == nil {
@@ -147,75 +53,7 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 	}
 	ann[AnnotationServiceHash] = sum
 	u.SetAnnotations(ann)
-	return u, nil
-}
-
-// instanceLabel is the app.kubernetes.io/instance of a Listener's Service:
-// the Listener's name, or the Service's name when the Listener's name is too
-// long or has characters a label value may not.
-func instanceLabel(listenerName, svcName string) string {
-	if len(validation.IsValidLabelValue(listenerName)) == 0 {
-		return listenerName
-	}
-	return svcName
-}
-
-func ownerRef(l *v1alpha1.Listener) map[string]any {
-	return map[string]any{
-		"apiVersion":         v1alpha1.GroupVersion.String(),
-		"kind":               "Listener",
-		"name":               l.Name,
-		"uid":                string(l.UID),
-		"controller":         true,
-		"blockOwnerDeletion": true,
-	}
-}
-
-// decodeObject reads a partial object; integers stay int64 so that they
-// compare equal to what the API server returns.
-func decodeObject(raw []byte) (map[string]any, error) {
-	var v any
-	if err := utiljson.Unmarshal(raw, &v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("must be an object, not %T", v)
-	}
-	return m, nil
-}
-
-// overrideMatches reports whether a Listener's objectOverride targets the
-// Service it generates: same apiVersion, kind and name, and its namespace
-// or none.
-func overrideMatches(o map[string]any, svcName, namespace string) bool {
-	u := unstructured.Unstructured{Object: o}
-	return u.GetAPIVersion() == "v1" && u.GetKind() == "Service" && u.GetName() == svcName &&
-		(u.GetNamespace() == "" || u.GetNamespace() == namespace)
-}
-
-// mergePatch applies patch to target with JSON merge patch (RFC 7386)
-// semantics: objects merge key by key, null deletes, anything else
-// (lists included) replaces.
-func mergePatch(target, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return runtime.DeepCopyJSONValue(patch)
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	} else {
-		t = maps.Clone(t)
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(t, k)
-			continue
-		}
-		t[k] = mergePatch(t[k], v)
-	}
-	return t
+	return u, res.Refused, nil
 }
 
 // covers reports whether every field of want is present in have with the

@@ -64,10 +64,10 @@ func TestDesiredService(t *testing.T) {
 			map[string]any{"metadata.name": "web", "metadata.namespace": "shop"}, ""},
 		{"malformed class override", nil,
 			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceOverrides: raw(`[1,2]`)},
-			nil, "serviceOverrides of ListenerClass lc: must be an object"},
-		{"malformed listener override", func(l *v1alpha1.Listener) { l.Spec.ObjectOverrides = []runtime.RawExtension{*raw(`{`)} },
+			nil, "ListenerClass lc: spec.serviceOverrides"},
+		{"malformed listener override is left out", func(l *v1alpha1.Listener) { l.Spec.ObjectOverrides = []runtime.RawExtension{*raw(`{`)} },
 			v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP},
-			nil, "objectOverrides[0]: not valid JSON"},
+			map[string]any{"spec.type": "ClusterIP"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestDesiredService(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(l)
 			}
-			u, err := desiredService(l, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lc"}, Spec: tt.class})
+			u, _, err := desiredService(l, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lc"}, Spec: tt.class})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -110,7 +110,7 @@ func TestServiceUpToDate(t *testing.T) {
 		Spec:       v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}}},
 	}
 	class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceAnnotations: map[string]string{"a": "1"}}}
-	want, err := desiredService(l, class)
+	want, _, err := desiredService(l, class)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestDesiredServiceSurvivesOddOverrides(t *testing.T) {
 	} {
 		l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
 		class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceOverrides: &runtime.RawExtension{Raw: []byte(o)}}}
-		u, err := desiredService(l, class)
+		u, _, err := desiredService(l, class)
 		if err != nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -30,11 +31,14 @@ type verdict struct {
 	ready   bool
 	reason  string
 	message string
+	// unpublish: the user asked for no Service (no class), so the
+	// addresses published last leave too (keepPublished does not apply).
+	unpublish bool
 }
 
 // serviceStatus computes the status a Listener with a Service publishes.
 func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
-	st := v1alpha1.ListenerStatus{ServiceName: o.svc.Name, ServiceType: o.class.Spec.ServiceType}
+	st := v1alpha1.ListenerStatus{ServiceName: o.svc.Name, ServiceType: o.class.Spec.ServiceType, ClassName: o.class.Name}
 	pref := o.class.Spec.EffectiveAddressType()
 	// Only NodePort Listeners publish node ports: the existing operator
 	// does the same, and its readers take their presence as "node-scoped".
@@ -95,6 +99,7 @@ func keepPublished(last, computed v1alpha1.ListenerStatus) v1alpha1.ListenerStat
 	kept := computed
 	kept.ServiceType = cmp.Or(computed.ServiceType, last.ServiceType)
 	kept.ServiceName = cmp.Or(computed.ServiceName, last.ServiceName)
+	kept.ClassName = cmp.Or(computed.ClassName, last.ClassName)
 	if len(computed.IngressAddresses) == 0 {
 		kept.IngressAddresses = last.IngressAddresses
 	}
@@ -117,7 +122,7 @@ func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generatio
 		Type:               v1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             v.reason,
-		Message:            v.message,
+		Message:            truncate(v.message),
 		ObservedGeneration: generation,
 	})
 	return st
@@ -127,4 +132,22 @@ func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generatio
 // the same.
 func statusEqual(a, b v1alpha1.ListenerStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// maxMessage bounds condition and event messages: a condition's message may
+// hold at most 32768 bytes, and a status write with a longer one fails.
+const maxMessage = 8192
+
+// truncate shortens a message to maxMessage bytes, on a rune boundary, and
+// says so.
+func truncate(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	const tail = " … (truncated)"
+	cut := maxMessage - len(tail)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + tail
 }

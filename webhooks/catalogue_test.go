@@ -42,9 +42,9 @@ type catalogueRow struct {
 
 const (
 	catClaim   = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}%s}}`
-	catPod     = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"containers":[{"name":"app","image":"x"}]%s}}`
-	catSts     = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"serviceName":"s","selector":{"matchLabels":{"app":"s"}},"template":{"metadata":{"labels":{"app":"s"}%s},"spec":{"containers":[{"name":"app","image":"x"}]%s}}%s}}`
-	catDeploy  = `{"apiVersion":"apps/v1","kind":"%s","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"%s}%s},"spec":{"containers":[{"name":"app","image":"x"}],"restartPolicy":"%s"%s}}}}`
+	catPod     = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}]%s}}`
+	catSts     = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"%s","namespace":"{ns}"%s},"spec":{"serviceName":"s","selector":{"matchLabels":{"app":"s"}},"template":{"metadata":{"labels":{"app":"s"}%s},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}]%s}}%s}}`
+	catDeploy  = `{"apiVersion":"apps/v1","kind":"%s","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"%s}%s},"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}],"restartPolicy":"%s"%s}}}}`
 	catListen  = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"Listener","metadata":{"name":"%s","namespace":"{ns}"},"spec":%s}`
 	catClass   = `{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"ListenerClass","metadata":{"name":"%s"},"spec":%s}`
 	optedIn    = `,"labels":{"listeners.stackable.tech/enabled":"true"}`
@@ -57,6 +57,16 @@ const (
 )
 
 func f(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// noPorts drops the container port of a catalogue object.
+func noPorts(o string) string {
+	return strings.Replace(o, `,"ports":[{"containerPort":8080}]`, "", 1)
+}
+
+// cronJob is a CronJob whose pod template has these volumes.
+func cronJob(name, vols string) string {
+	return f(`{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"%s","namespace":"{ns}"},"spec":{"schedule":"@daily","jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"x","ports":[{"containerPort":8080}]}],"restartPolicy":"Never"%s}}}}}}`, name, vols)
+}
 
 func deploy(kind, name, labels, ann, vols string) string {
 	restart := "Always"
@@ -106,6 +116,15 @@ var catalogue = []catalogueRow{
 		want: `admitted: "listeners.stackable.tech/listener-class":"cluster-internal"`},
 	{what: "claim of another storage class, no annotation", object: strings.Replace(f(catClaim, "c14", "", ""), `"storageClassName":"listeners.stackable.tech"`, `"storageClassName":"standard"`, 1),
 		want: `admitted`},
+	{what: "bound claim re-pointed to another Listener (issue 20 case 4)", before: f(catClaim, "c19", f(listenAnn, "a"), `,"volumeName":"pv-c19"`),
+		object: f(catClaim, "c19", f(listenAnn, "b"), `,"volumeName":"pv-c19"`),
+		want:   `denied: metadata.annotations[listeners.stackable.tech/listener-name]: Forbidden: is immutable once the claim is bound (to volume pv-c19, provisioned for the Listener it named then); to use another Listener or class, delete the claim and create it again`},
+	{what: "bound claim moved to another class", before: f(catClaim, "c17", f(classAnn, "cluster-internal"), `,"volumeName":"pv-c17"`),
+		object: f(catClaim, "c17", f(classAnn, "external-stable"), `,"volumeName":"pv-c17"`),
+		want:   `denied: metadata.annotations[listeners.stackable.tech/listener-class]: Forbidden: is immutable once the claim is bound`},
+	{what: "unbound claim re-pointed", before: f(catClaim, "c18", f(listenAnn, "a"), ""),
+		object: f(catClaim, "c18", f(listenAnn, "b"), ""),
+		want:   `admitted`},
 	{what: "claim update that only adds a finalizer (object being deleted would too)", before: f(catClaim, "c15", f(classAnn, "cluster-internal"), ""),
 		object: strings.Replace(f(catClaim, "c15", f(classAnn, "cluster-internal"), ""), `"namespace":"{ns}"`, `"namespace":"{ns}","finalizers":["example.com/hold"]`, 1),
 		want:   `admitted`},
@@ -156,9 +175,51 @@ var catalogue = []catalogueRow{
 	{what: "Deployment whose pod template opts in, default class", object: deploy("Deployment", "d3", `,"listeners.stackable.tech/enabled":"true"`, "", ""),
 		want: `admitted`},
 
+	// Per-claim Listeners without ports (issue 20 case 5).
+	{what: "pod with a listener volume of its own and no container port", object: noPorts(f(catPod, "np1", "", f(ephemeralV, "cluster-internal"))),
+		want: `denied: spec.containers: Required value: listener volume "l" gets a Listener of its own whose ports are the containers' ports, and no container declares one, so its Service cannot be made and the pod would never start; declare the served ports on container "app" (or another)`},
+	{what: "opted-in bare pod without container ports", object: noPorts(f(catPod, "np2", optedIn, "")),
+		want: `denied: spec.containers: Required value: listener volume "listener" gets a Listener of its own`},
+	{what: "pod without ports sharing a Listener", object: noPorts(f(catPod, "np3", "", `,"volumes":[{"name":"l","ephemeral":{"volumeClaimTemplate":{"metadata":{"annotations":{"listeners.stackable.tech/listener-name":"shared"}},"spec":{"storageClassName":"listeners.stackable.tech","accessModes":["ReadWriteMany"],"resources":{"requests":{"storage":"1"}}}}}}]`)),
+		want: `admitted`},
+	{what: "Deployment without container ports, ephemeral listener volume", object: noPorts(deploy("Deployment", "np4", "", "", f(ephemeralV, "cluster-internal"))),
+		want: `denied: spec.template.spec.containers: Required value: listener volume "l"`},
+	{what: "ReplicaSet without container ports, opted-in template", object: noPorts(deploy("ReplicaSet", "np5", `,"listeners.stackable.tech/enabled":"true"`, "", "")),
+		want: `denied: spec.template.spec.containers: Required value: listener volume "listener"`},
+	{what: "CronJob without container ports, ephemeral listener volume", object: noPorts(cronJob("np6", f(ephemeralV, "cluster-internal"))),
+		want: `denied: spec.jobTemplate.spec.template.spec.containers: Required value: listener volume "l"`},
+	{what: "CronJob with an unknown class", object: cronJob("np7", f(ephemeralV, "does-not-exist")),
+		want: `denied: spec.jobTemplate.spec.template.spec.volumes[0].ephemeral.volumeClaimTemplate.metadata.annotations[listeners.stackable.tech/listener-class]: Invalid value: "does-not-exist"`},
+	{what: "StatefulSet without container ports, listener claim template", object: noPorts(f(catSts, "np8", "", "", "", f(claimTmpl, "addr", f(classAnn, "cluster-internal")))),
+		want: `denied: spec.template.spec.containers: Required value: listener volume "addr"`},
+
 	// Listeners.
 	{what: "Listener overriding its class's Service type", object: f(catListen, "l1", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l1"},"spec":{"type":"LoadBalancer"}}]}`),
-		want: `denied: spec.objectOverrides[0].spec.type: Invalid value: "LoadBalancer": spec.type of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need`},
+		want: `denied: spec.objectOverrides[0].spec.type: Forbidden: spec.type is exposure (who can reach the pods, and on which address) and is decided by ListenerClass "cluster-internal" (cluster policy), not by a Listener; remove it from the Listener's objectOverrides, or ask an administrator for a ListenerClass that sets it`},
+	{what: "Listener override with a case-folded Metadata key and a type error (issue 20 case 1)", object: f(catListen, "l7", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","Metadata":5,"metadata":{"name":"l7"},"spec":{"type":"NodePort"}},{"apiVersion":"v1","kind":"Service","Metadata":null,"metadata":{"name":"l7"}}]}`),
+		want: `denied: spec.objectOverrides[0].Metadata: Forbidden: unknown key (keys are case-sensitive); rename it to "metadata"`},
+	{what: "Listener override with a case-folded apiversion next to apiVersion", object: f(catListen, "l8", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","apiversion":"v1","kind":"Service","metadata":{"name":"l8"},"spec":{"type":"NodePort"}}]}`),
+		want: `denied: spec.objectOverrides[0].apiversion: Forbidden: unknown key (keys are case-sensitive); rename it to "apiVersion"`},
+	{what: "Listener override with a Kelvin-sign kind key", object: f(catListen, "l9", "{\"className\":\"cluster-internal\",\"objectOverrides\":[{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"\u212aind\":\"Service\",\"metadata\":{\"name\":\"l9\"},\"spec\":{\"type\":\"NodePort\"}}]}"),
+		want: "denied: spec.objectOverrides[0].\u212aind: Forbidden: unknown key (keys are case-sensitive); rename it to \"kind\""},
+	{what: "Listener override with a type error deep in the spec", object: f(catListen, "l10", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l10"},"spec":{"externalIPs":"203.0.113.10"}}]}`),
+		want: `denied: spec.objectOverrides[0]: Invalid value`},
+	{what: "Listener override with an unknown top-level key", object: f(catListen, "l11", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l11"},"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.10"}]}}}]}`),
+		want: `denied: spec.objectOverrides[0].status: Forbidden: unknown key; remove it`},
+	{what: "Listener override setting externalIPs (issue 20 case 2)", object: f(catListen, "l12", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l12"},"spec":{"externalIPs":["203.0.113.10"]}}]}`),
+		want: `denied: spec.objectOverrides[0].spec.externalIPs: Forbidden: spec.externalIPs is exposure`},
+	{what: "Listener override setting loadBalancerIP, source ranges, node ports", object: f(catListen, "l13", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l13"},"spec":{"loadBalancerIP":"203.0.113.10","loadBalancerSourceRanges":["0.0.0.0/0"],"healthCheckNodePort":30001,"ports":[{"name":"http","port":80,"nodePort":30080}]}}]}`),
+		want: `denied: spec.objectOverrides[0].spec.healthCheckNodePort: Forbidden`},
+	{what: "Listener override choosing a load-balancer pool by annotation", object: f(catListen, "l14", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l14","annotations":{"metallb.universe.tf/address-pool":"public"}}}]}`),
+		want: `denied: spec.objectOverrides[0].metadata.annotations[metallb.universe.tf/address-pool]: Forbidden: metadata.annotations[metallb.universe.tf/address-pool] is an exposure annotation`},
+	{what: "Listener override choosing a load-balancer pool by label", object: f(catListen, "l15", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l15","labels":{"lbipam.cilium.io/pool":"public"}}}]}`),
+		want: `denied: spec.objectOverrides[0].metadata.labels[lbipam.cilium.io/pool]: Forbidden`},
+	{what: "Listener override removing the class's spec with null", object: f(catListen, "l16", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l16"},"spec":null}]}`),
+		want: `denied: spec.objectOverrides[0].spec.selector: Forbidden`},
+	{what: "Listener override adding a finalizer to its Service", object: f(catListen, "l17", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l17","finalizers":["example.com/hold"]}}]}`),
+		want: `denied: spec.objectOverrides[0].metadata.finalizers: Forbidden`},
+	{what: "Listener with Stackable's overrides case (issue 20 case 6)", object: f(catListen, "l18", `{"className":"cluster-internal","ports":[{"name":"http","port":80}],"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l18","namespace":"{ns}","annotations":{"listener":"was here","winner":"listener"}},"spec":{"internalTrafficPolicy":"Local","sessionAffinity":"ClientIP"}}]}`),
+		want: `admitted`},
 	{what: "Listener overriding the selector", object: f(catListen, "l2", `{"className":"cluster-internal","objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"l2"},"spec":{"selector":{"app":"other"}}}]}`),
 		want: `denied: spec.objectOverrides[0].spec.selector`},
 	{what: "Listener with duplicate ports", object: f(catListen, "l3", `{"className":"cluster-internal","ports":[{"name":"http","port":80},{"name":"web","port":80}]}`),
@@ -175,6 +236,10 @@ var catalogue = []catalogueRow{
 	// ListenerClasses.
 	{what: "ListenerClass with a loadBalancerClass on ClusterIP", object: f(catClass, "cat-lc1", `{"serviceType":"ClusterIP","loadBalancerClass":"example.com/lb"}`),
 		want: `warning: spec.loadBalancerClass: "example.com/lb" is ignored: it only applies to serviceType LoadBalancer, not ClusterIP; remove it or set serviceType: LoadBalancer`}, // the Stackable operator accepted it: a warning (docs/migration.md)
+	{what: "ListenerClass whose overrides have a case-folded key", object: f(catClass, "cat-lc3", `{"serviceType":"NodePort","serviceOverrides":{"Spec":{"type":"LoadBalancer"}}}`),
+		want: `denied: spec.serviceOverrides.Spec: Forbidden: unknown key (keys are case-sensitive); rename it to "spec"`},
+	{what: "ListenerClass locking something that is not a Service field", object: f(catClass, "cat-lc4", `{"serviceType":"ClusterIP","lockedServiceFields":["spec.nope"]}`),
+		want: `denied: spec.lockedServiceFields[0]: Invalid value: "spec.nope": write "spec.<field>"`},
 	{what: "ListenerClass whose overrides change the type", object: f(catClass, "cat-lc2", `{"serviceType":"NodePort","serviceOverrides":{"spec":{"type":"LoadBalancer"}}}`),
 		want: `denied: spec.serviceOverrides.spec.type: Forbidden: would change the Service type from NodePort to LoadBalancer behind the operator's back; set spec.serviceType: LoadBalancer instead`},
 

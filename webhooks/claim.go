@@ -6,8 +6,10 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -18,6 +20,7 @@ import (
 // claimView is the part of a PersistentVolumeClaim the handlers read.
 type claimView struct {
 	Metadata struct {
+		Name        string            `json:"name"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec *corev1.PersistentVolumeClaimSpec `json:"spec"`
@@ -108,6 +111,10 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 			old.Metadata.Annotations[v1alpha1.AnnotationListenerName] == c.Metadata.Annotations[v1alpha1.AnnotationListenerName] {
 			return admission.Allowed("")
 		}
+		// A bound claim keeps the Listener its volume was made for.
+		if errs := validation.ClaimBinding(old.Metadata.Annotations, c.Metadata.Annotations, old.Spec.VolumeName); len(errs) > 0 {
+			return invalid(req, errs)
+		}
 	}
 	facts, err := v.lookup.claimFacts(ctx, req.Namespace,
 		[]string{c.Metadata.Annotations[v1alpha1.AnnotationListenerClass]}, []string{c.Metadata.Annotations[v1alpha1.AnnotationListenerName]})
@@ -115,6 +122,14 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 		return lookupFailed(err)
 	}
 	errs := validation.Claim(c.Metadata.Annotations, c.Spec, facts, nil)
+	if old == nil && c.Metadata.Name != "" && validation.OwnListener(c.Metadata.Annotations, "") {
+		// The claim's own Listener takes the claim's name.
+		others, err := namesInNamespace(ctx, v.lookup, req.Namespace)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		errs = append(errs, validation.NameCollisions(names.ClaimListenerName(c.Metadata.Name), others, field.NewPath("metadata", "name"))...)
+	}
 	if old != nil {
 		errs = ratchet(errs, validation.Claim(old.Metadata.Annotations, old.Spec, facts, nil))
 	}

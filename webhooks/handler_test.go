@@ -109,7 +109,7 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
 		{"pod-of-older-statefulset", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			strings.ReplaceAll(strings.Replace(statefulSetPodJSON, `, "listeners.stackable.tech/listener-volume": "true"`, "", 1), "NS", ns), ""},
 		{"pod-bare-opted-in", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
-			`{"metadata": {"name": "bare", "labels": {"listeners.stackable.tech/enabled": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "futureField": true}]}}`, ""},
+			`{"metadata": {"name": "bare", "labels": {"listeners.stackable.tech/enabled": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "ports": [{"containerPort": 8080}], "futureField": true}]}}`, ""},
 		{"pod-unrelated", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			`{"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "app", "image": "x"}], "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}}`, ""},
 		{"claim-default-class", &claimMutator{lookup: l}, claimKind, admissionv1.Create,

@@ -139,6 +139,15 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			m.failOpen(ctx, err)
 		case errs != nil:
 			return invalid(req, errs)
+		case validation.OwnListener(ann, ""):
+			var containers []validation.ContainerPorts
+			for _, c := range pod.Spec.Containers {
+				containers = append(containers, validation.ContainerPorts{Name: c.Name, Ports: len(c.Ports)})
+			}
+			if errs := validation.PortsForOwnListener([]string{v1alpha1.VolumeName}, containers, field.NewPath("spec", "containers")); errs != nil {
+				return invalid(req, errs)
+			}
+			fallthrough
 		default:
 			n := len(pod.Spec.Volumes)
 			if pod.Spec.Volumes == nil {

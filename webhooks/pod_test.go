@@ -27,7 +27,7 @@ func pod(ns, name string, labels map[string]string, volumes ...corev1.Volume) *c
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "nginx"}, {Name: "sidecar", Image: "busybox"}},
+			Containers: []corev1.Container{{Name: "app", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}, {Name: "sidecar", Image: "busybox"}},
 			Volumes:    volumes,
 		},
 	}

@@ -35,7 +35,7 @@ func TestPodLabelPolicy(t *testing.T) {
 
 	ns := namespace(t, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{"app": "p"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}
 	if err := e.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

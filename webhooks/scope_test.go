@@ -102,11 +102,11 @@ func TestNoWebhookServer(t *testing.T) {
 	labels := map[string]string{"app": "web"}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{v1alpha1.LabelEnabled: "true"}},
 		Spec: appsv1.StatefulSetSpec{Replicas: &one, ServiceName: "web", Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}}}
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "app", Image: "x"}},
+				Containers: []corev1.Container{{Name: "app", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}},
 				Volumes:    []corev1.Volume{ephemeralVolume(map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"})}}}}}
 	li := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("cluster-internal")}}
 	lc := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{downLabel: ns}}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
@@ -192,7 +192,7 @@ func TestNoWebhookServer(t *testing.T) {
 		},
 		"pod with a listener volume": func() error {
 			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare"}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "app", Image: "x"}},
+				Containers: []corev1.Container{{Name: "app", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}},
 				Volumes:    []corev1.Volume{ephemeralVolume(map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"})}}})
 		},
 	}

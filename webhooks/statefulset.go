@@ -23,7 +23,9 @@ import (
 
 // containerView is the part of a container the mutators read.
 type containerView struct {
-	Name         string `json:"name"`
+	Name string `json:"name"`
+	// Ports are only counted (a per-claim Listener needs some).
+	Ports        []struct{} `json:"ports"`
 	VolumeMounts []struct {
 		Name      string `json:"name"`
 		MountPath string `json:"mountPath"`

@@ -244,7 +244,7 @@ spec:
   template:
     metadata: {labels: {app: %s}}
     spec:
-      containers: [{name: app, image: %s}]
+      containers: [{name: app, image: %s, ports: [{containerPort: 80}]}]
 %s`, name, ns, name, name, name, image, templates))
 	}
 	for _, tc := range []struct{ name, templates string }{

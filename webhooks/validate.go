@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +22,7 @@ import (
 
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listenerclass,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listenerclasses,verbs=create;update;delete,versions=v1alpha1,name=listenerclasses.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listener,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listeners,verbs=create;update,versions=v1alpha1,name=listeners.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
-// +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps;batch,resources=deployments;statefulsets;daemonsets;jobs,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/validate-apps-v1-workload,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps;batch,resources=deployments;statefulsets;daemonsets;replicasets;jobs;cronjobs,verbs=create;update,versions=v1,name=workloads.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // classValidator checks ListenerClasses, and refuses deleting one that
 // Listeners or claims still use.
@@ -65,7 +66,11 @@ func (v *classValidator) users(ctx context.Context, class string) (validation.Cl
 	}
 	users := validation.ClassUsers{}
 	for _, l := range listeners.Items {
-		if l.Spec.ClassName != nil && *l.Spec.ClassName == class && l.DeletionTimestamp == nil {
+		// A Listener whose Service was made from the class (status.className)
+		// uses it too, even once spec.className names another, missing,
+		// class: its Service stays as the class made it.
+		named := l.Spec.ClassName != nil && *l.Spec.ClassName == class
+		if (named || l.Status.ClassName == class) && l.DeletionTimestamp == nil {
 			users.Add(l.Namespace, false)
 		}
 	}
@@ -112,23 +117,71 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	}
 	check := func(l *v1alpha1.Listener) field.ErrorList {
 		errs := validation.Listener(l, classes)
-		if class != nil {
-			errs = append(errs, validation.ListenerOverrides(l, class)...)
-		}
-		return errs
+		// One rule with the reconciler: the Service that results from
+		// the class and the overrides keeps what the class decides.
+		return append(errs, validation.ListenerOverrides(l, class)...)
 	}
 	errs := check(&l)
+	var old *v1alpha1.Listener
 	if req.Operation == admissionv1.Update {
-		var old v1alpha1.Listener
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		old = &v1alpha1.Listener{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Listener: %w", err))
 		}
-		errs = ratchet(errs, check(&old))
+		errs = ratchet(errs, check(old))
+	}
+	// The statefulset-pod annotation is the operator's: judged when it is
+	// set or changed (the webhook is called for annotation changes too).
+	if pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; ok && (old == nil || old.Annotations[v1alpha1.AnnotationStatefulSetPod] != pod) {
+		claim, err := v.controllingClaim(ctx, &l)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		errs = append(errs, validation.StatefulSetPodAnnotation(&l, claim)...)
+	}
+	if old == nil {
+		others, err := v.listenerNames(ctx, req.Namespace)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		errs = append(errs, validation.NameCollisions(l.Name, others, field.NewPath("metadata", "name"))...)
 	}
 	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
 	return admission.Allowed("").WithWarnings(ListenerWarnings(&l, classes)...)
+}
+
+// controllingClaim is the claim that controls l, or nil.
+func (v *listenerValidator) controllingClaim(ctx context.Context, l *v1alpha1.Listener) (*corev1.PersistentVolumeClaim, error) {
+	owner := metav1.GetControllerOf(l)
+	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
+		return nil, nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	err := v.lookup.get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, claim)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return claim, err
+}
+
+// listenerNames are the names of the Listeners in namespace.
+func (v *listenerValidator) listenerNames(ctx context.Context, namespace string) ([]string, error) {
+	return namesInNamespace(ctx, v.lookup, namespace)
+}
+
+// namesInNamespace lists the Listener names of a namespace from the cache.
+func namesInNamespace(ctx context.Context, l *lookup, namespace string) ([]string, error) {
+	var list v1alpha1.ListenerList
+	if err := l.cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list Listeners of namespace %s: %w", namespace, err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].Name)
+	}
+	return out, nil
 }
 
 // ListenerWarnings are the things about a valid Listener that are probably
@@ -150,12 +203,42 @@ type workloadView struct {
 	Metadata objectMetaView `json:"metadata"`
 	Spec     struct {
 		podSpecView
-		Template struct {
-			Metadata objectMetaView `json:"metadata"`
-			Spec     podSpecView    `json:"spec"`
-		} `json:"template"`
+		Template             templateView                   `json:"template"`
 		VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates"`
+		// JobTemplate is a CronJob's; decodeWorkload moves its pod
+		// template to Template.
+		JobTemplate *struct {
+			Spec struct {
+				Template templateView `json:"template"`
+			} `json:"spec"`
+		} `json:"jobTemplate"`
 	} `json:"spec"`
+}
+
+// templateView is a pod template.
+type templateView struct {
+	Metadata objectMetaView `json:"metadata"`
+	Spec     podSpecView    `json:"spec"`
+}
+
+// decodeWorkload decodes a pod or a workload; a CronJob's pod template is
+// read from its job template.
+func decodeWorkload(raw []byte, kind string, w *workloadView) error {
+	if err := decode(raw, kind, w); err != nil {
+		return err
+	}
+	if kind == "CronJob" && w.Spec.JobTemplate != nil {
+		w.Spec.Template = w.Spec.JobTemplate.Spec.Template
+	}
+	return nil
+}
+
+// templatePath is where a workload's pod template is.
+func templatePath(kind string) *field.Path {
+	if kind == "CronJob" {
+		return field.NewPath("spec", "jobTemplate", "spec", "template")
+	}
+	return field.NewPath("spec", "template")
 }
 
 type objectMetaView struct {
@@ -167,6 +250,7 @@ type objectMetaView struct {
 type podSpecView struct {
 	Volumes    []corev1.Volume `json:"volumes"`
 	Containers []struct {
+		Name  string                 `json:"name"`
 		Ports []corev1.ContainerPort `json:"ports"`
 	} `json:"containers"`
 }
@@ -179,7 +263,7 @@ type workloadValidator struct{ lookup *lookup }
 
 func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var w workloadView
-	if err := decode(req.Object.Raw, req.Kind.Kind, &w); err != nil {
+	if err := decodeWorkload(req.Object.Raw, req.Kind.Kind, &w); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	return v.check(ctx, req, &w)
@@ -223,7 +307,7 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 	errs := w.errors(req.Kind.Kind, facts)
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		var old workloadView
-		if err := decode(req.OldObject.Raw, req.Kind.Kind, &old); err == nil {
+		if err := decodeWorkload(req.OldObject.Raw, req.Kind.Kind, &old); err == nil {
 			errs = ratchet(errs, old.errors(req.Kind.Kind, facts))
 		}
 	}
@@ -288,6 +372,7 @@ func (v *workloadValidator) claimWarnings(ctx context.Context, req admission.Req
 
 // claimOf is a listener claim that a pod or workload asks for.
 type claimOf struct {
+	name        string // the volume's or claim template's name
 	annotations map[string]string
 	spec        *corev1.PersistentVolumeClaimSpec
 	ephemeral   bool
@@ -307,7 +392,7 @@ func volumesPath(kind string) *field.Path {
 	if kind == "Pod" {
 		return field.NewPath("spec", "volumes")
 	}
-	return field.NewPath("spec", "template", "spec", "volumes")
+	return templatePath(kind).Child("spec", "volumes")
 }
 
 // listenerClaims are the listener claims the object asks for: ephemeral
@@ -318,13 +403,13 @@ func (w *workloadView) listenerClaims(kind string) []claimOf {
 	spec := w.podSpec(kind)
 	for i := range spec.Volumes {
 		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && validation.IsListenerClaim(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
-			claims = append(claims, claimOf{e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
+			claims = append(claims, claimOf{spec.Volumes[i].Name, e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
 		}
 	}
 	for i := range w.Spec.VolumeClaimTemplates {
 		t := &w.Spec.VolumeClaimTemplates[i]
 		if validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
-			claims = append(claims, claimOf{t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
+			claims = append(claims, claimOf{t.Name, t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
 		}
 	}
 	return claims
@@ -359,8 +444,32 @@ func (w *workloadView) errors(kind string, facts validation.ClaimFacts) field.Er
 			errs = append(errs, validation.Claim(c.annotations, c.spec, facts, c.path)...)
 		}
 	}
-	if w.templateOptedIn(kind) {
-		errs = append(errs, validation.OptIn(w.Spec.Template.Metadata.Annotations, facts, field.NewPath("spec", "template", "metadata", "annotations"))...)
+	optedIn := w.templateOptedIn(kind)
+	if optedIn {
+		errs = append(errs, validation.OptIn(w.Spec.Template.Metadata.Annotations, facts, templatePath(kind).Child("metadata", "annotations"))...)
+	}
+	// A listener volume of its own gets a Listener whose ports are the
+	// containers' ports: with none, its Service cannot exist.
+	var ownClaims []string
+	for _, c := range w.listenerClaims(kind) {
+		if validation.OwnListener(c.annotations, facts.DefaultClass) {
+			ownClaims = append(ownClaims, c.name)
+		}
+	}
+	if optedIn && validation.OwnListener(w.Spec.Template.Metadata.Annotations, facts.DefaultClass) {
+		ownClaims = append(ownClaims, v1alpha1.VolumeName)
+	}
+	if len(ownClaims) > 0 {
+		spec := w.podSpec(kind)
+		var containers []validation.ContainerPorts
+		for _, c := range spec.Containers {
+			containers = append(containers, validation.ContainerPorts{Name: c.Name, Ports: len(c.Ports)})
+		}
+		p := field.NewPath("spec", "containers")
+		if kind != "Pod" {
+			p = templatePath(kind).Child("spec", "containers")
+		}
+		errs = append(errs, validation.PortsForOwnListener(ownClaims, containers, p)...)
 	}
 	return errs
 }

@@ -222,7 +222,7 @@ func TestWorkloadDenials(t *testing.T) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "app", Image: "nginx"}},
+					Containers: []corev1.Container{{Name: "app", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}},
 					Volumes:    []corev1.Volume{{Name: "addr", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: v1alpha1.DriverName}}}},
 				},
 			},

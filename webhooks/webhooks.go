@@ -103,7 +103,8 @@ func handlers(l *lookup) map[string]admission.Handler {
 		PathValidateListener:  expectKinds{&listenerValidator{lookup: l}, []schema.GroupKind{{Group: v1alpha1.GroupVersion.Group, Kind: "Listener"}}},
 		PathValidateClaim:     expectKinds{&claimValidator{lookup: l}, []schema.GroupKind{claim}},
 		PathValidateWorkload: expectKinds{&workloadValidator{lookup: l}, []schema.GroupKind{
-			{Group: "apps", Kind: "Deployment"}, sts, {Group: "apps", Kind: "DaemonSet"}, {Group: "batch", Kind: "Job"}}},
+			{Group: "apps", Kind: "Deployment"}, sts, {Group: "apps", Kind: "DaemonSet"}, {Group: "apps", Kind: "ReplicaSet"},
+			{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"}}},
 	}
 }
 

@@ -94,6 +94,13 @@ type ListenerStatus struct {
 	// +optional
 	ServiceType ServiceType `json:"serviceType,omitempty"`
 
+	// ClassName is the ListenerClass the Service in serviceName was last
+	// made from. It differs from spec.className while the class named there
+	// is missing (the Service stays as it was made), and the ListenerClass
+	// deletion guard counts the Listener as a user of it.
+	// +optional
+	ClassName string `json:"className,omitempty"`
+
 	// IngressAddresses are all addresses the Listener is reachable on.
 	// +optional
 	IngressAddresses []ListenerIngress `json:"ingressAddresses,omitempty"`

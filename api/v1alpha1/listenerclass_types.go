@@ -92,6 +92,19 @@ type ListenerClassSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	ServiceOverrides *runtime.RawExtension `json:"serviceOverrides,omitempty"`
+
+	// LockedServiceFields are fields of the Service, besides the exposure
+	// fields every class decides (see docs/webhooks.md), that a Listener's
+	// objectOverrides may not change: "spec.<field>" (e.g.
+	// "spec.sessionAffinity"), "metadata.annotations[<key>]" or
+	// "metadata.labels[<key>]". Whatever the class makes of them (or
+	// leaves unset) stays. Empty by default: other fields follow the
+	// precedence class < Listener.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=330
+	// +optional
+	LockedServiceFields []string `json:"lockedServiceFields,omitempty"`
 }
 
 // PinnedNodeRelease says when the operator releases a listener volume from
@@ -180,6 +193,7 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Pinned",type=boolean,JSONPath=`.spec.pinnedNodePorts`
 // +kubebuilder:printcolumn:name="Address Type",type=string,JSONPath=`.spec.preferredAddressType`,priority=1
 // +kubebuilder:printcolumn:name="Release Pinned",type=string,JSONPath=`.spec.pinnedNodeLoss.release`,priority=1
+// +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.spec.lockedServiceFields`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ListenerClass is a cluster-wide policy for exposing Listeners.

@@ -14,6 +14,15 @@ const (
 	// it makes every replica share that Listener.
 	AnnotationListenerName = "listeners.stackable.tech/listener-name"
 
+	// LabelVolumeListener is the label of a listener PersistentVolume that
+	// records the Listener (in the claim's namespace) the volume was
+	// provisioned and is published for; the Stackable operator sets the
+	// same label. A claim's listener annotations are immutable once it is
+	// bound; one changed while the webhooks were down does not move the
+	// volume (the claim reconciler says so with an event). A label, so
+	// that a cache that drops volumeAttributes still has it.
+	LabelVolumeListener = "listeners.stackable.tech/listener-name"
+
 	// AnnotationDefaultClass marks the ListenerClass used when a claim names
 	// neither a class nor a listener. On a Namespace, its value names the
 	// default class for claims in that namespace.

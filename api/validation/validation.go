@@ -1,7 +1,6 @@
 package validation
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,11 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -98,6 +101,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	if s.ServiceOverrides != nil {
 		errs = append(errs, serviceOverrides(s.ServiceOverrides, s.ServiceType, spec.Child("serviceOverrides"))...)
 	}
+	errs = append(errs, lockedServiceFields(s.LockedServiceFields, spec.Child("lockedServiceFields"))...)
 	return errs
 }
 
@@ -124,46 +128,57 @@ func ListenerClassWarnings(lc *v1alpha1.ListenerClass) []string {
 // serviceOverrides refuses overrides of what the operator must control: the
 // Service's identity, its type (spec.serviceType decides it, and addresses
 // are derived from it) and its selector (it selects the pods that mount the
-// Listener's volumes).
+// Listener's volumes). The override is read by the one strict decoder
+// (overrides.Decode), as the reconciler reads it.
 func serviceOverrides(raw *runtime.RawExtension, serviceType v1alpha1.ServiceType, path *field.Path) field.ErrorList {
-	var o struct {
-		APIVersion *string `json:"apiVersion"`
-		Kind       *string `json:"kind"`
-		Metadata   struct {
-			Name      *string `json:"name"`
-			Namespace *string `json:"namespace"`
-		} `json:"metadata"`
-		Spec struct {
-			Type     *string         `json:"type"`
-			Selector json.RawMessage `json:"selector"`
-		} `json:"spec"`
-	}
 	if len(raw.Raw) == 0 {
 		return nil
 	}
-	if json.Unmarshal(raw.Raw, &o) != nil {
-		return field.ErrorList{field.Invalid(path, string(raw.Raw), `must be a partial Service object, e.g. {"spec": {"externalTrafficPolicy": "Local"}}`)}
+	obj, errs := overrides.Decode(raw.Raw, true, path)
+	if len(errs) > 0 {
+		return errs
 	}
-	var errs field.ErrorList
-	if o.APIVersion != nil && *o.APIVersion != "v1" {
-		errs = append(errs, field.Invalid(path.Child("apiVersion"), *o.APIVersion, `overrides apply to a v1 Service; remove apiVersion or set it to "v1"`))
+	u := unstructured.Unstructured{Object: obj}
+	if v, ok := obj["apiVersion"]; ok && v != "v1" {
+		errs = append(errs, field.Invalid(path.Child("apiVersion"), u.GetAPIVersion(), `overrides apply to a v1 Service; remove apiVersion or set it to "v1"`))
 	}
-	if o.Kind != nil && *o.Kind != "Service" {
-		errs = append(errs, field.Invalid(path.Child("kind"), *o.Kind, `overrides apply to a Service; remove kind or set it to "Service"`))
+	if v, ok := obj["kind"]; ok && v != "Service" {
+		errs = append(errs, field.Invalid(path.Child("kind"), u.GetKind(), `overrides apply to a Service; remove kind or set it to "Service"`))
 	}
-	if o.Metadata.Name != nil {
+	meta, _ := obj["metadata"].(map[string]any)
+	if _, ok := meta["name"]; ok {
 		errs = append(errs, field.Forbidden(path.Child("metadata", "name"), "the operator names each Listener's Service; remove metadata.name"))
 	}
-	if o.Metadata.Namespace != nil {
+	if _, ok := meta["namespace"]; ok {
 		errs = append(errs, field.Forbidden(path.Child("metadata", "namespace"), "a Service lives in its Listener's namespace; remove metadata.namespace"))
 	}
-	if o.Spec.Type != nil && *o.Spec.Type != string(serviceType) {
+	spec, _ := obj["spec"].(map[string]any)
+	if t, ok := spec["type"].(string); ok && t != string(serviceType) {
 		errs = append(errs, field.Forbidden(path.Child("spec", "type"),
-			fmt.Sprintf("would change the Service type from %s to %s behind the operator's back; set spec.serviceType: %s instead", serviceType, *o.Spec.Type, *o.Spec.Type)))
+			fmt.Sprintf("would change the Service type from %s to %s behind the operator's back; set spec.serviceType: %s instead", serviceType, t, t)))
 	}
-	if len(o.Spec.Selector) > 0 {
+	if sel, ok := spec["selector"]; ok && sel != nil {
 		errs = append(errs, field.Forbidden(path.Child("spec", "selector"),
 			"the operator selects the pods that mount the Listener's volume; remove spec.selector (a Listener's spec.extraPodSelectorLabels narrows the selection)"))
+	}
+	return errs
+}
+
+// lockedServiceFields checks the entries of a class's lockedServiceFields.
+func lockedServiceFields(fields []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range fields {
+		p := path.Index(i)
+		kind, key, ok := overrides.ParseLocked(f)
+		if !ok {
+			errs = append(errs, field.Invalid(p, f, `write "spec.<field>" (a field of a Service's spec, e.g. spec.sessionAffinity), "metadata.annotations[<key>]" or "metadata.labels[<key>]"`))
+			continue
+		}
+		if kind != overrides.LockedSpec {
+			for _, msg := range utilvalidation.IsQualifiedName(key) {
+				errs = append(errs, field.Invalid(p, f, msg))
+			}
+		}
 	}
 	return errs
 }
@@ -195,20 +210,6 @@ func Listener(l *v1alpha1.Listener, classes ClassNames) field.ErrorList {
 		p := field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod)
 		if msgs := utilvalidation.IsValidLabelValue(pod); pod == "" || len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p, pod, "name the StatefulSet pod that the Service selects by its "+v1alpha1.LabelStatefulSetPodName+" label, or remove the annotation to select pods by the operator's label"))
-		}
-	}
-	for i, o := range l.Spec.ObjectOverrides {
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		p := spec.Child("objectOverrides").Index(i)
-		if json.Unmarshal(o.Raw, &head) != nil {
-			errs = append(errs, field.Invalid(p, string(o.Raw), "must be a partial object with apiVersion, kind and metadata, e.g. {\"apiVersion\": \"v1\", \"kind\": \"Service\", \"metadata\": {\"name\": \"...\"}}"))
-			continue
-		}
-		if head.APIVersion == "" || head.Kind == "" {
-			errs = append(errs, field.Required(p.Child("kind"), "an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)"))
 		}
 	}
 	return errs
@@ -363,111 +364,39 @@ func childPath(path *field.Path, name string, more ...string) *field.Path {
 	return path.Child(name, more...)
 }
 
-// ListenerClassPolicy lists what a ListenerClass decides about the Service
-// of each of its Listeners and a Listener's spec.objectOverrides may
-// therefore not change: ListenerClasses are cluster policy, written by
-// administrators; Listeners are written by tenants. Besides these fields,
-// the keys of the class's serviceAnnotations and every field the class's
-// serviceOverrides sets are the class's.
-var ListenerClassPolicy = []string{
-	"spec.type", "spec.selector", "spec.loadBalancerClass", "spec.allocateLoadBalancerNodePorts",
-	"spec.externalTrafficPolicy", "spec.internalTrafficPolicy", "spec.loadBalancerSourceRanges",
-}
-
-// ListenerOverrides refuses the parts of a Listener's objectOverrides that
-// would change, on the Listener's Service, what its ListenerClass class
-// decides (see ListenerClassPolicy). Overrides of other objects than a v1
-// Service are not the class's business.
+// ListenerOverrides checks a Listener's objectOverrides: each is read by the
+// one strict decoder and must name apiVersion and kind; with its class
+// (nil when it does not exist), the Service that results must keep what the
+// class decides (overrides.Service: exposure fields and the fields the class
+// locks). The reconciler applies the same overrides.Service to Listeners
+// that got in while the webhooks were down, without the refused parts.
 func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) field.ErrorList {
 	var errs field.ErrorList
-	classSpec, classAnn := classOverrideKeys(class)
 	for i, o := range l.Spec.ObjectOverrides {
-		var svc struct {
-			APIVersion string                     `json:"apiVersion"`
-			Kind       string                     `json:"kind"`
-			Metadata   map[string]json.RawMessage `json:"metadata"`
-			Spec       map[string]json.RawMessage `json:"spec"`
-		}
-		if json.Unmarshal(o.Raw, &svc) != nil || svc.APIVersion != "v1" || svc.Kind != "Service" {
+		p := field.NewPath("spec", "objectOverrides").Index(i)
+		obj, decodeErrs := overrides.Decode(o.Raw, false, p)
+		if len(decodeErrs) > 0 {
+			if class == nil {
+				errs = append(errs, decodeErrs...)
+			}
 			continue
 		}
-		p := field.NewPath("spec", "objectOverrides").Index(i)
-		for _, f := range ListenerClassPolicy {
-			key := strings.TrimPrefix(f, "spec.")
-			if raw, ok := svc.Spec[key]; ok {
-				errs = append(errs, field.Invalid(p.Child("spec", key), rawValue(raw), classDecides(class.Name, f)))
-			}
+		u := unstructured.Unstructured{Object: obj}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" {
+			errs = append(errs, field.Required(p.Child("kind"), "an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)"))
 		}
-		for key, raw := range svc.Spec {
-			if classSpec[key] && !slicesContains(ListenerClassPolicy, "spec."+key) {
-				errs = append(errs, field.Invalid(p.Child("spec", key), rawValue(raw),
-					fmt.Sprintf("ListenerClass %q sets spec.%s in its serviceOverrides, and a Listener may not change what its class decides; remove it, or use a class that allows it", class.Name, key)))
-			}
+	}
+	if class != nil {
+		res, err := overrides.Service(l, class)
+		if err != nil {
+			// The class's own overrides are broken: its webhook refuses
+			// that, and the reconciler reports it on every Listener.
+			return append(errs, field.Invalid(field.NewPath("spec", "className"), class.Name, err.Error()))
 		}
-		var ann map[string]json.RawMessage
-		if raw, ok := svc.Metadata["annotations"]; ok && json.Unmarshal(raw, &ann) == nil {
-			for key, raw := range ann {
-				if classAnn[key] {
-					errs = append(errs, field.Invalid(p.Child("metadata", "annotations").Key(key), rawValue(raw),
-						fmt.Sprintf("ListenerClass %q sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need", class.Name)))
-				}
-			}
-		}
+		errs = append(errs, res.Refused...)
 	}
 	sortErrors(errs)
 	return errs
-}
-
-// classDecides is the denial of an override of field f of a class's Service.
-func classDecides(class, f string) string {
-	return fmt.Sprintf("%s of a Listener's Service is decided by its ListenerClass %q (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need", f, class)
-}
-
-// classOverrideKeys are the Service spec fields and the annotations that
-// the class sets, through serviceAnnotations and serviceOverrides.
-func classOverrideKeys(class *v1alpha1.ListenerClass) (spec, annotations map[string]bool) {
-	spec, annotations = map[string]bool{}, map[string]bool{}
-	for k := range class.Spec.ServiceAnnotations {
-		annotations[k] = true
-	}
-	if class.Spec.ServiceOverrides == nil || len(class.Spec.ServiceOverrides.Raw) == 0 {
-		return spec, annotations
-	}
-	var o struct {
-		Metadata struct {
-			Annotations map[string]json.RawMessage `json:"annotations"`
-		} `json:"metadata"`
-		Spec map[string]json.RawMessage `json:"spec"`
-	}
-	if json.Unmarshal(class.Spec.ServiceOverrides.Raw, &o) != nil {
-		return spec, annotations
-	}
-	for k := range o.Spec {
-		spec[k] = true
-	}
-	for k := range o.Metadata.Annotations {
-		annotations[k] = true
-	}
-	return spec, annotations
-}
-
-// rawValue is an override's value for a message: a JSON string unquoted,
-// anything else as written.
-func rawValue(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return string(raw)
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // sortErrors orders errors by field path, so that messages built from map
@@ -528,4 +457,113 @@ func OptInExisting(name string, path *field.Path) *field.Error {
 func ForeignListenerVolume(path *field.Path) *field.Error {
 	return field.Invalid(path.Child("name"), v1alpha1.VolumeName, fmt.Sprintf(
 		"the listener volume is added under the name %q, which this volume (not a listener volume) already uses; rename it, or make it a listener volume", v1alpha1.VolumeName))
+}
+
+// OwnListener reports whether a claim (or an opted-in pod template) with
+// these annotations gets a Listener of its own (a listener class, named or
+// the default), not a shared one (listener-name).
+func OwnListener(annotations map[string]string, defaultClass string) bool {
+	if _, shared := annotations[v1alpha1.AnnotationListenerName]; shared {
+		return false
+	}
+	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
+	return hasClass || defaultClass != ""
+}
+
+// ContainerPorts is how many ports a container declares.
+type ContainerPorts struct {
+	Name  string
+	Ports int
+}
+
+// PortsForOwnListener refuses a pod (template) whose listener volumes get
+// Listeners of their own (claims, by volume or template name) while no
+// container declares a port: such a Listener's ports are its pods'
+// container ports, and a Service without ports cannot be made, so the pod
+// would wait in ContainerCreating for good. path is the containers list.
+func PortsForOwnListener(claims []string, containers []ContainerPorts, path *field.Path) field.ErrorList {
+	for _, c := range containers {
+		if c.Ports > 0 {
+			return nil
+		}
+	}
+	first := "the container that serves"
+	if len(containers) > 0 {
+		first = fmt.Sprintf("container %q (or another)", containers[0].Name)
+	}
+	return field.ErrorList{field.Required(path, fmt.Sprintf(
+		"listener volume %s gets a Listener of its own whose ports are the containers' ports, and no container declares one, so its Service cannot be made and the pod would never start; "+
+			"declare the served ports on %s, e.g. ports: [{name: http, containerPort: 8080}], or share an existing Listener that has ports with the %s annotation",
+		strings.Join(quoteAll(claims), ", "), first, v1alpha1.AnnotationListenerName))}
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
+
+// ClaimBinding refuses changing the listener annotations of a claim that is
+// bound to a volume: the volume was provisioned, and is published, for the
+// Listener the annotations named then, so a change would leave the pod an
+// endpoint of one Listener while its volume and PodListeners name another.
+// Like the API server's own immutable fields, the fix is a new claim.
+func ClaimBinding(oldAnn, newAnn map[string]string, volumeName string) field.ErrorList {
+	if volumeName == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, key := range []string{v1alpha1.AnnotationListenerClass, v1alpha1.AnnotationListenerName} {
+		was, had := oldAnn[key]
+		is, has := newAnn[key]
+		if was == is && had == has {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(key), fmt.Sprintf(
+			"is immutable once the claim is bound (to volume %s, provisioned for the Listener it named then); to use another Listener or class, delete the claim and create it again (a StatefulSet's claim: delete the claim and its pod; an ephemeral volume: create a new pod)", volumeName)))
+	}
+	return errs
+}
+
+// StatefulSetPodAnnotation refuses the statefulset-pod annotation on a
+// Listener the operator did not make for a StatefulSet claim template: the
+// Service of such a Listener selects the named pod by its StatefulSet
+// pod-name label, whether or not it mounts a listener volume. claim is the
+// claim that controls the Listener (nil if none or not found).
+func StatefulSetPodAnnotation(l *v1alpha1.Listener, claim *corev1.PersistentVolumeClaim) field.ErrorList {
+	pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]
+	if !ok {
+		return nil
+	}
+	owner := metav1.GetControllerOf(l)
+	if owner != nil && owner.Kind == "PersistentVolumeClaim" && claim != nil && claim.UID == owner.UID &&
+		claim.Name == owner.Name && names.ClaimListenerName(claim.Name) == l.Name && names.StatefulSetPodOfClaim(claim.Name, claim.Annotations) == pod {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod), fmt.Sprintf(
+		"only the operator sets this annotation, on the Listener it makes for a claim of a StatefulSet claim template; it would select pod %q by name whether or not it mounts a listener volume; remove it (a Listener selects the pods that mount its volumes)", pod))}
+}
+
+// NameCollisions refuses a Listener named name whose Service name or pod
+// selector label equals that of another Listener of the namespace (others):
+// names that do not fit are shortened to "<prefix>-<10 hex>"
+// (api/names), and a Listener may be named exactly like another's shortened
+// name. path is where the name is (metadata.name of a Listener, or of the
+// claim whose own Listener it names).
+func NameCollisions(name string, others []string, path *field.Path) field.ErrorList {
+	svc, label := names.ServiceName(name), names.PodSelectorLabel(name)
+	for _, o := range others {
+		if o == name {
+			continue
+		}
+		switch {
+		case names.ServiceName(o) == svc:
+			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("Listener %q already has the Service name %q, which this name would get too; choose another name", o, svc))}
+		case names.PodSelectorLabel(o) == label:
+			return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("Listener %q already selects its pods by the label %q, which this name would get too; choose another name", o, label))}
+		}
+	}
+	return nil
 }

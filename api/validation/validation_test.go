@@ -71,7 +71,7 @@ func TestListenerClass(t *testing.T) {
 				"spec.serviceOverrides.metadata.name: Forbidden: the operator names each Listener's Service; remove metadata.name\n" +
 				"spec.serviceOverrides.metadata.namespace: Forbidden: a Service lives in its Listener's namespace; remove metadata.namespace"},
 		{"overrides not an object", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceOverrides: &runtime.RawExtension{Raw: []byte(`[1]`)}},
-			`spec.serviceOverrides: Invalid value: "[1]": must be a partial Service object, e.g. {"spec": {"externalTrafficPolicy": "Local"}}`},
+			`spec.serviceOverrides: Invalid value: "[1]": must be a JSON object, a partial object such as {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "..."}, "spec": {...}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			check(t, ListenerClass(&v1alpha1.ListenerClass{Spec: tc.spec}), tc.want)
@@ -134,10 +134,6 @@ func TestListener(t *testing.T) {
 			`spec.extraPodSelectorLabels[listener.stackable.tech/mnt.x]: Invalid value: "listener.stackable.tech/mnt.x": labels starting with "listener.stackable.tech/mnt." are set by the operator on the pods of each Listener; pick another key`},
 		{"bad selector label value", v1alpha1.ListenerSpec{ExtraPodSelectorLabels: map[string]string{"app": "a b"}},
 			`spec.extraPodSelectorLabels: Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
-		{"override without kind", v1alpha1.ListenerSpec{ObjectOverrides: []runtime.RawExtension{{Raw: []byte(`{"metadata":{"name":"x"}}`)}}},
-			`spec.objectOverrides[0].kind: Required value: an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)`},
-		{"override not an object", v1alpha1.ListenerSpec{ObjectOverrides: []runtime.RawExtension{{Raw: []byte(`"x"`)}}},
-			`spec.objectOverrides[0]: Invalid value: "\"x\"": must be a partial object with apiVersion, kind and metadata, e.g. {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "..."}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			check(t, Listener(&v1alpha1.Listener{Spec: tc.spec}, classes), tc.want)
@@ -299,29 +295,42 @@ func TestOptIn(t *testing.T) {
 	}
 }
 
+// TestListenerOverrides: the webhook's side of the one override rule
+// (overrides.Service): what the Service that results may not differ in.
 func TestListenerOverrides(t *testing.T) {
 	internal := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-internal"},
 		Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
-			ServiceAnnotations: map[string]string{"lb.example.com/internal": "true"},
-			ServiceOverrides:   &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"policy.example.com/tier":"gold"}},"spec":{"sessionAffinity":"ClientIP"}}`)}}}
+			ServiceAnnotations:  map[string]string{"metallb.io/address-pool": "internal", "team": "a"},
+			ServiceOverrides:    &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"policy.example.com/tier":"gold"}},"spec":{"sessionAffinity":"ClientIP"}}`)},
+			LockedServiceFields: []string{"metadata.annotations[policy.example.com/tier]"}}}
 	override := func(o string) *v1alpha1.Listener {
-		return &v1alpha1.Listener{Spec: v1alpha1.ListenerSpec{ClassName: ptr("cluster-internal"), ObjectOverrides: []runtime.RawExtension{{Raw: []byte(o)}}}}
+		return &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr("cluster-internal"), ObjectOverrides: []runtime.RawExtension{{Raw: []byte(o)}}}}
 	}
-	for _, tc := range []struct{ name, override, want string }{
-		{"labels and own annotations are the Listener's", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","labels":{"team":"a"},"annotations":{"mine":"x"}},"spec":{"publishNotReadyAddresses":true}}`, ""},
-		{"other kinds are not the class's business", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"type":"x"}}`, ""},
-		{"type", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"type":"LoadBalancer"}}`,
-			`spec.objectOverrides[0].spec.type: Invalid value: "LoadBalancer": spec.type of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need`},
-		{"everything the class decides", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"lb.example.com/internal":"false","policy.example.com/tier":"free"}},"spec":{"selector":{"a":"b"},"loadBalancerClass":"x","allocateLoadBalancerNodePorts":false,"externalTrafficPolicy":"Local","sessionAffinity":"None"}}`,
-			`spec.objectOverrides[0].metadata.annotations[lb.example.com/internal]: Invalid value: "false": ListenerClass "cluster-internal" sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need` + "\n" +
-				`spec.objectOverrides[0].metadata.annotations[policy.example.com/tier]: Invalid value: "free": ListenerClass "cluster-internal" sets this Service annotation, and a Listener may not change what its class decides; remove it, or use a class that sets what you need` + "\n" +
-				`spec.objectOverrides[0].spec.allocateLoadBalancerNodePorts: Invalid value: "false": spec.allocateLoadBalancerNodePorts of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
-				`spec.objectOverrides[0].spec.externalTrafficPolicy: Invalid value: "Local": spec.externalTrafficPolicy of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
-				`spec.objectOverrides[0].spec.loadBalancerClass: Invalid value: "x": spec.loadBalancerClass of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
-				`spec.objectOverrides[0].spec.selector: Invalid value: "{\"a\":\"b\"}": spec.selector of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener; remove it, or use a ListenerClass that sets what you need` + "\n" +
-				`spec.objectOverrides[0].spec.sessionAffinity: Invalid value: "None": ListenerClass "cluster-internal" sets spec.sessionAffinity in its serviceOverrides, and a Listener may not change what its class decides; remove it, or use a class that allows it`},
+	const fix = `and is decided by ListenerClass "cluster-internal" (cluster policy), not by a Listener; remove it from the Listener's objectOverrides, or ask an administrator for a ListenerClass that sets it`
+	for _, tc := range []struct {
+		name     string
+		class    *v1alpha1.ListenerClass
+		override string
+		want     string
+	}{
+		{"labels, annotations and open fields the class sets are the Listener's", internal,
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","labels":{"team":"a"},"annotations":{"team":"b"}},"spec":{"sessionAffinity":"None","internalTrafficPolicy":"Local","publishNotReadyAddresses":true}}`, ""},
+		{"other kinds are not the class's business", internal, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"type":"x"}}`, ""},
+		{"type", internal, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"type":"LoadBalancer"}}`,
+			`spec.objectOverrides[0].spec.type: Forbidden: spec.type is exposure (who can reach the pods, and on which address) ` + fix},
+		{"exposure and locked", internal, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"metallb.io/address-pool":"public","policy.example.com/tier":"free"}},"spec":{"selector":{"a":"b"},"externalIPs":["203.0.113.10"]}}`,
+			`spec.objectOverrides[0].metadata.annotations[metallb.io/address-pool]: Forbidden: metadata.annotations[metallb.io/address-pool] is an exposure annotation (it picks a load balancer's scheme, network or address pool) ` + fix + "\n" +
+				`spec.objectOverrides[0].metadata.annotations[policy.example.com/tier]: Forbidden: metadata.annotations[policy.example.com/tier] is locked by the class (spec.lockedServiceFields) ` + fix + "\n" +
+				`spec.objectOverrides[0].spec.externalIPs: Forbidden: spec.externalIPs is exposure (who can reach the pods, and on which address) ` + fix + "\n" +
+				`spec.objectOverrides[0].spec.selector: Forbidden: spec.selector is exposure (who can reach the pods, and on which address) ` + fix},
+		{"a case-folded key is refused with or without a class", nil, `{"apiVersion":"v1","kind":"Service","Metadata":5,"metadata":{"name":"web"}}`,
+			`spec.objectOverrides[0].Metadata: Forbidden: unknown key (keys are case-sensitive); rename it to "metadata", or remove it if "metadata" is there already`},
+		{"override without kind", nil, `{"metadata":{"name":"x"}}`,
+			`spec.objectOverrides[0].kind: Required value: an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)`},
+		{"override not an object", internal, `"x"`,
+			`spec.objectOverrides[0]: Invalid value: "\"x\"": must be a JSON object, a partial object such as {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "..."}, "spec": {...}}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) { check(t, ListenerOverrides(override(tc.override), internal), tc.want) })
+		t.Run(tc.name, func(t *testing.T) { check(t, ListenerOverrides(override(tc.override), tc.class), tc.want) })
 	}
 }
 

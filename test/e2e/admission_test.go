@@ -83,7 +83,7 @@ spec:
   objectOverrides:
   - {apiVersion: v1, kind: Service, metadata: {name: web}, spec: {type: LoadBalancer}}
 `)
-		mustContain(t, out, `spec.objectOverrides[0].spec.type: Invalid value: "LoadBalancer": spec.type of a Listener's Service is decided by its ListenerClass "cluster-internal" (cluster policy), not by the Listener`)
+		mustContain(t, out, `spec.objectOverrides[0].spec.type: Forbidden: spec.type is exposure (who can reach the pods, and on which address) and is decided by ListenerClass "cluster-internal" (cluster policy), not by a Listener`)
 	})
 	t.Run("4: opting in an existing StatefulSet", func(t *testing.T) {
 		sts := demoStatefulSet(ns, "plain", "cluster-internal", 0)

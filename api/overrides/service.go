@@ -1,0 +1,442 @@
+package overrides
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Labels every generated Service carries.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// LabelNameValue is the app.kubernetes.io/name of generated Services.
+	LabelNameValue = "listener"
+)
+
+// Result is the Service a Listener of a class gets.
+type Result struct {
+	// Service is the partial Service the operator applies: the fields it
+	// owns, with the refused parts of the Listener's overrides left out.
+	Service *unstructured.Unstructured
+	// Refused are the parts of the Listener's objectOverrides that the
+	// class does not allow (undecodable overrides, exposure fields, locked
+	// fields), each naming the field, the class and the fix. The webhook
+	// refuses the Listener; the reconciler applies Service without them.
+	Refused field.ErrorList
+}
+
+// Fields lists the fields of refusals, once each, for an event or a
+// condition message.
+func Fields(refused field.ErrorList) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range refused {
+		if !seen[e.Field] {
+			seen[e.Field] = true
+			out = append(out, e.Field)
+		}
+	}
+	return out
+}
+
+var overridesPath = field.NewPath("spec", "objectOverrides")
+
+// Service turns a ListenerClass and a Listener into the Service that
+// results. Merge order, lowest to highest: the generated fields and the
+// class's serviceAnnotations, the class's serviceOverrides, the Listener's
+// objectOverrides that target this Service. Exposure fields and the fields
+// the class locks are then reset to what the class made, and every reset
+// is a Refused error. The error is the class's own: its serviceOverrides do
+// not decode (the class webhook refuses that).
+func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error) {
+	svcName := names.ServiceName(l.Name)
+	obj := generated(l, class, svcName)
+	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
+		patch, errs := Decode(class.Spec.ServiceOverrides.Raw, true, field.NewPath("spec", "serviceOverrides"))
+		if len(errs) > 0 {
+			return Result{}, fmt.Errorf("ListenerClass %s: %w", class.Name, errs.ToAggregate())
+		}
+		obj = MergePatch(obj, patch).(map[string]any)
+	}
+	// What the class made: the reference every exposure field is held to.
+	classMade := runtime.DeepCopyJSON(obj)
+	locked := lockedOf(class)
+
+	var refused field.ErrorList
+	for i, raw := range l.Spec.ObjectOverrides {
+		p := overridesPath.Index(i)
+		patch, errs := Decode(raw.Raw, false, p)
+		if len(errs) > 0 {
+			refused = append(refused, errs...)
+			continue
+		}
+		if !Matches(patch, svcName, l.Namespace) {
+			continue
+		}
+		obj = MergePatch(obj, patch).(map[string]any)
+		refused = append(refused, enforce(obj, classMade, locked, class.Name, p)...)
+	}
+	sortErrors(refused)
+
+	u := &unstructured.Unstructured{Object: obj}
+	// Overrides may shape the Service but not move it or change who owns it:
+	// the foreign-Service check and garbage collection depend on both.
+	u.SetAPIVersion("v1")
+	u.SetKind("Service")
+	u.SetName(svcName)
+	u.SetNamespace(l.Namespace)
+	if err := unstructured.SetNestedSlice(u.Object, []any{ownerRef(l)}, "metadata", "ownerReferences"); err != nil {
+		return Result{}, fmt.Errorf("set owner of service %s/%s: %w", l.Namespace, svcName, err)
+	}
+	return Result{Service: u, Refused: refused}, nil
+}
+
+// generated is the Service the operator makes before any serviceOverrides.
+func generated(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svcName string) map[string]any {
+	labels := map[string]any{}
+	for k, v := range l.Labels {
+		labels[k] = v
+	}
+	labels[LabelName] = LabelNameValue
+	labels[LabelInstance] = instanceLabel(l.Name, svcName)
+	labels[LabelManagedBy] = v1alpha1.FieldManager
+
+	selector := map[string]any{}
+	for k, v := range l.Spec.ExtraPodSelectorLabels {
+		selector[k] = v
+	}
+	// A Listener of one StatefulSet pod selects it by the label the
+	// StatefulSet controller sets (the pod needs no label of ours); any
+	// other by the label the pod webhook (or the pod reconciler) adds.
+	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
+		selector[v1alpha1.LabelStatefulSetPodName] = pod
+	} else {
+		selector[names.PodSelectorLabel(l.Name)] = v1alpha1.PodSelectorLabelValue
+	}
+
+	ports := make([]any, 0, len(l.Spec.Ports))
+	for _, p := range l.Spec.Ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		ports = append(ports, map[string]any{
+			"name":       p.Name,
+			"port":       int64(p.Port),
+			"targetPort": int64(p.Port),
+			"protocol":   string(proto),
+		})
+	}
+
+	spec := map[string]any{
+		"type":                     string(class.Spec.ServiceType),
+		"ports":                    ports,
+		"selector":                 selector,
+		"publishNotReadyAddresses": ptr.Deref(l.Spec.PublishNotReadyAddresses, true),
+	}
+	switch class.Spec.ServiceType {
+	case v1alpha1.ServiceTypeLoadBalancer:
+		if class.Spec.LoadBalancerClass != nil {
+			spec["loadBalancerClass"] = *class.Spec.LoadBalancerClass
+		}
+		spec["allocateLoadBalancerNodePorts"] = ptr.Deref(class.Spec.LoadBalancerAllocateNodePorts, true)
+		fallthrough
+	case v1alpha1.ServiceTypeNodePort:
+		if class.Spec.ServiceExternalTrafficPolicy != nil {
+			spec["externalTrafficPolicy"] = string(*class.Spec.ServiceExternalTrafficPolicy)
+		}
+	}
+
+	metadata := map[string]any{
+		"name":            svcName,
+		"namespace":       l.Namespace,
+		"labels":          labels,
+		"ownerReferences": []any{ownerRef(l)},
+	}
+	if len(class.Spec.ServiceAnnotations) > 0 {
+		ann := map[string]any{}
+		for k, v := range class.Spec.ServiceAnnotations {
+			ann[k] = v
+		}
+		metadata["annotations"] = ann
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
+}
+
+// locked is what a class locks beyond exposure (spec.lockedServiceFields).
+type locked struct {
+	spec, annotations, labels map[string]bool
+}
+
+func lockedOf(class *v1alpha1.ListenerClass) locked {
+	lk := locked{spec: map[string]bool{}, annotations: map[string]bool{}, labels: map[string]bool{}}
+	for _, f := range class.Spec.LockedServiceFields {
+		kind, key, ok := ParseLocked(f)
+		if !ok {
+			continue
+		}
+		switch kind {
+		case LockedSpec:
+			lk.spec[key] = true
+		case LockedAnnotation:
+			lk.annotations[key] = true
+		case LockedLabel:
+			lk.labels[key] = true
+		}
+	}
+	return lk
+}
+
+// enforce resets, in obj, every field an override at path p may not change
+// to what the class made, and returns a refusal for each.
+func enforce(obj, classMade map[string]any, lk locked, class string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	spec := child(obj, "spec")
+	made := child(classMade, "spec")
+	for _, key := range sortedKeys(SpecFields) {
+		if SpecFields[key] != Exposure && !lk.spec[key] {
+			continue
+		}
+		if !reflect.DeepEqual(spec[key], made[key]) {
+			why := "is exposure (who can reach the pods, and on which address)"
+			if SpecFields[key] != Exposure {
+				why = "is locked by the class (spec.lockedServiceFields)"
+			}
+			errs = append(errs, field.Forbidden(p.Child("spec", key), refusal("spec."+key, why, class)))
+			restore(spec, made, key)
+		}
+	}
+	errs = append(errs, checkPorts(spec, made, class, p)...)
+	// Fields of the spec the override added that are not Service fields at
+	// all cannot occur: Decode refused them.
+	meta := child(obj, "metadata")
+	madeMeta := child(classMade, "metadata")
+	for _, key := range sortedKeys(MetadataFields) {
+		if MetadataFields[key] != Operator || key == "name" || key == "namespace" || key == "ownerReferences" {
+			continue // name, namespace and owner are set after the merge
+		}
+		if !reflect.DeepEqual(meta[key], madeMeta[key]) {
+			errs = append(errs, field.Forbidden(p.Child("metadata", key), fmt.Sprintf("metadata.%s of a Listener's Service is the operator's; remove it from the override", key)))
+			restore(meta, madeMeta, key)
+		}
+	}
+	errs = append(errs, checkKeys(meta, madeMeta, "annotations", func(k string) (bool, string) {
+		if IsExposureAnnotation(k) {
+			return true, "is an exposure annotation (it picks a load balancer's scheme, network or address pool)"
+		}
+		return lk.annotations[k], "is locked by the class (spec.lockedServiceFields)"
+	}, class, p)...)
+	errs = append(errs, checkKeys(meta, madeMeta, "labels", func(k string) (bool, string) {
+		if IsExposureLabel(k) {
+			return true, "is an exposure label (it makes a load balancer or proxy pick the Service up, or chooses its pool)"
+		}
+		return lk.labels[k], "is locked by the class (spec.lockedServiceFields)"
+	}, class, p)...)
+	return errs
+}
+
+// checkKeys holds the locked keys of the annotations or labels to what the
+// class made.
+func checkKeys(meta, made map[string]any, which string, isLocked func(string) (bool, string), class string, p *field.Path) field.ErrorList {
+	have, _ := meta[which].(map[string]any)
+	want, _ := made[which].(map[string]any)
+	keys := map[string]bool{}
+	for k := range have {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	var errs field.ErrorList
+	for _, k := range sortedKeys(keys) {
+		lockedKey, why := isLocked(k)
+		if !lockedKey || reflect.DeepEqual(have[k], want[k]) {
+			continue
+		}
+		errs = append(errs, field.Forbidden(p.Child("metadata", which).Key(k), refusal(fmt.Sprintf("metadata.%s[%s]", which, k), why, class)))
+		if have == nil {
+			have = map[string]any{}
+		} else {
+			have = maps.Clone(have)
+		}
+		if v, ok := want[k]; ok {
+			have[k] = v
+		} else {
+			delete(have, k)
+		}
+		meta[which] = have
+	}
+	return errs
+}
+
+// checkPorts holds ports[].nodePort and the protocol of each port to what
+// the class made for the port of that name: a node port is opened on every
+// node.
+func checkPorts(spec, made map[string]any, class string, p *field.Path) field.ErrorList {
+	madeNodePort := map[any]any{}
+	for _, mp := range sliceOf(made["ports"]) {
+		if m, ok := mp.(map[string]any); ok {
+			madeNodePort[m["name"]] = m["nodePort"]
+		}
+	}
+	var errs field.ErrorList
+	ports := sliceOf(spec["ports"])
+	for i, pp := range ports {
+		m, ok := pp.(map[string]any)
+		if !ok {
+			continue
+		}
+		if np, has := m["nodePort"]; has && !reflect.DeepEqual(np, madeNodePort[m["name"]]) {
+			errs = append(errs, field.Forbidden(p.Child("spec", "ports").Index(i).Child("nodePort"),
+				refusal("spec.ports[].nodePort", "is exposure (a port opened on every node)", class)))
+			m = maps.Clone(m)
+			if v := madeNodePort[m["name"]]; v != nil {
+				m["nodePort"] = v
+			} else {
+				delete(m, "nodePort")
+			}
+			ports[i] = m
+		}
+	}
+	return errs
+}
+
+// refusal is the message of a refused override field: the field, why it is
+// the class's, the class, and the fix.
+func refusal(f, why, class string) string {
+	return fmt.Sprintf("%s %s and is decided by ListenerClass %q (cluster policy), not by a Listener; remove it from the Listener's objectOverrides, or ask an administrator for a ListenerClass that sets it", f, why, class)
+}
+
+func restore(into, from map[string]any, key string) {
+	if v, ok := from[key]; ok {
+		into[key] = runtime.DeepCopyJSONValue(v)
+	} else {
+		delete(into, key)
+	}
+}
+
+// child returns obj[key] as an object, creating it (in obj) if absent.
+func child(obj map[string]any, key string) map[string]any {
+	m, ok := obj[key].(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		obj[key] = m
+		return m
+	}
+	// MergePatch shares unchanged subtrees; copy before writing.
+	m = maps.Clone(m)
+	obj[key] = m
+	return m
+}
+
+func sliceOf(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortErrors(errs field.ErrorList) {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+}
+
+// instanceLabel is the app.kubernetes.io/instance of a Listener's Service:
+// the Listener's name, or the Service's name when the Listener's name is too
+// long or has characters a label value may not.
+func instanceLabel(listenerName, svcName string) string {
+	if len(validation.IsValidLabelValue(listenerName)) == 0 {
+		return listenerName
+	}
+	return svcName
+}
+
+func ownerRef(l *v1alpha1.Listener) map[string]any {
+	return map[string]any{
+		"apiVersion":         v1alpha1.GroupVersion.String(),
+		"kind":               "Listener",
+		"name":               l.Name,
+		"uid":                string(l.UID),
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}
+}
+
+// Matches reports whether a Listener's objectOverride targets the Service
+// it generates: same apiVersion, kind and name, and its namespace or none.
+func Matches(o map[string]any, svcName, namespace string) bool {
+	u := unstructured.Unstructured{Object: o}
+	return u.GetAPIVersion() == "v1" && u.GetKind() == "Service" && u.GetName() == svcName &&
+		(u.GetNamespace() == "" || u.GetNamespace() == namespace)
+}
+
+// MergePatch applies patch to target with JSON merge patch (RFC 7386)
+// semantics: objects merge key by key, null deletes, anything else
+// (lists included) replaces.
+func MergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return runtime.DeepCopyJSONValue(patch)
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	} else {
+		t = maps.Clone(t)
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+			continue
+		}
+		t[k] = MergePatch(t[k], v)
+	}
+	return t
+}
+
+// Locked field kinds of spec.lockedServiceFields.
+const (
+	LockedSpec       = "spec"
+	LockedAnnotation = "annotation"
+	LockedLabel      = "label"
+)
+
+// ParseLocked reads one entry of a class's spec.lockedServiceFields:
+// "spec.<field>" (a field of the Service's spec, by its JSON name),
+// "metadata.annotations[<key>]" or "metadata.labels[<key>]".
+func ParseLocked(s string) (kind, key string, ok bool) {
+	switch {
+	case strings.HasPrefix(s, "spec."):
+		key = strings.TrimPrefix(s, "spec.")
+		_, known := SpecFields[key]
+		return LockedSpec, key, known
+	case strings.HasPrefix(s, "metadata.annotations[") && strings.HasSuffix(s, "]"):
+		key = strings.TrimSuffix(strings.TrimPrefix(s, "metadata.annotations["), "]")
+		return LockedAnnotation, key, key != ""
+	case strings.HasPrefix(s, "metadata.labels[") && strings.HasSuffix(s, "]"):
+		key = strings.TrimSuffix(strings.TrimPrefix(s, "metadata.labels["), "]")
+		return LockedLabel, key, key != ""
+	}
+	return "", "", false
+}
