@@ -31,12 +31,17 @@ import (
 // podReconciler labels pods for the Services of their Listeners (when the
 // admission webhook could not) and keeps each pod's PodListeners.
 type podReconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
+	client    client.Client
+	recorder  events.EventRecorder
+	evictions evictor // addresschange.go
 }
 
 func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	r := &podReconciler{client: mgr.GetClient(), recorder: recorder}
+	evictions, err := newEvictor(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	r := &podReconciler{client: mgr.GetClient(), recorder: recorder, evictions: evictions}
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerPodListeners).
@@ -104,7 +109,7 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.writePodListeners(ctx, pod, spec)
+	return r.writePodListeners(ctx, pod, spec, vols)
 }
 
 // listenerVolumes lists the listener volumes of a pod and their Listeners,
@@ -246,7 +251,7 @@ func (r *podReconciler) addressPreference(ctx context.Context, l *v1alpha1.Liste
 	return spec.EffectiveAddressType(), nil
 }
 
-func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec) (ctrl.Result, error) {
+func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, vols []podVolumeListener) (ctrl.Result, error) {
 	name := names.PodListenersName(pod.UID)
 	existing := &v1alpha1.PodListeners{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, existing)
@@ -275,8 +280,9 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get podlisteners %s/%s: %w", pod.Namespace, name, err)
 	}
+	spec, changed := recordAddressChanges(existing.Spec, spec) // addresschange.go
 	if equality.Semantic.DeepEqual(existing.Spec, spec) {
-		return ctrl.Result{}, nil
+		return r.signalAddressChanges(ctx, pod, existing, vols, nil)
 	}
 	updated := existing.DeepCopy()
 	updated.Spec = spec
@@ -287,5 +293,5 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 		}
 		return ctrl.Result{}, fmt.Errorf("update podlisteners %s/%s: %w", pod.Namespace, name, err)
 	}
-	return ctrl.Result{}, nil
+	return r.signalAddressChanges(ctx, pod, updated, vols, changed)
 }
