@@ -200,7 +200,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 	}
 	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
-	st.CertificateSecretName = certificateSecretName(l, class) // certificate.go
+	st = withAddressFeatures(st, l, class) // hostname.go
 	return st, v, takeover
 }
 

@@ -221,12 +221,13 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 		if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil && !apierrors.IsNotFound(err) {
 			return spec, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
 		} else if err == nil {
-			pref, err := r.addressPreference(ctx, l)
+			class, err := r.classSpec(ctx, l)
 			if err != nil {
 				return spec, err
 			}
-			if ing, ok := addresses.NodeIngress(node, pref, l.Status.NodePorts); ok {
-				pl.IngressAddresses = []v1alpha1.ListenerIngress{ing}
+			if ing, ok := addresses.NodeIngress(node, class.EffectiveAddressType(), l.Status.NodePorts); ok {
+				// The class's DNS name first (hostname.go), as in the volume.
+				pl.IngressAddresses = addresses.WithHostname(addresses.Hostname(&class, l.Name, l.Namespace), []v1alpha1.ListenerIngress{ing})
 			}
 		}
 		spec.Listeners[v.volume] = pl
@@ -234,9 +235,9 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 	return spec, nil
 }
 
-// addressPreference is the address type the Listener's class prefers,
-// defaulting as the class does when the class is gone.
-func (r *podReconciler) addressPreference(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.AddressType, error) {
+// classSpec is the spec of the Listener's class; when the class is gone,
+// one with the Listener's published service type and defaults.
+func (r *podReconciler) classSpec(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerClassSpec, error) {
 	spec := v1alpha1.ListenerClassSpec{ServiceType: l.Status.ServiceType}
 	if l.Spec.ClassName != nil {
 		class := &v1alpha1.ListenerClass{}
@@ -245,10 +246,10 @@ func (r *podReconciler) addressPreference(ctx context.Context, l *v1alpha1.Liste
 		case err == nil:
 			spec = class.Spec
 		case !apierrors.IsNotFound(err):
-			return "", fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+			return spec, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 		}
 	}
-	return spec.EffectiveAddressType(), nil
+	return spec, nil
 }
 
 func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, vols []podVolumeListener) (ctrl.Result, error) {

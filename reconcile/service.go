@@ -108,6 +108,7 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 		}
 		metadata["annotations"] = ann
 	}
+	addHostnameAnnotation(metadata, l, class) // hostname.go
 	obj := map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
 	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
