@@ -26,7 +26,8 @@ const EventNodePortsTaken = "NodePortsTaken"
 // requestNodePorts returns a copy of the desired Service want in which each
 // port asks for the node port recorded for its name in recorded, and the
 // names it asked for. Ports without a recorded node port are left to the
-// API server. Only the operator's own record (status.nodePorts) is ever
+// API server, and a node port the desired Service already has (the class's
+// serviceOverrides) is kept. Only the operator's own record (status.nodePorts) is ever
 // passed: a node port is exposure, never taken from a tenant's spec.
 func requestNodePorts(want *unstructured.Unstructured, recorded map[string]int32) (*unstructured.Unstructured, []string) {
 	out := want.DeepCopy()
@@ -36,6 +37,9 @@ func requestNodePorts(want *unstructured.Unstructured, recorded map[string]int32
 		m, ok := p.(map[string]any)
 		if !ok {
 			continue
+		}
+		if _, set := m["nodePort"]; set {
+			continue // the class's serviceOverrides chose it
 		}
 		name, _ := m["name"].(string)
 		if np, ok := recorded[name]; ok && np > 0 {
