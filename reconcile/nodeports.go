@@ -72,9 +72,10 @@ func refusedNodePorts(err error) []int {
 	return idx
 }
 
-// dropNodePorts removes the requested node port of the ports at idx and
-// returns their names.
-func dropNodePorts(want *unstructured.Unstructured, idx []int) []string {
+// dropNodePorts removes the node port of the ports at idx that the operator
+// requested (named in asked) and returns their names; a node port the class
+// set is never dropped.
+func dropNodePorts(want *unstructured.Unstructured, idx []int, asked []string) []string {
 	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
 	var names []string
 	for _, i := range idx {
@@ -82,9 +83,9 @@ func dropNodePorts(want *unstructured.Unstructured, idx []int) []string {
 			continue
 		}
 		if m, ok := ports[i].(map[string]any); ok {
-			if _, had := m["nodePort"]; had {
+			name, _ := m["name"].(string)
+			if _, had := m["nodePort"]; had && slices.Contains(asked, name) {
 				delete(m, "nodePort")
-				name, _ := m["name"].(string)
 				names = append(names, name)
 			}
 		}
@@ -131,7 +132,7 @@ func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha
 			continue
 		}
 		refusals = 0
-		dropped := dropNodePorts(req, idx)
+		dropped := dropNodePorts(req, idx, asked)
 		if len(dropped) == 0 {
 			return nil, err
 		}

@@ -29,8 +29,8 @@ func TestRequestNodePorts(t *testing.T) {
 	if _, ok := orig[0].(map[string]any)["nodePort"]; ok {
 		t.Error("the desired Service was changed in place")
 	}
-	if dropped := dropNodePorts(got, []int{0, 1, 7}); !reflect.DeepEqual(dropped, []string{"http"}) {
-		t.Errorf("dropped %v, want [http]", dropped)
+	if dropped := dropNodePorts(got, []int{0, 1, 2, 7}, asked); !reflect.DeepEqual(dropped, []string{"http"}) {
+		t.Errorf("dropped %v, want [http] (the class's own node port stays)", dropped)
 	}
 	for _, tc := range []struct {
 		spec v1alpha1.ListenerClassSpec
