@@ -97,13 +97,37 @@ func setupCertificateController(mgr ctrl.Manager, opts Options, recorder events.
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerCertificate).
-		// Every update: the addresses are in the status.
-		For(&v1alpha1.Listener{}).
+		// Every update (the addresses are in the status), of the Listeners
+		// that have or had a certificate: the others cost no call to the
+		// API server. A class that stops asking enqueues its Listeners
+		// below.
+		Watches(&v1alpha1.Listener{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			if l, ok := o.(*v1alpha1.Listener); ok && wantsCertificate(ctx, c, l) {
+				return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+			}
+			return nil
+		})).
 		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOfClass(ctx, c, o.GetName())
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// wantsCertificate reports whether the Listener's class asks for a
+// certificate or the Listener published one (its class just stopped).
+func wantsCertificate(ctx context.Context, c client.Reader, l *v1alpha1.Listener) bool {
+	if l.Status.CertificateSecretName != "" {
+		return true
+	}
+	if l.Spec.ClassName == nil {
+		return false
+	}
+	class := &v1alpha1.ListenerClass{}
+	if err := c.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
+		return false
+	}
+	return class.Spec.Certificate != nil
 }
 
 // certificateSecretName is the Secret a Listener of class publishes in
