@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -15,20 +17,20 @@ func withAddressFeatures(st v1alpha1.ListenerStatus, l *v1alpha1.Listener, class
 	return st
 }
 
-// addHostnameAnnotation adds the external-dns hostname annotation to the
-// metadata of a Listener's desired Service when its class publishes a
-// hostname (spec.hostname): after the class's serviceAnnotations, before
-// any override. The same name is published first among the Listener's
-// addresses (addresses.WithHostname).
-func addHostnameAnnotation(metadata map[string]any, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) {
+// addHostnameAnnotation sets the external-dns hostname annotation on a
+// Listener's desired Service when its class publishes a hostname
+// (spec.hostname), after every override: the class decides the name, a
+// Listener's objectOverrides cannot move it elsewhere. The same name is
+// published first among the Listener's addresses (addresses.WithHostname).
+func addHostnameAnnotation(svc *unstructured.Unstructured, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) {
 	host := addresses.Hostname(&class.Spec, l.Name, l.Namespace)
 	if host == "" {
 		return
 	}
-	ann, _ := metadata["annotations"].(map[string]any)
+	ann := svc.GetAnnotations()
 	if ann == nil {
-		ann = map[string]any{}
+		ann = map[string]string{}
 	}
 	ann[v1alpha1.AnnotationExternalDNSHostname] = host
-	metadata["annotations"] = ann
+	svc.SetAnnotations(ann)
 }

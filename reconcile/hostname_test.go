@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -94,4 +95,23 @@ func TestHostnamePublished(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestHostnameBeatsOverrides: a Listener's objectOverrides cannot point the
+// class's DNS name elsewhere.
+func TestHostnameBeatsOverrides(t *testing.T) {
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: v1alpha1.ListenerSpec{
+		Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}},
+		ObjectOverrides: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop","annotations":{"` +
+			v1alpha1.AnnotationExternalDNSHostname + `":"bank.example.com"}}}`)}},
+	}}
+	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "dns"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
+		Hostname: &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.example.com"}}}
+	svc, err := desiredService(l, class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := svc.GetAnnotations()[v1alpha1.AnnotationExternalDNSHostname]; got != "web.shop.example.com" {
+		t.Errorf("annotation %q, want the class's web.shop.example.com", got)
+	}
 }

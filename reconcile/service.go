@@ -108,7 +108,6 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 		}
 		metadata["annotations"] = ann
 	}
-	addHostnameAnnotation(metadata, l, class) // hostname.go
 	obj := map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": spec}
 
 	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
@@ -138,6 +137,7 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 	if err := unstructured.SetNestedSlice(u.Object, []any{ownerRef(l)}, "metadata", "ownerReferences"); err != nil {
 		return nil, fmt.Errorf("set owner of service %s/%s: %w", l.Namespace, svcName, err)
 	}
+	addHostnameAnnotation(u, l, class) // hostname.go
 	sum, err := hashObject(u.Object)
 	if err != nil {
 		return nil, fmt.Errorf("hash service %s/%s: %w", l.Namespace, svcName, err)
