@@ -173,7 +173,7 @@ func desiredCertificate(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, clu
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: l.Namespace,
-			Labels:    map[string]string{LabelName: "listener", LabelInstance: instanceLabel(l.Name, names.ServiceName(l.Name)), LabelManagedBy: v1alpha1.FieldManager},
+			Labels:    map[string]string{LabelName: "listener", LabelInstance: names.ServiceName(l.Name), LabelManagedBy: v1alpha1.FieldManager},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: l.Name, UID: l.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
