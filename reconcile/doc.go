@@ -14,7 +14,7 @@
 //
 // The address features of a class (docs/reconcile.md) hook into these:
 // DNS hostnames (hostname.go), the address-change signal on pods
-// (addresschange.go).
+// (addresschange.go) and sticky node ports (nodeports.go).
 //
 // The decisions (which Service, which addresses, which ports) are plain
 // functions of values; the reconcilers only read the cache, call them, and

@@ -174,7 +174,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if !upToDate {
 		created := svc == nil
 		if created {
-			svc, err = r.createService(ctx, l, want)
+			svc, err = r.createStickyService(ctx, l, class, want) // nodeports.go
 		} else {
 			svc, err = r.applyService(ctx, l, want, svc)
 		}

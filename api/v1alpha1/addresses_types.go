@@ -1,8 +1,8 @@
 package v1alpha1
 
 // Types of the address features of issue 25: certificates that name a
-// Listener's addresses, the address-change signal and DNS hostnames.
-// Every field that uses them is optional: classes and
+// Listener's addresses, the address-change signal, DNS hostnames and
+// sticky node ports. Every field that uses them is optional: classes and
 // Listeners written for the Stackable operator keep their meaning.
 
 // IssuerKind is the kind of a cert-manager issuer.
@@ -84,3 +84,23 @@ const (
 	// a Service to publish a DNS record for it.
 	AnnotationExternalDNSHostname = "external-dns.alpha.kubernetes.io/hostname"
 )
+
+// The node-ports condition on a Listener (sticky node ports).
+const (
+	// ConditionNodePortsKept says whether a Listener's Service, when it was
+	// last created anew, got back the node ports recorded in
+	// status.nodePorts (Status True, reason NodePortsKept) or had to take
+	// new ones because some were taken by another Service or out of the
+	// cluster's range (Status False, reason NodePortsTaken).
+	ConditionNodePortsKept = "NodePortsKept"
+
+	ReasonNodePortsKept  = "NodePortsKept"
+	ReasonNodePortsTaken = "NodePortsTaken"
+)
+
+// HasStickyNodePorts reports whether a Listener's recorded node ports are
+// requested again when its Service is created anew: NodePort classes, unless
+// they opt out with stickyNodePorts: false.
+func (s *ListenerClassSpec) HasStickyNodePorts() bool {
+	return s.ServiceType == ServiceTypeNodePort && (s.StickyNodePorts == nil || *s.StickyNodePorts)
+}

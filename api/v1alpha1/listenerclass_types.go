@@ -112,6 +112,15 @@ type ListenerClassSpec struct {
 	// +optional
 	Hostname *HostnamePolicy `json:"hostname,omitempty"`
 
+	// StickyNodePorts requests the node ports a NodePort Listener recorded
+	// in status.nodePorts again whenever its Service is created anew
+	// (deleted by hand, restored, recreated by a migration), so clients keep
+	// their host:port. Unset means true; false lets the API server pick new
+	// ones. Only what the operator recorded is requested, never a value
+	// from a Listener's spec.
+	// +optional
+	StickyNodePorts *bool `json:"stickyNodePorts,omitempty"`
+
 	// --- end of address features ---
 }
 
@@ -203,6 +212,7 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Release Pinned",type=string,JSONPath=`.spec.pinnedNodeLoss.release`,priority=1
 // +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname.template`,priority=1
 // +kubebuilder:printcolumn:name="Issuer",type=string,JSONPath=`.spec.certificate.issuerRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Sticky Node Ports",type=boolean,JSONPath=`.spec.stickyNodePorts`,priority=1
 // +kubebuilder:printcolumn:name="Restart Pods",type=boolean,JSONPath=`.spec.addressChange.restartPods`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -87,3 +87,46 @@ func TestAddressChangeRestartsReplica(t *testing.T) {
 		t.Errorf("the new lb-0 reads %v, want the new load balancer address 10.88.0.251 and not the old one", files)
 	}
 }
+
+// Issue 25: the Service of a Ready NodePort Listener is deleted; the one
+// made anew has the same node ports, so the pod's host:port still answers
+// and the Listener publishes the same address.
+func TestStickyNodePortsServiceRecreated(t *testing.T) {
+	ctx := t.Context()
+	ensureClass(t, ctx, listenerClass("e2e-nodeport-sticky", v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeNodePort, PreferredAddressType: v1alpha1.PreferredAddressIP,
+	}))
+	ns := namespace(t, ctx, "e2e-sticky")
+	if err := k8s.client.Create(ctx, demoStatefulSet(ns, "hello", "e2e-nodeport-sticky", 1)); err != nil {
+		t.Fatalf("create StatefulSet: %v", err)
+	}
+	podsReady(t, ctx, ns, "hello", 1, podTimeout)
+	addr, port := defaultAddress(t, tree(t, ctx, ns, "hello-0"))
+	answers(t, ctx, addr, port, "hello-0")
+	before := listener(t, ctx, ns, "hello-0").Status.NodePorts
+
+	old := listenerService(t, ctx, ns, "hello-0")
+	if err := k8s.client.Delete(ctx, old); err != nil {
+		t.Fatalf("delete Service: %v", err)
+	}
+	eventually(t, ctx, podTimeout, "the Service made anew", func(ctx context.Context) (bool, string) {
+		var s corev1.Service
+		if err := k8s.client.Get(ctx, client.ObjectKeyFromObject(old), &s); err != nil {
+			return false, err.Error()
+		}
+		return s.UID != old.UID, "still the old Service"
+	})
+	svc := listenerService(t, ctx, ns, "hello-0")
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != before[p.Name] {
+			t.Errorf("new Service port %s has node port %d, want the recorded %d", p.Name, p.NodePort, before[p.Name])
+		}
+	}
+	if l := listener(t, ctx, ns, "hello-0"); !hasIngress(l, addr, port) {
+		t.Errorf("the Listener advertises %+v, want still %s:%s", l.Status.IngressAddresses, addr, port)
+	}
+	if a, p := defaultAddress(t, tree(t, ctx, ns, "hello-0")); a != addr || p != port {
+		t.Errorf("hello-0 reads %s:%s, want still %s:%s", a, p, addr, port)
+	}
+	answers(t, ctx, addr, port, "hello-0")
+}
