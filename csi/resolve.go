@@ -74,7 +74,8 @@ func podAddresses(listener *v1alpha1.Listener, class *v1alpha1.ListenerClass, no
 				"listener %s/%s has no addresses yet: waiting for node %s to report an IP address or hostname in its status",
 				listener.Namespace, listener.Name, node.Name)
 		}
-		return []v1alpha1.ListenerIngress{ing}, nil
+		// The class's DNS name first, as in the Listener's status.
+		return addresses.WithHostname(addresses.Hostname(&class.Spec, listener.Name, listener.Namespace), []v1alpha1.ListenerIngress{ing}), nil
 	}
 	if len(listener.Status.IngressAddresses) == 0 {
 		what := "the reconciler to publish status.ingressAddresses"

@@ -7,7 +7,14 @@
 //     asks for a class its own Listener, owned by the claim;
 //   - the pod controller labels pods for their Listeners' Services and keeps
 //     each pod's PodListeners object;
+//   - the certificate controller keeps a cert-manager Certificate naming
+//     each Listener's addresses when its class asks for one
+//     (certificate.go);
 //   - a start-up task creates the preset ListenerClasses.
+//
+// The address features of a class (docs/reconcile.md) hook into these:
+// DNS hostnames (hostname.go), the address-change signal on pods
+// (addresschange.go) and sticky node ports (nodeports.go).
 //
 // The decisions (which Service, which addresses, which ports) are plain
 // functions of values; the reconcilers only read the cache, call them, and

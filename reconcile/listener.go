@@ -235,7 +235,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if !upToDate {
 		created := svc == nil
 		if created {
-			svc, err = r.createService(ctx, l, want)
+			svc, err = r.createStickyService(ctx, l, class, want) // nodeports.go
 		} else {
 			svc, err = r.applyService(ctx, l, want, svc)
 		}
@@ -272,6 +272,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
 			svcName, class.Name, refused.ToAggregate().Error())}
 	}
+	st = withAddressFeatures(st, l, class) // hostname.go
 	return st, v, takeover
 }
 

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"os/exec"
 	"path/filepath"
+	"strings"
 
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -76,6 +80,12 @@ func runWithManager(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
 		}
 	}()
+	// cert-manager's CRDs (from the module its API types come from), for
+	// the certificate controller, which finds them at its first reconcile.
+	if err := installCertManagerCRDs(e); err != nil {
+		fmt.Fprintf(os.Stderr, "install cert-manager CRDs: %v\n", err)
+		return 1
+	}
 	if os.Getenv("RECONCILE_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
@@ -124,6 +134,24 @@ func runWithManager(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// installCertManagerCRDs installs cert-manager's Certificate and issuer
+// CRDs and registers its types with the environment's scheme.
+func installCertManagerCRDs(e *testenv.Env) error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager").Output()
+	if err != nil {
+		return fmt.Errorf("locate the cert-manager module: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")
+	var paths []string
+	for _, f := range []string{"cert-manager.io_certificates.yaml", "cert-manager.io_issuers.yaml", "cert-manager.io_clusterissuers.yaml"} {
+		paths = append(paths, filepath.Join(dir, f))
+	}
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+		return err
+	}
+	return cmv1.AddToScheme(e.Scheme)
 }
 
 // TestOperatorIdentityIsRestricted makes sure the RBAC check above is not

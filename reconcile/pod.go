@@ -31,12 +31,17 @@ import (
 // podReconciler labels pods for the Services of their Listeners (when the
 // admission webhook could not) and keeps each pod's PodListeners.
 type podReconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
+	client    client.Client
+	recorder  events.EventRecorder
+	evictions evictor // addresschange.go
 }
 
 func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	r := &podReconciler{client: mgr.GetClient(), recorder: recorder}
+	evictions, err := newEvictor(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	r := &podReconciler{client: mgr.GetClient(), recorder: recorder, evictions: evictions}
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerPodListeners).
@@ -104,7 +109,7 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.writePodListeners(ctx, pod, spec)
+	return r.writePodListeners(ctx, pod, spec, vols)
 }
 
 // listenerVolumes lists the listener volumes of a pod and their Listeners,
@@ -223,12 +228,13 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 		if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil && !apierrors.IsNotFound(err) {
 			return spec, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
 		} else if err == nil {
-			pref, err := r.addressPreference(ctx, l)
+			class, err := r.classSpec(ctx, l)
 			if err != nil {
 				return spec, err
 			}
-			if ing, ok := addresses.NodeIngress(node, pref, l.Status.NodePorts); ok {
-				pl.IngressAddresses = []v1alpha1.ListenerIngress{ing}
+			if ing, ok := addresses.NodeIngress(node, class.EffectiveAddressType(), l.Status.NodePorts); ok {
+				// The class's DNS name first (hostname.go), as in the volume.
+				pl.IngressAddresses = addresses.WithHostname(addresses.Hostname(&class, l.Name, l.Namespace), []v1alpha1.ListenerIngress{ing})
 			}
 		}
 		spec.Listeners[v.volume] = pl
@@ -236,9 +242,9 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 	return spec, nil
 }
 
-// addressPreference is the address type the Listener's class prefers,
-// defaulting as the class does when the class is gone.
-func (r *podReconciler) addressPreference(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.AddressType, error) {
+// classSpec is the spec of the Listener's class; when the class is gone,
+// one with the Listener's published service type and defaults.
+func (r *podReconciler) classSpec(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerClassSpec, error) {
 	spec := v1alpha1.ListenerClassSpec{ServiceType: l.Status.ServiceType}
 	if l.Spec.ClassName != nil {
 		class := &v1alpha1.ListenerClass{}
@@ -247,13 +253,13 @@ func (r *podReconciler) addressPreference(ctx context.Context, l *v1alpha1.Liste
 		case err == nil:
 			spec = class.Spec
 		case !apierrors.IsNotFound(err):
-			return "", fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+			return spec, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 		}
 	}
-	return spec.EffectiveAddressType(), nil
+	return spec, nil
 }
 
-func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec) (ctrl.Result, error) {
+func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, vols []podVolumeListener) (ctrl.Result, error) {
 	name := names.PodListenersName(pod.UID)
 	existing := &v1alpha1.PodListeners{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, existing)
@@ -282,8 +288,9 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get podlisteners %s/%s: %w", pod.Namespace, name, err)
 	}
+	spec, changed := recordAddressChanges(existing.Spec, spec) // addresschange.go
 	if equality.Semantic.DeepEqual(existing.Spec, spec) {
-		return ctrl.Result{}, nil
+		return r.signalAddressChanges(ctx, pod, existing, vols, nil)
 	}
 	updated := existing.DeepCopy()
 	updated.Spec = spec
@@ -294,5 +301,5 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 		}
 		return ctrl.Result{}, fmt.Errorf("update podlisteners %s/%s: %w", pod.Namespace, name, err)
 	}
-	return ctrl.Result{}, nil
+	return r.signalAddressChanges(ctx, pod, updated, vols, changed)
 }

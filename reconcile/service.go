@@ -43,6 +43,7 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 		return nil, nil, err
 	}
 	u := res.Service
+	addHostnameAnnotation(u, l, class) // hostname.go
 	sum, err := hashObject(u.Object)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hash service %s/%s: %w", u.GetNamespace(), u.GetName(), err)

@@ -48,6 +48,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := setupPodController(mgr, opts, recorder); err != nil {
 		return fmt.Errorf("set up %s controller: %w", controllerPodListeners, err)
 	}
+	if err := setupCertificateController(mgr, opts, recorder); err != nil {
+		return fmt.Errorf("set up %s controller: %w", controllerCertificate, err)
+	}
 	relabel := &podRelabeler{live: mgr.GetAPIReader(), client: mgr.GetClient(), synced: mgr.GetCache().WaitForCacheSync, interval: opts.PodRelabelInterval}
 	if err := mgr.Add(relabel); err != nil {
 		return fmt.Errorf("add the pod relabel scan: %w", err)

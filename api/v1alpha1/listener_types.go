@@ -110,6 +110,12 @@ type ListenerStatus struct {
 	// +optional
 	NodePorts map[string]int32 `json:"nodePorts,omitempty"`
 
+	// CertificateSecretName is the Secret of the cert-manager Certificate
+	// that names this Listener's addresses, when its class asks for one
+	// (spec.certificate). Pods mount it to serve TLS for those addresses.
+	// +optional
+	CertificateSecretName string `json:"certificateSecretName,omitempty"`
+
 	// Conditions report whether the Listener is served ("Ready").
 	// +listType=map
 	// +listMapKey=type

@@ -105,6 +105,36 @@ type ListenerClassSpec struct {
 	// +kubebuilder:validation:items:MaxLength=330
 	// +optional
 	LockedServiceFields []string `json:"lockedServiceFields,omitempty"`
+
+	// --- address features (see addresses_types.go) ---
+
+	// Certificate keeps a cert-manager Certificate per Listener of the
+	// class that names the Listener's addresses; its Secret is named in the
+	// Listener's status.certificateSecretName.
+	// +optional
+	Certificate *ListenerCertificate `json:"certificate,omitempty"`
+
+	// AddressChange says what happens to running pods whose addresses
+	// changed since they started (default: an event and a record in their
+	// PodListeners only).
+	// +optional
+	AddressChange *AddressChangePolicy `json:"addressChange,omitempty"`
+
+	// Hostname publishes a DNS name per Listener (external-dns annotation
+	// on the Service, first published address).
+	// +optional
+	Hostname *HostnamePolicy `json:"hostname,omitempty"`
+
+	// StickyNodePorts requests the node ports a NodePort Listener recorded
+	// in status.nodePorts again whenever its Service is created anew
+	// (deleted by hand, restored, recreated by a migration), so clients keep
+	// their host:port. Unset means true; false lets the API server pick new
+	// ones. Only what the operator recorded is requested, never a value
+	// from a Listener's spec.
+	// +optional
+	StickyNodePorts *bool `json:"stickyNodePorts,omitempty"`
+
+	// --- end of address features ---
 }
 
 // PinnedNodeRelease says when the operator releases a listener volume from
@@ -194,6 +224,10 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Address Type",type=string,JSONPath=`.spec.preferredAddressType`,priority=1
 // +kubebuilder:printcolumn:name="Release Pinned",type=string,JSONPath=`.spec.pinnedNodeLoss.release`,priority=1
 // +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.spec.lockedServiceFields`,priority=1
+// +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname.template`,priority=1
+// +kubebuilder:printcolumn:name="Issuer",type=string,JSONPath=`.spec.certificate.issuerRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Sticky Node Ports",type=boolean,JSONPath=`.spec.stickyNodePorts`,priority=1
+// +kubebuilder:printcolumn:name="Restart Pods",type=boolean,JSONPath=`.spec.addressChange.restartPods`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ListenerClass is a cluster-wide policy for exposing Listeners.

@@ -23,6 +23,12 @@ type PodListener struct {
 	// IngressAddresses are the addresses this pod advertises for the volume.
 	// +optional
 	IngressAddresses []ListenerIngress `json:"ingressAddresses,omitempty"`
+
+	// AddressesAtStart are the addresses the pod was given when it started,
+	// set only while they differ from ingressAddresses (what it would read
+	// now): the pod keeps advertising them until it restarts.
+	// +optional
+	AddressesAtStart []ListenerIngress `json:"addressesAtStart,omitempty"`
 }
 
 // PodListenersSpec maps the pod's volume names to what they advertise.

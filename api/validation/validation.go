@@ -102,6 +102,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 		errs = append(errs, serviceOverrides(s.ServiceOverrides, s.ServiceType, spec.Child("serviceOverrides"))...)
 	}
 	errs = append(errs, lockedServiceFields(s.LockedServiceFields, spec.Child("lockedServiceFields"))...)
+	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...) // hostname.go
 	return errs
 }
 

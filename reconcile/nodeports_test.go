@@ -1,0 +1,123 @@
+package reconcile
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func TestRequestNodePorts(t *testing.T) {
+	want := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"ports": []any{
+		map[string]any{"name": "http", "port": int64(80)},
+		map[string]any{"name": "admin", "port": int64(81)},
+		map[string]any{"name": "fixed", "port": int64(82), "nodePort": int64(30082)},
+	}}}}
+	got, asked := requestNodePorts(want, map[string]int32{"http": 30080, "gone": 30099, "fixed": 30099})
+	ports, _, _ := unstructured.NestedSlice(got.Object, "spec", "ports")
+	if ports[0].(map[string]any)["nodePort"] != int64(30080) || ports[1].(map[string]any)["nodePort"] != nil || ports[2].(map[string]any)["nodePort"] != int64(30082) || !reflect.DeepEqual(asked, []string{"http"}) {
+		t.Errorf("ports %v, asked %v; want http=30080 requested, admin left to the API server, fixed kept at the class's 30082", ports, asked)
+	}
+	orig, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
+	if _, ok := orig[0].(map[string]any)["nodePort"]; ok {
+		t.Error("the desired Service was changed in place")
+	}
+	if dropped := dropNodePorts(got, []int{0, 1, 2, 7}, asked); !reflect.DeepEqual(dropped, []string{"http"}) {
+		t.Errorf("dropped %v, want [http] (the class's own node port stays)", dropped)
+	}
+	for _, tc := range []struct {
+		spec v1alpha1.ListenerClassSpec
+		want bool
+	}{
+		{v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort}, true},
+		{v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort, StickyNodePorts: ptr.To(false)}, false},
+		{v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeLoadBalancer}, false},
+	} {
+		if got := tc.spec.HasStickyNodePorts(); got != tc.want {
+			t.Errorf("HasStickyNodePorts(%s, sticky %v) = %v, want %v", tc.spec.ServiceType, tc.spec.StickyNodePorts, got, tc.want)
+		}
+	}
+}
+
+// TestStickyNodePorts: the Service of a NodePort Listener is deleted; the
+// one made anew has the same node ports. When one of them was taken in
+// between, the Listener gets a new one, an event and NodePortsKept False.
+func TestStickyNodePorts(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
+	create(t, ctx, c, listener(ns, "np", class.Name, port("http", 80), port("admin", 81)))
+	l := waitStatus(t, ctx, c, ns, "np", func(l *v1alpha1.Listener) error {
+		if len(l.Status.NodePorts) != 2 {
+			return fmt.Errorf("node ports %v", l.Status.NodePorts)
+		}
+		return nil
+	})
+	recorded := l.Status.NodePorts
+	nodePorts := func(s *corev1.Service) map[string]int32 {
+		out := map[string]int32{}
+		for _, p := range s.Spec.Ports {
+			out[p.Name] = p.NodePort
+		}
+		return out
+	}
+	recreated := func(old *corev1.Service) *corev1.Service {
+		t.Helper()
+		if err := c.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		return getService(t, ctx, c, ns, "np", func(s *corev1.Service) error {
+			if s.UID == old.UID {
+				return fmt.Errorf("still the old Service")
+			}
+			return nil
+		})
+	}
+
+	svc := recreated(getService(t, ctx, c, ns, "np", nil))
+	if got := nodePorts(svc); !reflect.DeepEqual(got, recorded) {
+		t.Errorf("recreated Service node ports %v, want the recorded %v", got, recorded)
+	}
+
+	// Another Service takes the http node port while the Listener has none.
+	if err := c.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	thief := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "thief", Namespace: ns}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "thief"},
+		Ports: []corev1.ServicePort{{Name: "x", Port: 80, NodePort: recorded["http"]}},
+	}}
+	// The controller may be quicker than the thief: then it is the thief
+	// that gets refused, and the test says so.
+	if err := c.Create(ctx, thief); err != nil {
+		t.Skipf("the Listener's Service came back before another Service could take its port: %v", err)
+	}
+	svc = getService(t, ctx, c, ns, "np", func(s *corev1.Service) error {
+		if s.UID == svc.UID {
+			return fmt.Errorf("still the old Service")
+		}
+		return nil
+	})
+	got := nodePorts(svc)
+	if got["http"] == recorded["http"] || got["admin"] != recorded["admin"] {
+		t.Errorf("node ports %v; want a new http port (%d is taken) and admin kept at %d", got, recorded["http"], recorded["admin"])
+	}
+	waitEvent(t, ctx, c, ns, "np", EventNodePortsTaken)
+	waitStatus(t, ctx, c, ns, "np", func(l *v1alpha1.Listener) error {
+		cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionNodePortsKept)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonNodePortsTaken {
+			return fmt.Errorf("condition %+v, want NodePortsKept False NodePortsTaken", cond)
+		}
+		if l.Status.NodePorts["http"] != got["http"] {
+			return fmt.Errorf("status node ports %v, want the new %v", l.Status.NodePorts, got)
+		}
+		return nil
+	})
+}
