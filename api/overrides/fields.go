@@ -121,6 +121,13 @@ var ExposureAnnotations = []string{
 	"service.cilium.io/shared",
 	// kube-vip
 	"kube-vip.io/loadbalancerIPs",
+	// external-dns: a DNS name (or the address it points at) is who clients
+	// reach; a tenant could claim any name in a shared zone. A class's
+	// spec.hostname template sets the hostname annotation itself.
+	"external-dns.alpha.kubernetes.io/hostname",
+	"external-dns.alpha.kubernetes.io/internal-hostname",
+	"external-dns.alpha.kubernetes.io/target",
+	"external-dns.alpha.kubernetes.io/access",
 }
 
 // ExposureLabelPrefixes are Service label key prefixes that make a

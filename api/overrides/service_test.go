@@ -121,6 +121,15 @@ func TestService(t *testing.T) {
 					t.Errorf("locked fields changed: labels %v, spec %+v", svc.Labels, svc.Spec)
 				}
 			}},
+		{name: "a DNS name in a shared zone is exposure: a tenant cannot claim one with external-dns",
+			class: clusterInternal(),
+			override: []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"external-dns.alpha.kubernetes.io/hostname":"bank.example.com","external-dns.alpha.kubernetes.io/target":"203.0.113.9"}}}`},
+			refused: []string{"spec.objectOverrides[0].metadata.annotations[external-dns.alpha.kubernetes.io/hostname]", "spec.objectOverrides[0].metadata.annotations[external-dns.alpha.kubernetes.io/target]"},
+			check: func(t *testing.T, svc *corev1.Service) {
+				if len(svc.Annotations) != 0 {
+					t.Errorf("annotations %v, want none (the class sets no hostname)", svc.Annotations)
+				}
+			}},
 		{name: "case 6: Stackable's overrides case, the Listener wins what is not exposure",
 			class: &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "overrides"}, Spec: v1alpha1.ListenerClassSpec{
 				ServiceType:        v1alpha1.ServiceTypeClusterIP,
