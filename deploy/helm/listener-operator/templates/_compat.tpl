@@ -103,7 +103,8 @@ listener-operator.telemetryEnv: the environment of the existing chart's
 telemetry.* that the binary reads (OpenTelemetry's standard variables):
 otelTraceExporter -> OTEL_TRACES_EXPORTER=otlp and
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, otelLogExporter -> OTEL_LOGS_EXPORTER=otlp
-and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT. consoleLog maps to logging.*
+and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (not read by the binary yet:
+docs/telemetry.md). consoleLog maps to logging.*
 (listener-operator.logArgs); fileLog and the exporters' level are not
 supported (README.md, NOTES).
 */}}
