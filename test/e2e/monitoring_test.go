@@ -17,12 +17,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The chart's dashboard against real metrics: Prometheus from Debian's
 // package (make monitoring-tools) scrapes the Helm release's components
-// (Kubernetes service discovery through the test kubeconfig, every pod
-// port named metrics) and the API server (its admission metrics), and
+// (every pod port named metrics, labelled namespace and pod as a
+// ServiceMonitor would; Debian builds Prometheus without Kubernetes service
+// discovery, so the test lists the pods) and the API server (its admission
+// metrics), and
 // every query of the dashboard must return a series. The metrics may be
 // served over HTTPS with Kubernetes authentication and authorization
 // (a bearer token that may get /metrics): the scrape sends a token of a
@@ -115,9 +120,19 @@ func prometheus(t *testing.T, ctx context.Context, ns string) string {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := filepath.Abs(k8s.kubeconfig)
-	if err != nil {
+	var pods corev1.PodList
+	if err := k8s.client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
+	}
+	var targets strings.Builder
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				if port.Name == "metrics" && p.Status.PodIP != "" {
+					fmt.Fprintf(&targets, "  - {targets: [%q], labels: {namespace: %q, pod: %q}}\n", net.JoinHostPort(p.Status.PodIP, fmt.Sprint(port.ContainerPort)), ns, p.Name)
+				}
+			}
+		}
 	}
 	server := strings.TrimSpace(k8s.kubectlOK(t, ctx, "", "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"))
 	u, err := url.Parse(server)
@@ -130,20 +145,13 @@ scrape_configs:
   scheme: %[1]s
   tls_config: {insecure_skip_verify: true}
   authorization: {credentials_file: %[2]s/token}
-  kubernetes_sd_configs:
-  - role: pod
-    kubeconfig_file: %[3]s
-    namespaces: {names: [%[4]s]}
-  relabel_configs:
-  - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
-  - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}
-  - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
-- job_name: apiserver
+  static_configs:
+%[3]s- job_name: apiserver
   scheme: https
   tls_config: {insecure_skip_verify: true}
   authorization: {credentials_file: %[2]s/token}
-  static_configs: [{targets: ["%[5]s"]}]
-`, metricsScheme(t, ctx, ns), dir, kubeconfig, ns, u.Host)
+  static_configs: [{targets: ["%[4]s"]}]
+`, metricsScheme(t, ctx, ns), dir, targets.String(), u.Host)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +264,7 @@ func screenshot(t *testing.T, ctx context.Context, addr, ns, out string) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-		"--window-size=1280,2000", "--virtual-time-budget=15000", "--user-data-dir="+t.TempDir(), "--screenshot="+out,
+		"--window-size=1280,1750", "--virtual-time-budget=15000", "--user-data-dir="+t.TempDir(), "--screenshot="+out,
 		"http://"+addr+"/graph?"+q.Encode())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, b)
