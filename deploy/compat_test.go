@@ -49,8 +49,8 @@ func TestStackableValuesFiles(t *testing.T) {
 				{"registrar (csiNodeDriver.nodeDriverRegistrar.image.tag)", container(t, node, "node-driver-registrar")["image"], "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0"},
 				{"registrar resources", container(t, node, "node-driver-registrar")["resources"].(map[string]any)["limits"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
 				{"provisioner (externalProvisioner.image.tag)", container(t, ctl, "csi-provisioner")["image"], "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0"},
-				{"controller service runs as root, as they asked", securityContext(container(t, ctl, "csi"))["runAsUser"], int64(0)},
-				{"... in a pod that says runAsNonRoot", securityContext(container(t, ctl, "csi"))["runAsNonRoot"], false},
+				{"controller service: their runAsUser: 0 dropped (its socket must be csi-provisioner's)", securityContext(container(t, ctl, "csi"))["runAsUser"], nil},
+				{"... so it runs as the pod's user, like csi-provisioner", podSpec(t, ctl)["securityContext"].(map[string]any)["runAsUser"], int64(65532)},
 				{"node service SELinux", securityContext(container(t, node, "csi"))["seLinuxOptions"], map[string]any{"type": "spc_t"}},
 				{"vendor label", node.GetLabels()["stackable.tech/vendor"], "Stackable"},
 				{"preset", slices.Contains(args(t, container(t, o.get(t, "Deployment", namespace, "listener-operator"), "manager")), "--listener-class-preset=ephemeral-nodes"), true},
@@ -70,7 +70,7 @@ func TestStackableValuesFiles(t *testing.T) {
 				{"controller.resources", container(t, ctl, "csi")["resources"].(map[string]any)["limits"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
 				{"node.driver.resources", container(t, node, "csi")["resources"].(map[string]any)["requests"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
 				{"securityContext on the controller service", securityContext(container(t, ctl, "csi"))["seLinuxOptions"], map[string]any{"type": "spc_t"}},
-				{"... which runs as root, as they asked", securityContext(container(t, ctl, "csi"))["runAsNonRoot"], false},
+				{"... without its runAsUser: 0", securityContext(container(t, ctl, "csi"))["runAsUser"], nil},
 				{"securityContext keeps our hardening", securityContext(container(t, node, "csi"))["readOnlyRootFilesystem"], true},
 				{"the operator stays non-root (operator.* only)", securityContext(container(t, dep, "manager"))["runAsUser"], nil},
 				{"preset", slices.Contains(args(t, container(t, dep, "manager")), "--listener-class-preset=stable-nodes"), true},
@@ -154,7 +154,7 @@ func TestHelmOlderSpellings(t *testing.T) {
 			return check{"podSecurityContext merged into both CSI pods'", []any{podSpec(t, ctl)["securityContext"].(map[string]any)["fsGroup"], podSpec(t, ctl)["securityContext"].(map[string]any)["runAsNonRoot"], podSpec(t, node)["securityContext"].(map[string]any)["fsGroup"]}, []any{int64(7), true, int64(7)}}
 		}},
 		{[]string{"securityContext.runAsUser=1000"}, func(t *testing.T, ctl, node, _ *unstructured.Unstructured) check {
-			return check{"securityContext on both csi containers", []any{securityContext(container(t, ctl, "csi"))["runAsUser"], securityContext(container(t, node, "csi"))["runAsUser"], securityContext(container(t, ctl, "csi"))["runAsNonRoot"]}, []any{int64(1000), int64(1000), nil}}
+			return check{"securityContext on both csi containers, the uid also on csi-provisioner (the socket is 0600)", []any{securityContext(container(t, ctl, "csi"))["runAsUser"], securityContext(container(t, node, "csi"))["runAsUser"], securityContext(container(t, ctl, "csi-provisioner"))["runAsUser"]}, []any{int64(1000), int64(1000), int64(1000)}}
 		}},
 		{[]string{"telemetry.consoleLog.level=TRACE", "telemetry.consoleLog.format=Json"}, func(t *testing.T, _, node, dep *unstructured.Unstructured) check {
 			a := args(t, container(t, dep, "manager"))

@@ -581,7 +581,7 @@ func TestExistingChartValues(t *testing.T) {
 		{"controller service resources", container(t, ctl, "csi")["resources"].(map[string]any)["limits"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
 		{"registrar image", container(t, node, "node-driver-registrar")["image"], "oci.example/sdp/sig-storage/csi-node-driver-registrar:v2.13.0"},
 		{"node service SELinux", container(t, node, "csi")["securityContext"].(map[string]any)["seLinuxOptions"], map[string]any{"type": "spc_t"}},
-		{"controller service as root (their runAsUser: 0)", container(t, ctl, "csi")["securityContext"].(map[string]any)["runAsNonRoot"], false},
+		{"controller service: their runAsUser: 0 dropped", container(t, ctl, "csi")["securityContext"].(map[string]any)["runAsUser"], nil},
 		{"console log level", slices.Contains(args(t, container(t, dep, "manager")), "--zap-log-level=debug"), true},
 		{"console log format", slices.Contains(args(t, container(t, node, "csi")), "--zap-encoder=console"), true},
 		{"trace exporter", envValue(container(t, dep, "manager"), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), "http://otel-collector.monitoring:4317"},

@@ -209,6 +209,12 @@ spec:
 						t.Fatalf("cluster.sh tag-image %s %s: %v\n%s", src, dst, err, out)
 					}
 				}
+				// Whatever happens, the next file starts from no release.
+				t.Cleanup(func() {
+					ctx := context.WithoutCancel(ctx)
+					_, _, _ = k8s.run(ctx, "", "delete", "namespace", "listener-operator-test", "--ignore-not-found", "--wait=true", "--timeout=120s")
+					_, _ = helmCmd(ctx, "uninstall", helmRelease, "-n", helmNamespace, "--ignore-not-found", "--wait")
+				})
 				kubelet, _ := filepath.Abs(filepath.Join(repoRoot, ".work", "cluster", "kubelet"))
 				// Their file as it is; only what is this cluster's, not the
 				// chart's: kubelet's directory, and no cluster DNS.
@@ -268,9 +274,18 @@ func helmTest(t *testing.T, ctx context.Context, release, fullname string) {
 	testNS := fullname + "-test"
 	out, err := helmCmd(ctx, "test", release, "-n", helmNamespace, "--timeout=4m")
 	if err != nil {
-		logs, _, _ := k8s.run(ctx, "", "logs", "-n", testNS, "listener-check")
-		desc, _, _ := k8s.run(ctx, "", "describe", "pod", "-n", testNS, "listener-check")
-		t.Fatalf("helm test: %v\n%s\npod log:\n%s\n%s", err, out, logs, desc)
+		var diag strings.Builder
+		for _, args := range [][]string{
+			{"logs", "-n", testNS, "listener-check"},
+			{"get", "pods,pvc,listeners", "-n", testNS, "-o", "wide"},
+			{"get", "events", "-n", testNS},
+			{"get", "pods", "-n", helmNamespace, "-o", "wide"},
+			{"logs", "-n", helmNamespace, "deploy/listener-operator-csi-controller", "--all-containers", "--tail=20"},
+		} {
+			o, e, _ := k8s.run(ctx, "", args...)
+			fmt.Fprintf(&diag, "$ kubectl %s\n%s%s\n", strings.Join(args, " "), o, e)
+		}
+		t.Fatalf("helm test: %v\n%s\n%s", err, out, diag.String())
 	}
 	if !strings.Contains(out, "listener-check") || !strings.Contains(out, "Succeeded") {
 		t.Errorf("helm test output does not report listener-check Succeeded:\n%s", out)

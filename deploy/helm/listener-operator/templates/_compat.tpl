@@ -72,9 +72,36 @@ root"); the explicit uid wins, as in their chart. Arguments: (list podSC contain
 {{- $_ := set $c.controllerService "resources" (mergeOverwrite (deepCopy $c.controllerService.resources) .) }}
 {{- end }}
 {{- include "listener-operator.legacyPod" (list . $c "controllerService") }}
-{{- include "listener-operator.runAsRootOK" (list (default dict $c.podSecurityContext) (default dict $c.controllerService.securityContext)) }}
+{{- include "listener-operator.sameUser" $c }}
 {{- include "listener-operator.runAsRootOK" (list (default dict $c.podSecurityContext) (default dict $ext.securityContext)) }}
 {{- toYaml $c }}
+{{- end }}
+
+{{/*
+listener-operator.sameUser: the CSI controller's socket (mode 0600) must
+belong to the user csi-provisioner runs as. A uid set for the controller
+service is given to csi-provisioner too (unless it has its own), and uid 0
+is dropped: the CSI controller needs no root here (the existing chart's
+default, runAsUser: 0, was for its binary), and root would have to spread
+to csi-provisioner. Changes the values ($c) in place.
+*/}}
+{{- define "listener-operator.sameUser" -}}
+{{- $sc := default dict .controllerService.securityContext }}
+{{- if and (hasKey $sc "runAsUser") (eq (toString $sc.runAsUser) "0") }}
+{{- $_ := unset $sc "runAsUser" }}
+{{- end }}
+{{- $ext := default dict .externalProvisioner.securityContext }}
+{{- if and (hasKey $sc "runAsUser") (not (hasKey $ext "runAsUser")) }}
+{{- $_ := set $ext "runAsUser" $sc.runAsUser }}
+{{- $_ := set .externalProvisioner "securityContext" $ext }}
+{{- end }}
+{{- end }}
+
+{{/* listener-operator.csiControllerRootDropped: "true" when the values ask for uid 0 in the CSI controller service (NOTES). */}}
+{{- define "listener-operator.csiControllerRootDropped" -}}
+{{- $a := default dict .Values.csiProvisioner.controllerService.securityContext }}
+{{- $b := (include "listener-operator.legacy" (list . "securityContext") | fromYaml).v }}
+{{- if or (eq (toString $a.runAsUser) "0") (eq (toString $b.runAsUser) "0") }}true{{ end }}
 {{- end }}
 
 {{/* listener-operator.csiNodeDriver: the CSI node plugin's values (csiNodeDriver.*) with the older spellings folded in, as YAML. */}}
