@@ -255,8 +255,13 @@ func screenshot(t *testing.T, ctx context.Context, addr, ns, out string) {
 		g := fmt.Sprintf("g%d.", i)
 		q.Set(g+"expr", expr)
 		q.Set(g+"tab", "0")
-		q.Set(g+"range_input", "10m")
+		q.Set(g+"range_input", "2m")
 	}
+	// A picture with lines, not points: some 40 s of samples first.
+	eventually(t, ctx, 2*time.Minute, "40 s of samples for the picture", func(ctx context.Context) (bool, string) {
+		n, err := promQuery(ctx, addr, `count_over_time(up{job="apiserver"}[2m]) >= 20`)
+		return err == nil && n > 0, fmt.Sprint(err)
+	})
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +269,7 @@ func screenshot(t *testing.T, ctx context.Context, addr, ns, out string) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-		"--window-size=1280,1750", "--virtual-time-budget=15000", "--user-data-dir="+t.TempDir(), "--screenshot="+out,
+		"--window-size=1280,2400", "--virtual-time-budget=15000", "--user-data-dir="+t.TempDir(), "--screenshot="+out,
 		"http://"+addr+"/graph?"+q.Encode())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, b)
