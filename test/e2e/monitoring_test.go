@@ -89,15 +89,14 @@ subjects:
 	return strings.TrimSpace(k8s.kubectlOK(t, ctx, "", "create", "token", "e2e-prometheus", "-n", ns, "--duration=1h"))
 }
 
-// metricsScheme says whether the release's metrics endpoints answer plain
+// metricsScheme says whether a metrics endpoint (host:port) answers plain
 // HTTP or HTTPS (a TLS server answers a plain request with 400).
-func metricsScheme(t *testing.T, ctx context.Context, ns string) string {
+func metricsScheme(t *testing.T, ctx context.Context, target string) string {
 	t.Helper()
-	ip := strings.TrimSpace(k8s.kubectlOK(t, ctx, "", "get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=controller", "-o", "jsonpath={.items[0].status.podIP}"))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "8080")+"/metrics", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+"/metrics", nil)
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		t.Fatalf("GET the operator's metrics at %s: %v", ip, err)
+		t.Fatalf("GET the metrics at %s: %v", target, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
@@ -125,14 +124,22 @@ func prometheus(t *testing.T, ctx context.Context, ns string) string {
 		t.Fatal(err)
 	}
 	var targets strings.Builder
+	var first string
 	for _, p := range pods.Items {
 		for _, c := range p.Spec.Containers {
 			for _, port := range c.Ports {
 				if port.Name == "metrics" && p.Status.PodIP != "" {
-					fmt.Fprintf(&targets, "  - {targets: [%q], labels: {namespace: %q, pod: %q}}\n", net.JoinHostPort(p.Status.PodIP, fmt.Sprint(port.ContainerPort)), ns, p.Name)
+					target := net.JoinHostPort(p.Status.PodIP, fmt.Sprint(port.ContainerPort))
+					fmt.Fprintf(&targets, "  - {targets: [%q], labels: {namespace: %q, pod: %q}}\n", target, ns, p.Name)
+					if first == "" {
+						first = target
+					}
 				}
 			}
 		}
+	}
+	if first == "" {
+		t.Fatalf("no pod in %s has a port named metrics", ns)
 	}
 	server := strings.TrimSpace(k8s.kubectlOK(t, ctx, "", "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"))
 	u, err := url.Parse(server)
@@ -151,7 +158,7 @@ scrape_configs:
   tls_config: {insecure_skip_verify: true}
   authorization: {credentials_file: %[2]s/token}
   static_configs: [{targets: ["%[4]s"]}]
-`, metricsScheme(t, ctx, ns), dir, targets.String(), u.Host)
+`, metricsScheme(t, ctx, first), dir, targets.String(), u.Host)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
