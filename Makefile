@@ -59,7 +59,7 @@ verify: generate manifests ## Check that generated files are committed, gofmt an
 ##@ Test
 
 .PHONY: test
-test: k8s-binaries deploy-tools ## Run all tests against a real kube-apiserver built from source.
+test: k8s-binaries deploy-tools monitoring-tools ## Run all tests against a real kube-apiserver built from source.
 	@mkdir -p $(BIN)
 	go test -count=1 -v ./... 2>&1 | tee $(BIN)/test.log | hack/test-summary.sh
 
@@ -90,6 +90,12 @@ $(DEPLOY_TOOLS) &: hack/deploy-tools/go.mod hack/deploy-tools/go.sum
 
 .PHONY: deploy-tools
 deploy-tools: $(DEPLOY_TOOLS) ## Build kustomize and helm into bin/tools.
+
+# promtool checks the chart's alerts (deploy/monitoring_test.go); the e2e
+# test runs prometheus against the cluster and screenshots it with chromium.
+.PHONY: monitoring-tools
+monitoring-tools: ## Install promtool and prometheus (and with CHROMIUM=1 chromium) from Debian's packages, once.
+	@hack/monitoring-tools.sh
 
 HELM_CHART := deploy/helm/listener-operator
 .PHONY: helm-sync
@@ -153,6 +159,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).
 	cd hack/cluster && go test -count=1 ./...
 	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
+	CHROMIUM=1 $(MAKE) --no-print-directory monitoring-tools # prometheus and chromium for TestHelmInstallUpgradeUninstall/monitoring
 	NODES=$(or $(NODES),2) CLUSTER_DOMAIN=$(or $(CLUSTER_DOMAIN),e2e.listeners.test) $(CLUSTER) up
 	$(CLUSTER) deploy
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

@@ -67,13 +67,20 @@ func helmIn(t *testing.T, ns string, values ...string) []byte {
 	return out
 }
 
-// helmTemplate renders the chart and returns helm's error message when it
-// refuses the values.
+// helmTemplate renders the chart (without its `helm test` objects) and
+// returns helm's error message when it refuses the values.
 func helmTemplate(ns string, values ...string) ([]byte, error) {
-	args := []string{"template", "listener-operator", "deploy/helm/listener-operator", "--namespace", ns, "--include-crds"}
+	args := []string{"--skip-tests"}
 	for _, v := range values {
 		args = append(args, "--set", v)
 	}
+	return helmRender(ns, args...)
+}
+
+// helmRender runs `helm template` with more arguments (-f, --set, …); the
+// `helm test` objects are rendered unless they include --skip-tests.
+func helmRender(ns string, more ...string) ([]byte, error) {
+	args := append([]string{"template", "listener-operator", "deploy/helm/listener-operator", "--namespace", ns, "--include-crds"}, more...)
 	cmd := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "tools", "helm"), args...)
 	cmd.Dir = testenv.RepoRoot()
 	var stderr bytes.Buffer

@@ -79,10 +79,10 @@ func TestHelmValues(t *testing.T) {
 		"csiNodeDriver.nodeService.securityContext.seLinuxOptions.type=container_t",
 		"csiNodeDriver.nodeService.extraArgs[0]=--cache-sync-timeout=3m",
 		"csiNodeDriver.nodeService.extraEnv[0].name=Z", "csiNodeDriver.nodeService.extraEnv[0].value=w",
-		"csiNodeDriver.nodeRegistrar.image.repository=mirror.example/registrar",
-		"csiNodeDriver.nodeRegistrar.image.tag=v8",
-		"csiNodeDriver.nodeRegistrar.resources.limits.memory=100Mi",
-		"csiNodeDriver.nodeRegistrar.securityContext.runAsUser=0",
+		"csiNodeDriver.nodeDriverRegistrar.image.repository=mirror.example/registrar",
+		"csiNodeDriver.nodeDriverRegistrar.image.tag=v8",
+		"csiNodeDriver.nodeDriverRegistrar.resources.limits.memory=100Mi",
+		"csiNodeDriver.nodeDriverRegistrar.securityContext.runAsUser=0",
 	))
 	dep := o.get(t, "Deployment", namespace, "listener-operator")
 	pod := podSpec(t, dep)
@@ -512,7 +512,11 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{[]string{"webhook.timeoutSeconds=60"}, "timeoutSeconds"},
 		{[]string{"webhook.port=0"}, "port"},
 		{[]string{"csiNodeDriver.nodeService.resources.limit.memory=1Gi"}, "'limit' not allowed"},
-		{[]string{"telemetry.consoleLog.enabled=true"}, "'telemetry' not allowed"},
+		{[]string{"telemetry.consoleLog.colour=true"}, "'colour' not allowed"},
+		{[]string{"telemetry.consoleLog.format=yaml"}, "format"},
+		{[]string{"maintenance.endOfSupportCheck.enable=false"}, "'enable' not allowed"},
+		{[]string{"monitoring.prometheusRule.for=10 minutes"}, "for"},
+		{[]string{"tests.listenerClass="}, "listenerClass"},
 		{[]string{"operator.replicas=1", "operator.podDisruptionBudget.maxUnavailable=null", "operator.podDisruptionBudget.minAvailable=1"}, "blocks every node drain"},
 		{[]string{"operator.podDisruptionBudget.minAvailable=1"}, "not both"},
 		{[]string{"certMode=cert-manager", "certManager.issuerRef.kind=ClusterIssuer"}, "issuerRef needs a name"},
@@ -669,9 +673,9 @@ func TestHelmLint(t *testing.T) {
 func TestExistingChartValues(t *testing.T) {
 	tool(t, "helm")
 	out, err := exec.Command(filepath.Join(testenv.RepoRoot(), "bin", "tools", "helm"), "template", "listener-operator", filepath.Join(testenv.RepoRoot(), "deploy", "helm", "listener-operator"),
-		"--namespace", namespace, "-f", filepath.Join(testenv.RepoRoot(), "deploy", "testdata", "existing-chart-values.yaml")).CombinedOutput()
+		"--namespace", namespace, "-f", filepath.Join(testenv.RepoRoot(), "deploy", "testdata", "existing-chart-25.11-shape-values.yaml")).CombinedOutput()
 	if err != nil {
-		t.Fatalf("helm template -f existing-chart-values.yaml: %v\n%s", err, out)
+		t.Fatalf("helm template -f existing-chart-25.11-shape-values.yaml: %v\n%s", err, out)
 	}
 	o := parse(t, out)
 	ctl := o.get(t, "Deployment", namespace, "listener-operator-csi-controller")
@@ -692,6 +696,11 @@ func TestExistingChartValues(t *testing.T) {
 		{"controller service resources", container(t, ctl, "csi")["resources"].(map[string]any)["limits"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
 		{"registrar image", container(t, node, "node-driver-registrar")["image"], "oci.example/sdp/sig-storage/csi-node-driver-registrar:v2.13.0"},
 		{"node service SELinux", container(t, node, "csi")["securityContext"].(map[string]any)["seLinuxOptions"], map[string]any{"type": "spc_t"}},
+		{"controller service: their runAsUser: 0 dropped", container(t, ctl, "csi")["securityContext"].(map[string]any)["runAsUser"], nil},
+		{"console log level", slices.Contains(args(t, container(t, dep, "manager")), "--zap-log-level=debug"), true},
+		{"console log format", slices.Contains(args(t, container(t, node, "csi")), "--zap-encoder=console"), true},
+		{"trace exporter", envValue(container(t, dep, "manager"), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), "http://otel-collector.monitoring:4317"},
+		{"log exporter", envValue(container(t, ctl, "csi"), "OTEL_LOGS_EXPORTER"), "otlp"},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

@@ -22,6 +22,8 @@ func commands() map[string]command {
 		"version":    versionCommand(),
 		"controller": controllerCommand(),
 		"csi":        csiCommand(),
+		// helm test (deploy/helm/listener-operator/templates/tests).
+		"check-listener": checkListenerCommand(),
 	}
 }
 

@@ -915,6 +915,21 @@ start_one_node() {
   say "$1 is Ready"
 }
 
+# --- tag-image (chart-ops) ---------------------------------------------------
+# tag_image gives an image every node's containerd has another name, so that
+# a values file naming other registries (the existing chart's, in the Helm
+# e2e test) runs the local images: nothing can be pulled here.
+tag_image() {
+  local src=$1 dst=$2 i
+  require_cluster
+  for i in $(nodes_present); do
+    running "$(node_pid "$i" containerd)" || continue
+    ctr --address "$(node_sock "$i")" -n k8s.io images tag --force "$src" "$dst" >/dev/null ||
+      die "$(node_name "$i") has no image $src (cluster.sh deploy imports it)"
+  done
+}
+# --- end tag-image ------------------------------------------------------------
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
@@ -925,5 +940,6 @@ case "${1:-}" in
   demo) demo ;;
   stop-node) [ -n "${2:-}" ] || die "usage: $0 stop-node listener-node-<i>"; stop_node "$(node_index "$2")"; say "$2 stopped (its Node object stays)" ;;
   start-node) [ -n "${2:-}" ] || die "usage: $0 start-node listener-node-<i>"; start_one_node "$2" ;;
-  *) echo "usage: [NODES=n] $0 up|down|status|images|deploy|undeploy|demo|stop-node <node>|start-node <node>" >&2; exit 2 ;;
+  tag-image) [ -n "${3:-}" ] || die "usage: $0 tag-image <image> <new name>"; tag_image "$2" "$3" ;;
+  *) echo "usage: [NODES=n] $0 up|down|status|images|deploy|undeploy|demo|stop-node <node>|start-node <node>|tag-image <image> <new name>" >&2; exit 2 ;;
 esac

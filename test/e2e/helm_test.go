@@ -54,9 +54,11 @@ func localImages(t *testing.T) []string {
 	return []string{
 		"--set", "csiProvisioner.externalProvisioner.image.repository=localhost/csi-provisioner",
 		"--set", "csiProvisioner.externalProvisioner.image.tag=v6.3.0",
-		"--set", "csiNodeDriver.nodeRegistrar.image.repository=localhost/csi-node-driver-registrar",
-		"--set", "csiNodeDriver.nodeRegistrar.image.tag=dev",
+		"--set", "csiNodeDriver.nodeDriverRegistrar.image.repository=localhost/csi-node-driver-registrar",
+		"--set", "csiNodeDriver.nodeDriverRegistrar.image.tag=dev",
 		"--set", "kubeletDir=" + kubelet,
+		// No cluster DNS here: the helm test's claim uses a NodePort class.
+		"--set", "tests.listenerClass=external-unstable",
 	}
 }
 
@@ -87,7 +89,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	// plugin's privileged pods, then the chart with its defaults.
 	k8s.kubectlOK(t, ctx, "", "create", "namespace", helmNamespace)
 	k8s.kubectlOK(t, ctx, "", "label", "namespace", helmNamespace, "pod-security.kubernetes.io/enforce=privileged")
-	install := append([]string{"install", helmRelease, helmChart, "-n", helmNamespace, "--set", "preset=stable-nodes", "--wait", "--timeout=4m"}, localImages(t)...)
+	install := append([]string{"install", helmRelease, helmChart, "-n", helmNamespace, "--set", "preset=stable-nodes", "--set", "monitoring.dashboard.enabled=true", "--wait", "--timeout=4m"}, localImages(t)...)
 	if out, err := helmCmd(ctx, install...); err != nil {
 		k8s.run(ctx, "", "get", "pods", "-n", helmNamespace, "-o", "wide")
 		t.Fatalf("helm install: %v\n%s", err, out)
@@ -132,6 +134,18 @@ spec:
 	}
 	t.Run("bad claim refused", badClaim)
 
+	// --- chart-ops: helm test, monitoring ---------------------------------
+	t.Run("helm test", func(t *testing.T) { helmTest(t, ctx, helmRelease, "listener-operator") })
+	t.Run("monitoring", func(t *testing.T) {
+		cm := k8s.kubectlOK(t, ctx, "", "get", "configmap", "-n", helmNamespace, "-l", "grafana_dashboard=1", "-o", "name")
+		if strings.TrimSpace(cm) != "configmap/listener-operator-dashboard" {
+			t.Errorf("dashboard ConfigMaps with the sidecar label: %q", cm)
+		}
+		addr := checkDashboardQueries(t, ctx, helmNamespace)
+		screenshot(t, ctx, addr, helmNamespace, filepath.Join(repoRoot, "bin", "prometheus-graph.png"))
+	})
+	// --- end chart-ops ----------------------------------------------------
+
 	t.Run("upgrade with changed values", func(t *testing.T) {
 		upgrade := append([]string{"upgrade", helmRelease, helmChart, "-n", helmNamespace, "--set", "preset=stable-nodes",
 			"--set", "operator.replicas=1", "--set", "logging.level=debug", "--set", "webhook.timeoutSeconds=5",
@@ -169,17 +183,117 @@ spec:
 		if err := k8s.client.List(ctx, &classes); err != nil || len(classes.Items) == 0 {
 			t.Errorf("ListenerClasses after uninstall: %d, %v; documented to stay", len(classes.Items), err)
 		}
-		eventually(t, ctx, 2*time.Minute, "the release's pods gone", func(ctx context.Context) (bool, string) {
-			var pods corev1.PodList
-			if err := k8s.client.List(ctx, &pods, client.InNamespace(helmNamespace)); err != nil {
-				return false, err.Error()
-			}
-			var names []string
-			for _, p := range pods.Items {
-				names = append(names, p.Name)
-			}
-			return len(names) == 0, fmt.Sprint(names)
-		})
+		releasePodsGone(t, ctx)
+	})
+
+	// --- chart-ops: the existing chart's values files ---------------------
+	t.Run("their values", func(t *testing.T) {
+		for _, c := range []struct {
+			file string
+			// The images their file names, from the ones the cluster imported.
+			images map[string]string
+		}{
+			{"stackable-d8f9cf3-values.yaml", map[string]string{
+				"registry.k8s.io/sig-storage/csi-provisioner:v5.3.0":            "localhost/csi-provisioner:v6.3.0",
+				"registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0": "localhost/csi-node-driver-registrar:dev",
+			}},
+			{"stackable-25.7.0-values.yaml", map[string]string{
+				"oci.stackable.tech/sdp/listener-operator:dev":                         "docker.io/library/listener-operator:dev",
+				"oci.stackable.tech/sdp/sig-storage/csi-provisioner:v5.2.0":            "localhost/csi-provisioner:v6.3.0",
+				"oci.stackable.tech/sdp/sig-storage/csi-node-driver-registrar:v2.13.0": "localhost/csi-node-driver-registrar:dev",
+			}},
+		} {
+			t.Run(c.file, func(t *testing.T) {
+				for dst, src := range c.images {
+					if out, err := exec.CommandContext(ctx, clusterSh, "tag-image", src, dst).CombinedOutput(); err != nil {
+						t.Fatalf("cluster.sh tag-image %s %s: %v\n%s", src, dst, err, out)
+					}
+				}
+				// Whatever happens, the next file starts from no release.
+				t.Cleanup(func() {
+					ctx := context.WithoutCancel(ctx)
+					_, _, _ = k8s.run(ctx, "", "delete", "namespace", "listener-operator-test", "--ignore-not-found", "--wait=true", "--timeout=120s")
+					_, _ = helmCmd(ctx, "uninstall", helmRelease, "-n", helmNamespace, "--ignore-not-found", "--wait")
+				})
+				kubelet, _ := filepath.Abs(filepath.Join(repoRoot, ".work", "cluster", "kubelet"))
+				// Their file as it is; only what is this cluster's, not the
+				// chart's: kubelet's directory, and no cluster DNS.
+				out, err := helmCmd(ctx, "install", helmRelease, helmChart, "-n", helmNamespace, "-f", filepath.Join(repoRoot, "deploy", "testdata", c.file),
+					"--set", "kubeletDir="+kubelet, "--set", "tests.listenerClass=external-unstable", "--wait", "--timeout=4m")
+				if err != nil {
+					k8s.run(ctx, "", "get", "pods", "-n", helmNamespace, "-o", "wide")
+					t.Fatalf("helm install -f %s: %v\n%s", c.file, err, out)
+				}
+				if strings.Contains(c.file, "d8f9cf3") && !strings.Contains(out, "maintenance.customResourceDefinitions.maintain=true is ignored") {
+					t.Errorf("NOTES do not say that maintenance.customResourceDefinitions.maintain is ignored:\n%s", out)
+				}
+				// --wait saw every Deployment and DaemonSet ready; check the
+				// pods run the images their file names.
+				images := k8s.kubectlOK(t, ctx, "", "get", "pods", "-n", helmNamespace, "-o", `jsonpath={range .items[*]}{.status.phase} {range .spec.containers[*]}{.image} {end}{"\n"}{end}`)
+				for dst := range c.images {
+					if !strings.Contains(images, dst) {
+						t.Errorf("no pod runs %s:\n%s", dst, images)
+					}
+				}
+				for _, line := range strings.Split(strings.TrimSpace(images), "\n") {
+					if !strings.HasPrefix(line, "Running ") {
+						t.Errorf("pod not running: %s", line)
+					}
+				}
+				helmTest(t, ctx, helmRelease, "listener-operator")
+				if out, err := helmCmd(ctx, "uninstall", helmRelease, "-n", helmNamespace, "--wait"); err != nil {
+					t.Fatalf("helm uninstall: %v\n%s", err, out)
+				}
+				releasePodsGone(t, ctx)
+			})
+		}
+	})
+	// --- end chart-ops ----------------------------------------------------
+}
+
+// releasePodsGone waits until the release's namespace has no pod left.
+func releasePodsGone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	eventually(t, ctx, 2*time.Minute, "the release's pods gone", func(ctx context.Context) (bool, string) {
+		var pods corev1.PodList
+		if err := k8s.client.List(ctx, &pods, client.InNamespace(helmNamespace)); err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return len(names) == 0, fmt.Sprint(names)
+	})
+}
+
+// helmTest runs `helm test` on a release and checks that its pod read the
+// listener volume and reached itself at the address there.
+func helmTest(t *testing.T, ctx context.Context, release, fullname string) {
+	t.Helper()
+	testNS := fullname + "-test"
+	out, err := helmCmd(ctx, "test", release, "-n", helmNamespace, "--timeout=4m")
+	if err != nil {
+		var diag strings.Builder
+		for _, args := range [][]string{
+			{"logs", "-n", testNS, "listener-check"},
+			{"get", "pods,pvc,listeners", "-n", testNS, "-o", "wide"},
+			{"get", "events", "-n", testNS},
+			{"get", "pods", "-n", helmNamespace, "-o", "wide"},
+			{"logs", "-n", helmNamespace, "deploy/listener-operator-csi-controller", "--all-containers", "--tail=20"},
+		} {
+			o, e, _ := k8s.run(ctx, "", args...)
+			fmt.Fprintf(&diag, "$ kubectl %s\n%s%s\n", strings.Join(args, " "), o, e)
+		}
+		t.Fatalf("helm test: %v\n%s\n%s", err, out, diag.String())
+	}
+	if !strings.Contains(out, "listener-check") || !strings.Contains(out, "Succeeded") {
+		t.Errorf("helm test output does not report listener-check Succeeded:\n%s", out)
+	}
+	// Passed: its namespace is gone with the claim and the Listener.
+	eventually(t, ctx, 2*time.Minute, "the test namespace gone", func(ctx context.Context) (bool, string) {
+		o, e, err := k8s.run(ctx, "", "get", "namespace", testNS, "--ignore-not-found", "-o", "name")
+		return err == nil && strings.TrimSpace(o) == "", o + e
 	})
 }
 

@@ -94,12 +94,12 @@ securityContext:
 {{- end }}
 {{- end }}
 
-{{/* Flags every subcommand takes: logging. */}}
+{{/* Flags every subcommand takes: logging (logging.*, else telemetry.consoleLog.*: _compat.tpl). */}}
 {{- define "listener-operator.logArgs" -}}
-{{- with .Values.logging.level }}
+{{- with include "listener-operator.logLevel" . }}
 - --zap-log-level={{ . }}
 {{- end }}
-{{- with .Values.logging.format }}
+{{- with include "listener-operator.logFormat" . }}
 - --zap-encoder={{ . }}
 {{- end }}
 {{- end }}

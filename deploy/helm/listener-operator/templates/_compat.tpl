@@ -1,0 +1,177 @@
+{{/*
+Values of the existing (stackabletech) chart, folded into this chart's.
+
+Their values files install unchanged (deploy/testdata/stackable-*.yaml):
+- since their 25.11: csiNodeDriver.nodeDriverRegistrar (the name here too;
+  csiNodeDriver.nodeRegistrar, this chart's first spelling, stays an alias);
+- their 25.7 shape, which their 25.11 split (their CHANGELOG, #334), mapped
+  the way they mapped it: controller.resources -> csiProvisioner.controllerService,
+  csiProvisioner.image/resources -> csiProvisioner.externalProvisioner,
+  csiNodeDriverRegistrar -> csiNodeDriver.nodeDriverRegistrar,
+  node.driver -> csiNodeDriver.nodeService, and the top-level podAnnotations,
+  podSecurityContext, securityContext, nodeSelector, tolerations, affinity
+  to both CSI workloads (their only pods). The operator's own Deployment
+  (webhooks, reconcilers) is new here and takes only operator.*.
+An older spelling, when set, is merged over the newer one as if it had
+been written there (maps deep-merged, lists replaced).
+*/}}
+
+{{/* listener-operator.legacy returns a top-level key of the 25.7 shape, or an empty dict. Arguments: (list $ "key"). */}}
+{{- define "listener-operator.legacy" -}}
+{{- $v := get (index . 0).Values (index . 1) }}
+{{- if $v }}{{ toYaml (dict "v" $v) }}{{ else }}{{ toYaml (dict "v" dict) }}{{ end }}
+{{- end }}
+
+{{/*
+listener-operator.runAsRootOK: a container that asks for uid 0 (their
+values: securityContext.runAsUser: 0) in a pod that says runAsNonRoot
+would never start ("container has runAsNonRoot and image will run as
+root"); the explicit uid wins, as in their chart. Arguments: (list podSC containerSC).
+*/}}
+{{- define "listener-operator.runAsRootOK" -}}
+{{- $pod := index . 0 }}{{ $c := index . 1 }}
+{{- if and $pod.runAsNonRoot (hasKey $c "runAsUser") (eq (toString $c.runAsUser) "0") (not (hasKey $c "runAsNonRoot")) }}
+{{- $_ := set $c "runAsNonRoot" false }}
+{{- end }}
+{{- end }}
+
+{{/* listener-operator.legacyPod folds the 25.7 pod-level keys into a component's values ($c, changed in place). Arguments: (list $ $c "containerKey"). */}}
+{{- define "listener-operator.legacyPod" -}}
+{{- $root := index . 0 }}{{ $c := index . 1 }}{{ $ctr := index $c (index . 2) }}
+{{- range $k := list "podAnnotations" "podSecurityContext" "nodeSelector" }}
+{{- $old := (include "listener-operator.legacy" (list $root $k) | fromYaml).v }}
+{{- if $old }}
+{{- $_ := set $c $k (mergeOverwrite (deepCopy (default dict (get $c $k))) $old) }}
+{{- end }}
+{{- end }}
+{{- range $k := list "tolerations" "affinity" }}
+{{- $old := (include "listener-operator.legacy" (list $root $k) | fromYaml).v }}
+{{- if $old }}
+{{- $_ := set $c $k $old }}
+{{- end }}
+{{- end }}
+{{- $sc := (include "listener-operator.legacy" (list $root "securityContext") | fromYaml).v }}
+{{- if $sc }}
+{{- $_ := set $ctr "securityContext" (mergeOverwrite (deepCopy (default dict $ctr.securityContext)) $sc) }}
+{{- end }}
+{{- end }}
+
+{{/* listener-operator.csiProvisioner: the CSI controller's values (csiProvisioner.*) with the older spellings folded in, as YAML. */}}
+{{- define "listener-operator.csiProvisioner" -}}
+{{- $c := deepCopy .Values.csiProvisioner }}
+{{- $ext := $c.externalProvisioner }}
+{{- with $c.image }}
+{{- $_ := set $ext "image" (mergeOverwrite (deepCopy $ext.image) .) }}
+{{- end }}
+{{- with $c.resources }}
+{{- $_ := set $ext "resources" (mergeOverwrite (deepCopy $ext.resources) .) }}
+{{- end }}
+{{- $_ := unset $c "image" }}{{ $_ := unset $c "resources" }}
+{{- $old := (include "listener-operator.legacy" (list . "controller") | fromYaml).v }}
+{{- with $old.resources }}
+{{- $_ := set $c.controllerService "resources" (mergeOverwrite (deepCopy $c.controllerService.resources) .) }}
+{{- end }}
+{{- include "listener-operator.legacyPod" (list . $c "controllerService") }}
+{{- include "listener-operator.sameUser" $c }}
+{{- include "listener-operator.runAsRootOK" (list (default dict $c.podSecurityContext) (default dict $ext.securityContext)) }}
+{{- toYaml $c }}
+{{- end }}
+
+{{/*
+listener-operator.sameUser: the CSI controller's socket (mode 0600) must
+belong to the user csi-provisioner runs as. A uid set for the controller
+service is given to csi-provisioner too (unless it has its own), and uid 0
+is dropped: the CSI controller needs no root here (the existing chart's
+default, runAsUser: 0, was for its binary), and root would have to spread
+to csi-provisioner. Changes the values ($c) in place.
+*/}}
+{{- define "listener-operator.sameUser" -}}
+{{- $sc := default dict .controllerService.securityContext }}
+{{- if and (hasKey $sc "runAsUser") (eq (toString $sc.runAsUser) "0") }}
+{{- $_ := unset $sc "runAsUser" }}
+{{- end }}
+{{- $ext := default dict .externalProvisioner.securityContext }}
+{{- if and (hasKey $sc "runAsUser") (not (hasKey $ext "runAsUser")) }}
+{{- $_ := set $ext "runAsUser" $sc.runAsUser }}
+{{- $_ := set .externalProvisioner "securityContext" $ext }}
+{{- end }}
+{{- end }}
+
+{{/* listener-operator.csiControllerRootDropped: "true" when the values ask for uid 0 in the CSI controller service (NOTES). */}}
+{{- define "listener-operator.csiControllerRootDropped" -}}
+{{- $a := default dict .Values.csiProvisioner.controllerService.securityContext }}
+{{- $b := (include "listener-operator.legacy" (list . "securityContext") | fromYaml).v }}
+{{- if or (eq (toString $a.runAsUser) "0") (eq (toString $b.runAsUser) "0") }}true{{ end }}
+{{- end }}
+
+{{/* listener-operator.csiNodeDriver: the CSI node plugin's values (csiNodeDriver.*) with the older spellings folded in, as YAML. */}}
+{{- define "listener-operator.csiNodeDriver" -}}
+{{- $c := deepCopy .Values.csiNodeDriver }}
+{{- $reg := $c.nodeDriverRegistrar }}
+{{- with $c.nodeRegistrar }}
+{{- $reg = mergeOverwrite $reg (deepCopy .) }}
+{{- end }}
+{{- with (include "listener-operator.legacy" (list . "csiNodeDriverRegistrar") | fromYaml).v }}
+{{- $reg = mergeOverwrite $reg . }}
+{{- end }}
+{{- $_ := set $c "nodeDriverRegistrar" $reg }}{{ $_ := unset $c "nodeRegistrar" }}
+{{- $old := (include "listener-operator.legacy" (list . "node") | fromYaml).v }}
+{{- if and $old $old.driver $old.driver.resources }}
+{{- $_ := set $c.nodeService "resources" (mergeOverwrite (deepCopy $c.nodeService.resources) $old.driver.resources) }}
+{{- end }}
+{{- include "listener-operator.legacyPod" (list . $c "nodeService") }}
+{{- include "listener-operator.runAsRootOK" (list (default dict $c.podSecurityContext) (default dict $c.nodeService.securityContext)) }}
+{{- include "listener-operator.runAsRootOK" (list (default dict $c.podSecurityContext) (default dict $reg.securityContext)) }}
+{{- toYaml $c }}
+{{- end }}
+
+{{/*
+listener-operator.telemetryEnv: the environment of the existing chart's
+telemetry.* that the binary reads (OpenTelemetry's standard variables):
+otelTraceExporter -> OTEL_TRACES_EXPORTER=otlp and
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, otelLogExporter -> OTEL_LOGS_EXPORTER=otlp
+and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (not read by the binary yet:
+docs/telemetry.md). consoleLog maps to logging.*
+(listener-operator.logArgs); fileLog and the exporters' level are not
+supported (README.md, NOTES).
+*/}}
+{{- define "listener-operator.telemetryEnv" -}}
+{{- $t := default dict .Values.telemetry }}
+{{- $tr := default dict $t.otelTraceExporter }}
+{{- if $tr.enabled }}
+- name: OTEL_TRACES_EXPORTER
+  value: otlp
+{{- with $tr.endpoint }}
+- name: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- $lg := default dict $t.otelLogExporter }}
+{{- if $lg.enabled }}
+- name: OTEL_LOGS_EXPORTER
+  value: otlp
+{{- with $lg.endpoint }}
+- name: OTEL_EXPORTER_OTLP_LOGS_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+listener-operator.logLevel / logFormat: logging.level and logging.format,
+else the existing chart's telemetry.consoleLog.level and .format (their
+levels: trace, debug, info, warn, error; formats: Plain, Json).
+*/}}
+{{- define "listener-operator.logLevel" -}}
+{{- $c := default dict (default dict .Values.telemetry).consoleLog }}
+{{- if not (kindIs "invalid" .Values.logging.level) }}{{ if ne (toString .Values.logging.level) "" }}{{ .Values.logging.level }}{{ end }}{{ end }}
+{{- if and (or (kindIs "invalid" .Values.logging.level) (eq (toString .Values.logging.level) "")) $c.level }}
+{{- get (dict "trace" "2" "debug" "debug" "info" "info" "warn" "info" "warning" "info" "error" "error") (lower $c.level) }}
+{{- end }}
+{{- end }}
+{{- define "listener-operator.logFormat" -}}
+{{- $c := default dict (default dict .Values.telemetry).consoleLog }}
+{{- if .Values.logging.format }}{{ .Values.logging.format }}
+{{- else if $c.format }}{{ get (dict "plain" "console" "json" "json") (lower $c.format) }}
+{{- end }}
+{{- end }}
