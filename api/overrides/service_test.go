@@ -122,9 +122,9 @@ func TestService(t *testing.T) {
 				}
 			}},
 		{name: "a DNS name in a shared zone is exposure: a tenant cannot claim one with external-dns",
-			class: clusterInternal(),
+			class:    clusterInternal(),
 			override: []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"external-dns.alpha.kubernetes.io/hostname":"bank.example.com","external-dns.alpha.kubernetes.io/target":"203.0.113.9"}}}`},
-			refused: []string{"spec.objectOverrides[0].metadata.annotations[external-dns.alpha.kubernetes.io/hostname]", "spec.objectOverrides[0].metadata.annotations[external-dns.alpha.kubernetes.io/target]"},
+			refused:  []string{"spec.objectOverrides[0].metadata.annotations[external-dns.alpha.kubernetes.io/hostname]", "spec.objectOverrides[0].metadata.annotations[external-dns.alpha.kubernetes.io/target]"},
 			check: func(t *testing.T, svc *corev1.Service) {
 				if len(svc.Annotations) != 0 {
 					t.Errorf("annotations %v, want none (the class sets no hostname)", svc.Annotations)
