@@ -38,6 +38,12 @@ type Options struct {
 	// NodeName is the Kubernetes node this node plugin runs on; required
 	// with Node.
 	NodeName string
+	// SealVolumes mounts every published volume as its own tmpfs, capped
+	// at VolumeSizeLimit bytes and VolumeInodeLimit entries (noexec,
+	// nosuid, nodev), so a pod cannot fill the node's disk through it. It
+	// needs CAP_SYS_ADMIN and Bidirectional mount propagation of kubelet's
+	// pods directory. Off, trees are plain directories on the node's disk.
+	SealVolumes bool
 	// DriverName defaults to v1alpha1.DriverName.
 	DriverName string
 	// Version is reported by GetPluginInfo.
@@ -63,6 +69,8 @@ type Options struct {
 type Server struct {
 	opts Options
 	grpc *grpc.Server
+	// node is the node service, if served.
+	node *nodeServer
 }
 
 // NewServer checks opts and registers the requested services.
@@ -94,7 +102,8 @@ func NewServer(opts Options) (*Server, error) {
 		csi.RegisterControllerServer(s.grpc, &controllerServer{driver: opts.DriverName, reader: opts.Reader, live: opts.Live})
 	}
 	if opts.Node {
-		csi.RegisterNodeServer(s.grpc, &nodeServer{nodeName: opts.NodeName, reader: opts.Reader, live: opts.Live})
+		s.node = &nodeServer{nodeName: opts.NodeName, reader: opts.Reader, live: opts.Live, seal: opts.SealVolumes}
+		csi.RegisterNodeServer(s.grpc, s.node)
 	}
 	return s, nil
 }

@@ -29,7 +29,9 @@ type csiOptions struct {
 	cacheSyncLimit time.Duration
 	// maxListenerWatches bounds the node plugin's per-Listener watches.
 	maxListenerWatches int
-	zap                zap.Options
+	// sealVolumes mounts each published volume as a capped tmpfs.
+	sealVolumes bool
+	zap         zap.Options
 }
 
 func (o *csiOptions) addFlags(fs *flag.FlagSet) {
@@ -39,6 +41,7 @@ func (o *csiOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" disables it.")
 	fs.DurationVar(&o.cacheSyncLimit, "cache-sync-timeout", 2*time.Minute, "How long to wait for the first list of watched objects before giving up.")
 	fs.IntVar(&o.maxListenerWatches, "max-listener-watches", 1024, "Node: the most Listeners watched at once (one watch per Listener a volume on this node publishes); beyond it each publish reads its Listener live.")
+	fs.BoolVar(&o.sealVolumes, "seal-volumes", true, "Node: mount every published volume as its own tmpfs (1 MiB, 1000 entries, noexec,nosuid,nodev), so a pod cannot fill the node's disk through it; needs CAP_SYS_ADMIN and Bidirectional mount propagation. false writes plain directories on the node's disk.")
 	o.zap.BindFlags(fs)
 }
 
@@ -111,14 +114,15 @@ func (o *csiOptions) run(ctx context.Context) error {
 		reader = scope
 	}
 	srv, err := csi.NewServer(csi.Options{
-		Controller: !node,
-		Node:       node,
-		NodeName:   o.nodeName,
-		Version:    version.Version,
-		Reader:     reader,
-		Live:       live,
-		Log:        log,
-		Metrics:    m,
+		Controller:  !node,
+		Node:        node,
+		NodeName:    o.nodeName,
+		SealVolumes: node && o.sealVolumes,
+		Version:     version.Version,
+		Reader:      reader,
+		Live:        live,
+		Log:         log,
+		Metrics:     m,
 	})
 	if err != nil {
 		return err
@@ -157,6 +161,9 @@ func (o *csiOptions) run(ctx context.Context) error {
 		}
 		log.Info("serving CSI", "mode", o.mode, "endpoint", o.endpoint, "node", o.nodeName, "version", version.String())
 		health.Serving()
+		// Only with a synced cache: an empty pod list would make every
+		// sealed volume look stale.
+		g.Go(func() error { return srv.RunStaleMountSweeper(ctx) })
 		return srv.Serve(ctx, lis)
 	})
 	return g.Wait()
