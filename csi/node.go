@@ -29,6 +29,11 @@ type nodeServer struct {
 	// seal mounts a capped tmpfs on every target (see tmpfs.go); off, the
 	// tree is written into a plain directory on the node's disk.
 	seal bool
+	// podsDirs are kubelet's pods directories seen in publish targets:
+	// where the stale-mount sweep looks (nothing is swept before kubelet
+	// has published a volume here, which it does for every volume after
+	// a restart).
+	podsDirs podsDirs
 	// targets serializes calls on the same target path (kubelet does not
 	// overlap them, but a retry racing a slow call must not interleave two
 	// symlink swaps); striped so memory stays bounded.
@@ -220,6 +225,9 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 // over it now would hide nothing from the running pod, which keeps seeing
 // the directory, and would stop its updates.
 func (s *nodeServer) publish(ctx context.Context, target string, readOnly bool, addrs []v1alpha1.ListenerIngress) (changed bool, err error) {
+	if dir, ok := podsDirOf(target); ok {
+		s.podsDirs.add(dir)
+	}
 	state, mountedRO, err := inspectTarget(target)
 	if err != nil {
 		return false, err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -42,7 +44,9 @@ func staleMounts(mounts []sealedMount, live, suspects sets.Set[string]) (stale [
 // plugin uninstalled and installed again, a pod directory removed by
 // hand) would otherwise keep its tmpfs mounted, and its memory, until the
 // node reboots. A mount is stale once its pod is not on this node in two
-// sweeps in a row. It does nothing for a server without sealed volumes.
+// sweeps in a row. It looks only under the kubelet pods directories that
+// publish targets were in, and does nothing for a server without sealed
+// volumes.
 func (s *Server) RunStaleMountSweeper(ctx context.Context) error {
 	if s.node == nil || !s.node.seal {
 		return nil
@@ -52,10 +56,15 @@ func (s *Server) RunStaleMountSweeper(ctx context.Context) error {
 	t := time.NewTicker(staleMountSweepInterval)
 	defer t.Stop()
 	for {
-		var err error
-		if suspects, err = s.node.sweepStaleMounts(ctx, log, "/", suspects); err != nil {
-			log.Error(err, "look for stale sealed volumes")
+		next := sets.New[string]()
+		for _, dir := range s.node.podsDirs.list() {
+			found, err := s.node.sweepStaleMounts(ctx, log, dir, suspects)
+			if err != nil {
+				log.Error(err, "look for stale sealed volumes", "podsDir", dir)
+			}
+			next = next.Union(found)
 		}
+		suspects = next
 		select {
 		case <-ctx.Done():
 			return nil
@@ -100,4 +109,30 @@ func (s *nodeServer) sweepStaleMounts(ctx context.Context, log logr.Logger, unde
 		log.Info("unmounted a sealed volume whose pod is gone", "targetPath", m.Target, "podUID", m.PodUID)
 	}
 	return next, errors.Join(errs...)
+}
+
+// maxPodsDirs bounds the pods directories remembered: a node has one
+// kubelet, so more than one only comes from tests or a moved kubelet root.
+const maxPodsDirs = 4
+
+// podsDirs is the set of kubelet pods directories seen, safe for
+// concurrent use.
+type podsDirs struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+func (p *podsDirs) add(dir string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if slices.Contains(p.dirs, dir) || len(p.dirs) >= maxPodsDirs {
+		return
+	}
+	p.dirs = append(p.dirs, dir)
+}
+
+func (p *podsDirs) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.dirs)
 }

@@ -197,12 +197,23 @@ func sealedMounts(mountinfo io.Reader, under string) ([]sealedMount, error) {
 // podOfTarget returns the pod UID of a kubelet CSI publish target
 // (…/pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount).
 func podOfTarget(target string) (string, bool) {
+	uid, _, ok := splitTarget(target)
+	return uid, ok
+}
+
+// podsDirOf returns kubelet's pods directory (…/pods) of a publish target.
+func podsDirOf(target string) (string, bool) {
+	_, dir, ok := splitTarget(target)
+	return dir, ok
+}
+
+func splitTarget(target string) (uid, podsDir string, ok bool) {
 	parts := strings.Split(filepath.Clean(target), "/")
 	n := len(parts)
-	if n < 6 || parts[n-1] != "mount" || parts[n-3] != "kubernetes.io~csi" || parts[n-4] != "volumes" || parts[n-6] != "pods" || parts[n-5] == "" {
-		return "", false
+	if n < 7 || parts[n-1] != "mount" || parts[n-3] != "kubernetes.io~csi" || parts[n-4] != "volumes" || parts[n-6] != "pods" || parts[n-5] == "" || parts[n-2] == "" {
+		return "", "", false
 	}
-	return parts[n-5], true
+	return parts[n-5], strings.Join(parts[:n-5], "/"), true
 }
 
 // unescapeMountinfo undoes the kernel's octal escapes (\040 for a space,

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/listener-operator/listener-operator/csi"
+	"github.com/listener-operator/listener-operator/csi/nodecaps"
 	"github.com/listener-operator/listener-operator/internal/version"
 )
 
@@ -31,7 +32,9 @@ type csiOptions struct {
 	maxListenerWatches int
 	// sealVolumes mounts each published volume as a capped tmpfs.
 	sealVolumes bool
-	zap         zap.Options
+	// dropCapabilities keeps only what the node plugin needs.
+	dropCapabilities bool
+	zap              zap.Options
 }
 
 func (o *csiOptions) addFlags(fs *flag.FlagSet) {
@@ -42,6 +45,7 @@ func (o *csiOptions) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.cacheSyncLimit, "cache-sync-timeout", 2*time.Minute, "How long to wait for the first list of watched objects before giving up.")
 	fs.IntVar(&o.maxListenerWatches, "max-listener-watches", 1024, "Node: the most Listeners watched at once (one watch per Listener a volume on this node publishes); beyond it each publish reads its Listener live.")
 	fs.BoolVar(&o.sealVolumes, "seal-volumes", true, "Node: mount every published volume as its own tmpfs (1 MiB, 1000 entries, noexec,nosuid,nodev), so a pod cannot fill the node's disk through it; needs CAP_SYS_ADMIN and Bidirectional mount propagation. false writes plain directories on the node's disk.")
+	fs.BoolVar(&o.dropCapabilities, "drop-capabilities", true, "Node: at start, drop every capability but CAP_SYS_ADMIN (with --seal-volumes; none without) and set no_new_privs. The DaemonSet must be privileged for Bidirectional mount propagation, which grants every capability: this takes them back.")
 	o.zap.BindFlags(fs)
 }
 
@@ -78,6 +82,15 @@ func (o *csiOptions) run(ctx context.Context) error {
 	}
 	log := ctrl.Log.WithName("csi")
 	node := o.mode == "node"
+	if node && o.dropCapabilities {
+		var keep []uintptr
+		if o.sealVolumes {
+			keep = append(keep, nodecaps.SysAdmin)
+		}
+		if err := nodecaps.KeepOnly(keep...); err != nil {
+			return fmt.Errorf("drop capabilities (--drop-capabilities=false keeps them): %w", err)
+		}
+	}
 	cacheOpts := csi.CacheOptions{Controller: !node}
 	if node {
 		cacheOpts.NodeName = o.nodeName
