@@ -18,15 +18,14 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// The reads the driver makes; `make manifests` turns these into the
-// listener-operator-csi ClusterRole. Pods and Nodes are watched by the node
-// plugin's cache (scoped to its own node), PersistentVolumes by the
-// controller's; claims are only read one at a time.
+// The reads the CSI controller makes; `make manifests` turns these into
+// the listener-operator-csi ClusterRole. Listeners and PersistentVolumes
+// are watched by the controller's cache (cluster-wide: it serves every
+// claim), claims are only read one at a time. The node plugin's role is
+// generated from package noderbac.
 //
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners;listenerclasses,verbs=get;list;watch
 
 // Options configure a Server.
