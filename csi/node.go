@@ -10,6 +10,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -276,7 +277,11 @@ func (s *nodeServer) publish(ctx context.Context, target string, readOnly bool, 
 			}
 		}()
 	}
-	return addresstree.Write(target, addrs)
+	changed, err = addresstree.Write(target, addrs)
+	if errors.Is(err, unix.ENOSPC) && state == targetSealed {
+		err = fmt.Errorf("the volume is full (a sealed volume holds %d KiB and %d entries; what the pod wrote into it stays until the pod goes): %w", VolumeSizeLimit>>10, VolumeInodeLimit, err)
+	}
+	return changed, err
 }
 
 // NodeUnpublishVolume unmounts the volume and removes the target; a target
