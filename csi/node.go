@@ -263,22 +263,37 @@ func (s *nodeServer) publish(ctx context.Context, target string, readOnly bool, 
 			logr.FromContextOrDiscard(ctx).V(1).Info("target holds a tree published before volumes were sealed: it stays a plain directory until its pod goes", "targetPath", target)
 		}
 	}
-	if state == targetSealed && mountedRO {
+	if state != targetSealed {
+		return addresstree.Write(target, addrs)
+	}
+	if mountedRO && !readOnly {
 		if err := remountSealed(target, false); err != nil {
 			return false, err
 		}
+		mountedRO = false
 	}
-	if state == targetSealed && readOnly {
+	if readOnly {
 		// Sealed again whatever the write does: kubelet makes the pod's
 		// own mount read-only too.
 		defer func() {
-			if roErr := remountSealed(target, true); roErr != nil && err == nil {
-				err = roErr
+			if !mountedRO {
+				if roErr := remountSealed(target, true); roErr != nil && err == nil {
+					err = roErr
+				}
 			}
 		}()
 	}
 	changed, err = addresstree.Write(target, addrs)
-	if errors.Is(err, unix.ENOSPC) && state == targetSealed {
+	if errors.Is(err, unix.EROFS) && mountedRO {
+		// A read-only volume whose tree changed: writable only while
+		// it is written (an unchanged tree is only read and compared).
+		if err := remountSealed(target, false); err != nil {
+			return false, err
+		}
+		mountedRO = false
+		changed, err = addresstree.Write(target, addrs)
+	}
+	if errors.Is(err, unix.ENOSPC) {
 		err = fmt.Errorf("the volume is full (a sealed volume holds %d KiB and %d entries; what the pod wrote into it stays until the pod goes): %w", VolumeSizeLimit>>10, VolumeInodeLimit, err)
 	}
 	return changed, err
