@@ -414,3 +414,30 @@ func TestStaleMountSweepUnmountsGonePods(t *testing.T) {
 		t.Errorf("the running pod's volume has %d mounts, want 1", n)
 	}
 }
+
+// TestSealedVolumeFullStopsOnlyItsOwnUpdates: a pod that filled its volume
+// keeps its last tree; a changed Listener cannot be published into it, and
+// the publish says why.
+func TestSealedVolumeFullStopsOnlyItsOwnUpdates(t *testing.T) {
+	requireRoot(t)
+	f := newFixture(t)
+	d := f.startDriver(Options{NodeName: f.node, SealVolumes: true})
+	l := f.listener("web", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
+		{Address: "old.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 8080}},
+	}})
+	vctx := f.volumeContext("web", "web")
+	target := sealedTarget(t)
+	if err := publishRO(d, "vol-web", target, vctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fill(target, 1, 2<<20); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("filling the volume: %v, want ENOSPC", err)
+	}
+	f.setStatus(l, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
+		{Address: "new.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 8080}},
+	}})
+	wantCode(t, publishRO(d, "vol-web", target, vctx, false), codes.Internal, "the volume is full")
+	if got := readFile(t, filepath.Join(target, "default-address/address")); got != "old.example.com" {
+		t.Errorf("default-address/address = %q, want the last tree's", got)
+	}
+}
