@@ -38,8 +38,7 @@ func TestSealedVolumeCapsWhatAPodWrites(t *testing.T) {
 	var fillers []filler
 	for i, n := range nodes {
 		name := fmt.Sprintf("filler-%d", i+1)
-		p := faultPod(ns, name, e2eClusterIPClass, corev1.RestartPolicyAlways)
-		p.Spec.NodeName = n.Name
+		p := onNode(faultPod(ns, name, e2eClusterIPClass, corev1.RestartPolicyAlways), n.Name)
 		if err := k8s.client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -85,8 +84,7 @@ echo "used-kib=$(du -sk . | cut -f1)"`
 
 		// A neighbour on the same node starts and reads its tree.
 		neighbour := f.name + "-neighbour"
-		p := faultPod(ns, neighbour, e2eClusterIPClass, corev1.RestartPolicyAlways)
-		p.Spec.NodeName = f.node
+		p := onNode(faultPod(ns, neighbour, e2eClusterIPClass, corev1.RestartPolicyAlways), f.node)
 		if err := k8s.client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -111,6 +109,18 @@ echo "used-kib=$(du -sk . | cut -f1)"`
 			return !ok, m
 		})
 	}
+}
+
+// onNode pins p to a node through the scheduler (node affinity on
+// metadata.name): a listener claim binds once the scheduler picked the
+// node (WaitForFirstConsumer), which a pod with spec.nodeName skips.
+func onNode(p *corev1.Pod, node string) *corev1.Pod {
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+	return p
 }
 
 // nodePluginRestarts is the node plugin containers' restart count by node.
