@@ -37,8 +37,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations f
 	@# as different service accounts, each with only the verbs its code uses.
 	@pkgs=$$(for d in reconcile webhooks certs; do grep -rlqs '+kubebuilder:rbac' --include='*.go' $$d && printf './%s/...;' $$d; done); \
 	  if [ -n "$$pkgs" ]; then $(CONTROLLER_GEN) rbac:roleName=listener-operator paths="$${pkgs%;}" output:rbac:artifacts:config=config/rbac; fi
-	@if grep -rlqs '+kubebuilder:rbac' --include='*.go' csi; then \
-	  $(CONTROLLER_GEN) rbac:roleName=listener-operator-csi paths=./csi/... output:rbac:artifacts:config=config/csi/rbac; fi
+	@# The CSI controller (package csi) and the node plugin (csi/noderbac)
+	@# get a ClusterRole each.
+	@if grep -lqs '+kubebuilder:rbac' csi/*.go; then \
+	  $(CONTROLLER_GEN) rbac:roleName=listener-operator-csi paths=./csi output:rbac:artifacts:config=config/csi/rbac; fi
+	@if grep -rlqs '+kubebuilder:rbac' --include='*.go' csi/noderbac; then \
+	  $(CONTROLLER_GEN) rbac:roleName=listener-operator-csi-node paths=./csi/noderbac output:rbac:stdout > config/csi/rbac/node_role.yaml; fi
 	@if grep -rlqs '+kubebuilder:webhook' --include='*.go' webhooks; then \
 	  $(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook; fi
 	@$(MAKE) --no-print-directory helm-sync
@@ -105,6 +109,7 @@ helm-sync: $(DEPLOY_TOOLS) ## Copy the generated CRDs, RBAC and webhook configur
 	@$(TOOLS_BIN)/kustomize build config/webhook > $(HELM_CHART)/files/webhooks.yaml
 	@cp config/rbac/role.yaml $(HELM_CHART)/files/role.yaml
 	@cp config/csi/rbac/role.yaml $(HELM_CHART)/files/csi-role.yaml
+	@cp config/csi/rbac/node_role.yaml $(HELM_CHART)/files/csi-node-role.yaml
 	@cp config/csi/rbac/provisioner_role.yaml $(HELM_CHART)/files/csi-provisioner-role.yaml
 	@{ cat config/csi/csidriver.yaml; echo ---; cat config/csi/storageclass.yaml; } > $(HELM_CHART)/files/csi-driver.yaml
 

@@ -27,46 +27,69 @@ import (
 // caches (the driver reads Pod, Listener, ListenerClass and Node from its
 // informers) and the atomic write of the tree. It reports the median and
 // 99th percentile latency per call next to the mean.
+//
+// plain writes the tree into a directory on the node's disk (before
+// sealed volumes, --seal-volumes=false); sealed first mounts the volume's
+// own tmpfs (the default; needs root, skipped otherwise).
 func BenchmarkNodePublishVolume(b *testing.B) {
 	f := newFixture(b)
-	d := f.startDriver(Options{NodeName: f.node})
-	ports := map[string]int32{"kafka": 9092, "metrics": 9606, "jmx": 9999}
+	ports := map[string]int32{"http": 8080, "kafka": 9092, "metrics": 9606, "jmx": 9999} // http: the fixture Listener's own port
 	f.listener("cluster", f.clusterIP, v1alpha1.ListenerStatus{IngressAddresses: []v1alpha1.ListenerIngress{
 		{Address: "cluster." + f.ns + ".svc.cluster.local", AddressType: v1alpha1.AddressTypeHostname, Ports: ports},
 	}})
-	f.listener("nodeport", f.nodePort, v1alpha1.ListenerStatus{NodePorts: map[string]int32{"kafka": 30092, "metrics": 30606, "jmx": 30999}})
-	for _, name := range []string{"cluster", "nodeport"} {
-		// first: a pod starts (a fresh target, the tree written from
-		// scratch). again: kubelet republishes an unchanged volume.
-		for _, mode := range []string{"first", "again"} {
-			b.Run(name+"/"+mode, func(b *testing.B) {
-				dir := b.TempDir()
-				req := &csi.NodePublishVolumeRequest{
-					VolumeId:         "pvc-" + name,
-					TargetPath:       filepath.Join(dir, "mount"),
-					VolumeCapability: mountCap(),
-					VolumeContext:    f.volumeContext(name, name),
-				}
-				ctx := context.Background()
-				if _, err := d.node.NodePublishVolume(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-				var took []time.Duration
-				b.ReportAllocs()
-				for i := 0; b.Loop(); i++ {
-					if mode == "first" {
-						req.TargetPath = filepath.Join(dir, strconv.Itoa(i))
+	f.listener("nodeport", f.nodePort, v1alpha1.ListenerStatus{NodePorts: map[string]int32{"http": 30080, "kafka": 30092, "metrics": 30606, "jmx": 30999}})
+	drivers := map[string]*driver{
+		"plain":  f.startDriver(Options{NodeName: f.node}),
+		"sealed": f.startDriver(Options{NodeName: f.node, SealVolumes: true}),
+	}
+	for _, vol := range []string{"plain", "sealed"} {
+		d := drivers[vol]
+		for _, name := range []string{"cluster", "nodeport"} {
+			// first: a pod starts (a fresh target, the tree written from
+			// scratch). again: kubelet republishes an unchanged volume.
+			for _, mode := range []string{"first", "again"} {
+				b.Run(vol+"/"+name+"/"+mode, func(b *testing.B) {
+					if vol == "sealed" {
+						requireRoot(b)
 					}
-					start := time.Now()
+					dir := b.TempDir()
+					var targets []string
+					b.Cleanup(func() { // before TempDir's removal
+						for _, target := range targets {
+							if err := unmountSealed(target); err != nil {
+								b.Error(err)
+							}
+						}
+					})
+					req := &csi.NodePublishVolumeRequest{
+						VolumeId:         "pvc-" + name,
+						TargetPath:       filepath.Join(dir, "mount"),
+						VolumeCapability: mountCap(),
+						VolumeContext:    f.volumeContext(name, name),
+					}
+					targets = append(targets, req.TargetPath)
+					ctx := context.Background()
 					if _, err := d.node.NodePublishVolume(ctx, req); err != nil {
 						b.Fatal(err)
 					}
-					took = append(took, time.Since(start))
-				}
-				slices.Sort(took)
-				b.ReportMetric(float64(percentile(took, 50).Microseconds()), "p50-µs")
-				b.ReportMetric(float64(percentile(took, 99).Microseconds()), "p99-µs")
-			})
+					var took []time.Duration
+					b.ReportAllocs()
+					for i := 0; b.Loop(); i++ {
+						if mode == "first" {
+							req.TargetPath = filepath.Join(dir, strconv.Itoa(i))
+							targets = append(targets, req.TargetPath)
+						}
+						start := time.Now()
+						if _, err := d.node.NodePublishVolume(ctx, req); err != nil {
+							b.Fatal(err)
+						}
+						took = append(took, time.Since(start))
+					}
+					slices.Sort(took)
+					b.ReportMetric(float64(percentile(took, 50).Microseconds()), "p50-µs")
+					b.ReportMetric(float64(percentile(took, 99).Microseconds()), "p99-µs")
+				})
+			}
 		}
 	}
 }

@@ -2,7 +2,8 @@
 // no data: provisioning it resolves which ListenerClass the claim uses (and,
 // for pinned NodePort classes, ties the volume to the node the scheduler
 // picked), and publishing it writes the addresses the pod is reachable on
-// into the pod's volume directory (see package addresstree).
+// into the pod's volume, a small tmpfs of its own that the node plugin
+// mounts (a sealed volume: tmpfs.go; see package addresstree for the tree).
 //
 // One small struct serves each CSI service (identity, controller, node);
 // Server puts the ones a process needs on one gRPC server, with a logging

@@ -95,12 +95,12 @@ type nodePlugin struct {
 
 func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *nodePlugin {
 	t.Helper()
-	return startScoped(t, nodeName, opts, false)
+	return startScoped(t, nodeName, opts, false, false)
 }
 
 // startScoped is startNodePlugin, also serving the controller service
 // (its cache then watches Listeners and PersistentVolumes) if controller.
-func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, controller bool) *nodePlugin {
+func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, controller, seal bool) *nodePlugin {
 	t.Helper()
 	e := testenv.Require(t, env)
 	calls := &apiCounter{}
@@ -128,7 +128,7 @@ func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, contr
 	}
 	scopeDone := make(chan error, 1)
 	go func() { scopeDone <- scope.Start(ctx) }()
-	srv, err := NewServer(Options{Node: true, Controller: controller, NodeName: nodeName, Reader: scope, Live: live, Log: testr.New(t)})
+	srv, err := NewServer(Options{Node: true, Controller: controller, NodeName: nodeName, Reader: scope, Live: live, Log: testr.New(t), SealVolumes: seal})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ type driver struct {
 	socket     string
 	metrics    *prometheus.Registry
 	cache      cache.Cache
+	server     *Server
 }
 
 // startDriver serves both services on a fresh Unix socket until the test
@@ -123,6 +124,7 @@ func startDriver(t testing.TB, opts Options) *driver {
 		socket:     socket,
 		metrics:    reg,
 		cache:      c,
+		server:     srv,
 	}
 }
 

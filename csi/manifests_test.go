@@ -101,4 +101,19 @@ func TestManifests(t *testing.T) {
 	if a := args(daemons.Spec.Template.Spec, "csi"); !slices.Contains(a, "--mode=node") {
 		t.Errorf("node args %v lack --mode=node", a)
 	}
+	// Sealed volumes: the node plugin mounts a tmpfs per volume that kubelet
+	// and the pod must see.
+	for _, c := range daemons.Spec.Template.Spec.Containers {
+		if c.Name != "csi" {
+			continue
+		}
+		if sc := c.SecurityContext; sc == nil || sc.Privileged == nil || !*sc.Privileged {
+			t.Errorf("node plugin securityContext %+v: want privileged (Bidirectional mount propagation)", sc)
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == "pods-dir" && (m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional) {
+				t.Errorf("node plugin mounts kubelet's pods directory with propagation %v, want Bidirectional", m.MountPropagation)
+			}
+		}
+	}
 }

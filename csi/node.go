@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"os"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +27,14 @@ type nodeServer struct {
 	nodeName string
 	reader   client.Reader
 	live     client.Reader
+	// seal mounts a capped tmpfs on every target (see tmpfs.go); off, the
+	// tree is written into a plain directory on the node's disk.
+	seal bool
+	// podsDirs are kubelet's pods directories seen in publish targets:
+	// where the stale-mount sweep looks (nothing is swept before kubelet
+	// has published a volume here, which it does for every volume after
+	// a restart).
+	podsDirs podsDirs
 	// targets serializes calls on the same target path (kubelet does not
 	// overlap them, but a retry racing a slow call must not interleave two
 	// symlink swaps); striped so memory stays bounded.
@@ -81,22 +89,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	}
 
 	defer s.lock(target)()
-	// kubelet creates the parent; the target itself is ours to create, and
-	// to remove again if this first publish fails (a republish keeps the
-	// previous tree, which the atomic write leaves intact on failure).
-	if _, statErr := os.Lstat(target); errors.Is(statErr, fs.ErrNotExist) {
-		if err := os.Mkdir(target, 0o755); err != nil {
-			return nil, status.Errorf(codes.Internal, "create target path %s: %v", target, err)
-		}
-		defer func() {
-			if err != nil {
-				if rmErr := addresstree.Remove(target); rmErr != nil {
-					logr.FromContextOrDiscard(ctx).Error(rmErr, "clean up after a failed publish", "targetPath", target)
-				}
-			}
-		}()
-	}
-	changed, err := addresstree.Write(target, addrs)
+	changed, err := s.publish(ctx, target, req.GetReadonly(), addrs)
 	if err != nil {
 		if errors.Is(err, addresstree.ErrInvalid) {
 			return nil, status.Errorf(codes.InvalidArgument, "refusing to publish volume %s: %v", req.GetVolumeId(), err)
@@ -224,8 +217,90 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 	}, nil
 }
 
-// NodeUnpublishVolume removes the tree; a target that is already gone is
-// fine (kubelet retries after crashes).
+// publish writes addrs into target, creating and (sealed) mounting it
+// first if needed. kubelet creates the parent; the target itself is ours
+// to create, and to remove again if this first publish fails (a republish
+// keeps the previous tree, which the atomic write leaves intact on
+// failure). A target that already holds a plain tree (published before
+// this node plugin sealed volumes) stays plain until its pod goes: a mount
+// over it now would hide nothing from the running pod, which keeps seeing
+// the directory, and would stop its updates.
+func (s *nodeServer) publish(ctx context.Context, target string, readOnly bool, addrs []v1alpha1.ListenerIngress) (changed bool, err error) {
+	if dir, ok := podsDirOf(target); ok {
+		s.podsDirs.add(dir)
+	}
+	state, mountedRO, err := inspectTarget(target)
+	if err != nil {
+		return false, err
+	}
+	if state == targetForeign {
+		return false, fmt.Errorf("target %s is a mount point of something other than a listener volume", target)
+	}
+	if state == targetMissing {
+		if err := os.Mkdir(target, 0o755); err != nil {
+			return false, fmt.Errorf("create target path %s: %w", target, err)
+		}
+		defer func() {
+			if err != nil {
+				if rmErr := removeTarget(target); rmErr != nil {
+					logr.FromContextOrDiscard(ctx).Error(rmErr, "clean up after a failed publish", "targetPath", target)
+				}
+			}
+		}()
+		state = targetPlain // empty: sealed below
+	}
+	if s.seal && state != targetSealed {
+		empty, err := isEmptyDir(target)
+		if err != nil {
+			return false, fmt.Errorf("inspect target %s: %w", target, err)
+		}
+		if empty {
+			if err := mountSealed(target); err != nil {
+				return false, err
+			}
+			state = targetSealed
+		} else {
+			logr.FromContextOrDiscard(ctx).V(1).Info("target holds a tree published before volumes were sealed: it stays a plain directory until its pod goes", "targetPath", target)
+		}
+	}
+	if state != targetSealed {
+		return addresstree.Write(target, addrs)
+	}
+	if mountedRO && !readOnly {
+		if err := remountSealed(target, false); err != nil {
+			return false, err
+		}
+		mountedRO = false
+	}
+	if readOnly {
+		// Sealed again whatever the write does: kubelet makes the pod's
+		// own mount read-only too.
+		defer func() {
+			if !mountedRO {
+				if roErr := remountSealed(target, true); roErr != nil && err == nil {
+					err = roErr
+				}
+			}
+		}()
+	}
+	changed, err = addresstree.Write(target, addrs)
+	if errors.Is(err, unix.EROFS) && mountedRO {
+		// A read-only volume whose tree changed: writable only while
+		// it is written (an unchanged tree is only read and compared).
+		if err := remountSealed(target, false); err != nil {
+			return false, err
+		}
+		mountedRO = false
+		changed, err = addresstree.Write(target, addrs)
+	}
+	if errors.Is(err, unix.ENOSPC) {
+		err = fmt.Errorf("the volume is full (a sealed volume holds %d KiB and %d entries; what the pod wrote into it stays until the pod goes): %w", VolumeSizeLimit>>10, VolumeInodeLimit, err)
+	}
+	return changed, err
+}
+
+// NodeUnpublishVolume unmounts the volume and removes the target; a target
+// that is already gone is fine (kubelet retries after crashes).
 func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	switch {
 	case req.GetVolumeId() == "":
@@ -234,7 +309,7 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 		return nil, status.Error(codes.InvalidArgument, "target path is required")
 	}
 	defer s.lock(req.GetTargetPath())()
-	if err := addresstree.Remove(req.GetTargetPath()); err != nil {
+	if err := removeTarget(req.GetTargetPath()); err != nil {
 		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", req.GetVolumeId(), err)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil

@@ -114,7 +114,7 @@ func apiError(ctx context.Context, err error, notFound codes.Code, what string) 
 	case apierrors.IsNotFound(err):
 		return status.Errorf(notFound, "%s not found", what)
 	case apierrors.IsForbidden(err):
-		return status.Errorf(codes.PermissionDenied, "read %s: %v (does the driver's service account have the listener-operator-csi ClusterRole?)", what, err)
+		return status.Errorf(codes.PermissionDenied, "read %s: %v (does the driver's service account have its ClusterRole: listener-operator-csi for the controller, listener-operator-csi-node for the node plugin?)", what, err)
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
 		return status.Errorf(codes.Canceled, "read %s: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:

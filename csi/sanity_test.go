@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -42,7 +43,8 @@ func TestSanity(t *testing.T) {
 	f.listener(names.ClaimListenerName(claim.Name), f.nodePort, v1alpha1.ListenerStatus{
 		NodePorts: map[string]int32{"http": 30080},
 	})
-	d := startScoped(t, f.node, ListenerScopeOptions{}, true)
+	// Sealed volumes (tmpfs mounts) as in a cluster, where the test may mount.
+	d := startScoped(t, f.node, ListenerScopeOptions{}, true, os.Geteuid() == 0)
 	// The PersistentVolumes the provisioner side creates are awaited in the
 	// driver's cache before csi-sanity's next call (ValidateVolumeCapabilities
 	// looks the volume up there), as csi-provisioner's own cache lag is not

@@ -18,15 +18,14 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// The reads the driver makes; `make manifests` turns these into the
-// listener-operator-csi ClusterRole. Pods and Nodes are watched by the node
-// plugin's cache (scoped to its own node), PersistentVolumes by the
-// controller's; claims are only read one at a time.
+// The reads the CSI controller makes; `make manifests` turns these into
+// the listener-operator-csi ClusterRole. Listeners and PersistentVolumes
+// are watched by the controller's cache (cluster-wide: it serves every
+// claim), claims are only read one at a time. The node plugin's role is
+// generated from package noderbac.
 //
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners;listenerclasses,verbs=get;list;watch
 
 // Options configure a Server.
@@ -38,6 +37,12 @@ type Options struct {
 	// NodeName is the Kubernetes node this node plugin runs on; required
 	// with Node.
 	NodeName string
+	// SealVolumes mounts every published volume as its own tmpfs, capped
+	// at VolumeSizeLimit bytes and VolumeInodeLimit entries (noexec,
+	// nosuid, nodev), so a pod cannot fill the node's disk through it. It
+	// needs CAP_SYS_ADMIN and Bidirectional mount propagation of kubelet's
+	// pods directory. Off, trees are plain directories on the node's disk.
+	SealVolumes bool
 	// DriverName defaults to v1alpha1.DriverName.
 	DriverName string
 	// Version is reported by GetPluginInfo.
@@ -66,6 +71,8 @@ type Options struct {
 type Server struct {
 	opts Options
 	grpc *grpc.Server
+	// node is the node service, if served.
+	node *nodeServer
 }
 
 // NewServer checks opts and registers the requested services.
@@ -100,7 +107,8 @@ func NewServer(opts Options) (*Server, error) {
 		csi.RegisterControllerServer(s.grpc, &controllerServer{driver: opts.DriverName, reader: opts.Reader, live: opts.Live})
 	}
 	if opts.Node {
-		csi.RegisterNodeServer(s.grpc, &nodeServer{nodeName: opts.NodeName, reader: opts.Reader, live: opts.Live})
+		s.node = &nodeServer{nodeName: opts.NodeName, reader: opts.Reader, live: opts.Live, seal: opts.SealVolumes}
+		csi.RegisterNodeServer(s.grpc, s.node)
 	}
 	return s, nil
 }

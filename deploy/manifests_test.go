@@ -330,6 +330,7 @@ func TestHelmChartCopiesMatchConfig(t *testing.T) {
 		"files/webhooks.yaml":             kustomize(t, "config/webhook"),
 		"files/role.yaml":                 read("config/rbac/role.yaml"),
 		"files/csi-role.yaml":             read("config/csi/rbac/role.yaml"),
+		"files/csi-node-role.yaml":        read("config/csi/rbac/node_role.yaml"),
 		"files/csi-provisioner-role.yaml": read("config/csi/rbac/provisioner_role.yaml"),
 		"files/csi-driver.yaml":           append(append(read("config/csi/csidriver.yaml"), "---\n"...), read("config/csi/storageclass.yaml")...),
 	}

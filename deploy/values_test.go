@@ -183,13 +183,14 @@ func TestHelmValues(t *testing.T) {
 	if sa := slice(t, crb.Object, "subjects")[0].(map[string]any)["name"]; sa != "lo-operator" {
 		t.Errorf("ClusterRoleBinding binds %v, want the custom service account", sa)
 	}
-	csiCRB := o.get(t, "ClusterRoleBinding", "", "listener-operator-csi")
-	var bound []string
-	for _, s := range slice(t, csiCRB.Object, "subjects") {
-		bound = append(bound, s.(map[string]any)["name"].(string))
-	}
-	if !reflect.DeepEqual(bound, []string{"lo-csi-ctl", "lo-csi-node"}) {
-		t.Errorf("CSI ClusterRoleBinding binds %v, want the custom CSI service accounts", bound)
+	for crb, want := range map[string][]string{"listener-operator-csi": {"lo-csi-ctl"}, "listener-operator-csi-node": {"lo-csi-node"}} {
+		var bound []string
+		for _, s := range slice(t, o.get(t, "ClusterRoleBinding", "", crb).Object, "subjects") {
+			bound = append(bound, s.(map[string]any)["name"].(string))
+		}
+		if !reflect.DeepEqual(bound, want) {
+			t.Errorf("ClusterRoleBinding %s binds %v, want %v", crb, bound, want)
+		}
 	}
 	serving := parse(t, helm(t, "certMode=cert-manager", "kubernetesClusterDomain=corp.example")).get(t, "Certificate", namespace, "listener-operator-serving-cert")
 	if dns, _, _ := unstructured.NestedStringSlice(serving.Object, "spec", "dnsNames"); !slices.Contains(dns, "listener-operator-webhook."+namespace+".svc.corp.example") {

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/listener-operator/listener-operator/csi"
+	"github.com/listener-operator/listener-operator/csi/nodecaps"
 	"github.com/listener-operator/listener-operator/internal/version"
 )
 
@@ -32,7 +33,11 @@ type csiOptions struct {
 	cacheSyncLimit time.Duration
 	// maxListenerWatches bounds the node plugin's per-Listener watches.
 	maxListenerWatches int
-	zap                zap.Options
+	// sealVolumes mounts each published volume as a capped tmpfs.
+	sealVolumes bool
+	// dropCapabilities keeps only what the node plugin needs.
+	dropCapabilities bool
+	zap              zap.Options
 }
 
 func (o *csiOptions) addFlags(fs *flag.FlagSet) {
@@ -43,6 +48,8 @@ func (o *csiOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz (the liveness probe: CSI Probe over the driver's socket), plain HTTP; \"0\" disables it.")
 	fs.DurationVar(&o.cacheSyncLimit, "cache-sync-timeout", 2*time.Minute, "How long to wait for the first list of watched objects before giving up.")
 	fs.IntVar(&o.maxListenerWatches, "max-listener-watches", 1024, "Node: the most Listeners watched at once (one watch per Listener a volume on this node publishes); beyond it each publish reads its Listener live.")
+	fs.BoolVar(&o.sealVolumes, "seal-volumes", true, "Node: mount every published volume as its own tmpfs (1 MiB, 1000 entries, noexec,nosuid,nodev), so a pod cannot fill the node's disk through it; needs CAP_SYS_ADMIN and Bidirectional mount propagation. false writes plain directories on the node's disk.")
+	fs.BoolVar(&o.dropCapabilities, "drop-capabilities", true, "Node: at start, drop every capability but CAP_SYS_ADMIN (with --seal-volumes; none without) and set no_new_privs. The DaemonSet must be privileged for Bidirectional mount propagation, which grants every capability: this takes them back.")
 	o.zap.BindFlags(fs)
 }
 
@@ -84,6 +91,15 @@ func (o *csiOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer stopTracing()
+	if node && o.dropCapabilities {
+		var keep []uintptr
+		if o.sealVolumes {
+			keep = append(keep, nodecaps.SysAdmin)
+		}
+		if err := nodecaps.KeepOnly(keep...); err != nil {
+			return fmt.Errorf("drop capabilities (--drop-capabilities=false keeps them): %w", err)
+		}
+	}
 	cacheOpts := csi.CacheOptions{Controller: !node}
 	if node {
 		cacheOpts.NodeName = o.nodeName
@@ -120,15 +136,16 @@ func (o *csiOptions) run(ctx context.Context) error {
 		reader = scope
 	}
 	srv, err := csi.NewServer(csi.Options{
-		Controller: !node,
-		Node:       node,
-		NodeName:   o.nodeName,
-		Version:    version.Version,
-		Reader:     reader,
-		Live:       live,
-		Log:        log,
-		Metrics:    m,
-		Tracing:    tracing.UnaryServerInterceptor(),
+		Controller:  !node,
+		Node:        node,
+		NodeName:    o.nodeName,
+		SealVolumes: node && o.sealVolumes,
+		Version:     version.Version,
+		Reader:      reader,
+		Live:        live,
+		Log:         log,
+		Metrics:     m,
+		Tracing:     tracing.UnaryServerInterceptor(),
 	})
 	if err != nil {
 		return err
@@ -171,6 +188,9 @@ func (o *csiOptions) run(ctx context.Context) error {
 		}
 		log.Info("serving CSI", "mode", o.mode, "endpoint", o.endpoint, "node", o.nodeName, "version", version.String())
 		health.Serving()
+		// Only with a synced cache: an empty pod list would make every
+		// sealed volume look stale.
+		g.Go(func() error { return srv.RunStaleMountSweeper(ctx) })
 		return srv.Serve(ctx, lis)
 	})
 	return g.Wait()

@@ -62,7 +62,9 @@ func TestCSICommandServesNodeService(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"csi", "--mode=node", "--node-name=worker-1", "--csi-endpoint=unix://" + socket, "--metrics-bind-address=127.0.0.1:0"}, &stdout, &stderr)
+		done <- run(ctx, []string{"csi", "--mode=node", "--node-name=worker-1", "--csi-endpoint=unix://" + socket, "--metrics-bind-address=127.0.0.1:0",
+			// In-process: the test binary keeps its capabilities.
+			"--drop-capabilities=false"}, &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

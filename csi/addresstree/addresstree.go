@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ const (
 	dataLink    = "..data"
 	dataLinkTmp = "..data_tmp"
 	genPrefix   = ".."
+
+	// staleBatch is how many entries of the target's top directory are
+	// read at a time while looking for old generations.
+	staleBatch = 128
 
 	dirMode  fs.FileMode = 0o755
 	fileMode fs.FileMode = 0o644
@@ -191,7 +196,10 @@ func desiredTree(addrs []v1alpha1.ListenerIngress) map[string]entry {
 
 // current reports whether the tree under root is exactly want: the
 // visible links in place and the generation behind ..data holding want's
-// files and links and nothing else.
+// files and links and nothing else. The volume is the pod's, so the walk is
+// bounded by want, not by what is there: each directory is read for at
+// most one entry more than want puts in it, and one too many means the
+// tree is not current (and is rewritten), however many a pod created.
 func current(root *os.Root, want map[string]entry) bool {
 	for _, name := range []string{AddressesDir, DefaultAddress} {
 		if l, err := root.Readlink(name); err != nil || l != dataLink+"/"+name {
@@ -202,40 +210,73 @@ func current(root *os.Root, want map[string]entry) bool {
 	if err != nil || !strings.HasPrefix(gen, genPrefix) || strings.Contains(gen, "/") {
 		return false
 	}
+	// Every path of the tree, with the directories that are only implied
+	// by what they hold, and how many entries each directory has.
+	all := make(map[string]entry, len(want)+8)
+	for p, e := range want {
+		all[p] = e
+		for d := parent(p); d != ""; d = parent(d) {
+			if _, seen := all[d]; seen {
+				break
+			}
+			all[d] = entry{dir: true}
+		}
+	}
+	children := map[string]int{}
+	for p := range all {
+		children[parent(p)]++
+	}
 	seen := 0
-	err = fs.WalkDir(root.FS(), gen, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	queue := []string{""}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		entries, ok := readDirBounded(root, path.Join(gen, dir), children[dir])
+		if !ok {
+			return false
 		}
-		rel := strings.TrimPrefix(path, gen+"/")
-		w, ok := want[rel]
-		switch {
-		case d.IsDir() && (!ok || w.dir):
-			// Intermediate directories are implied by what they hold;
-			// the ports directories are counted.
-			if ok {
-				seen++
+		for _, d := range entries {
+			rel := path.Join(dir, d.Name())
+			w, ok := all[rel]
+			if !ok {
+				return false // anything extra: rewrite
 			}
-			return nil
-		case !ok || w.dir:
-			return fs.ErrExist // anything extra or misplaced: rewrite
-		}
-		seen++
-		if d.Type()&fs.ModeSymlink != 0 {
-			if l, err := root.Readlink(path); err != nil || w.link == "" || l != w.link {
-				return fs.ErrExist
+			seen++
+			switch {
+			case w.dir:
+				if !d.IsDir() {
+					return false
+				}
+				queue = append(queue, rel)
+			case d.Type()&fs.ModeSymlink != 0:
+				if l, err := root.Readlink(path.Join(gen, rel)); err != nil || w.link == "" || l != w.link {
+					return false
+				}
+			case !d.Type().IsRegular() || w.link != "":
+				return false // a FIFO, device, socket or directory where a file belongs
+			default:
+				if b, err := readSmall(root, path.Join(gen, rel), len(w.content)); err != nil || string(b) != w.content {
+					return false
+				}
 			}
-			return nil
 		}
-		if !d.Type().IsRegular() || w.link != "" {
-			return fs.ErrExist // a FIFO, device or socket where a file belongs
-		}
-		if b, err := readSmall(root, path, len(w.content)); err != nil || string(b) != w.content {
-			return fs.ErrExist
-		}
-		return nil
-	})
-	return err == nil && seen == len(want)
+	}
+	return seen == len(all)
+}
+
+// readDirBounded reads the entries of dir if it has at most limit of them;
+// false if it has more, or cannot be read.
+func readDirBounded(root *os.Root, dir string, limit int) ([]fs.DirEntry, bool) {
+	f, err := root.Open(dir)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(limit + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	return entries, len(entries) <= limit
 }
 
 // readSmall reads a regular file of at most limit bytes. The volume is the
@@ -369,19 +410,26 @@ func removeStaleGenerations(root *os.Root, current string) error {
 	if err != nil {
 		return err
 	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		return err
-	}
+	defer d.Close()
 	var errs []error
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasPrefix(n, genPrefix) || n == current || n == dataLink || !e.IsDir() {
-			continue
+	for {
+		// In batches: a pod may have created any number of entries here.
+		entries, err := d.ReadDir(staleBatch)
+		for _, e := range entries {
+			n := e.Name()
+			if !strings.HasPrefix(n, genPrefix) || n == current || n == dataLink || !e.IsDir() {
+				continue
+			}
+			if err := root.RemoveAll(n); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		if err := root.RemoveAll(n); err != nil {
+		if errors.Is(err, io.EOF) || len(entries) == 0 {
+			break
+		}
+		if err != nil {
 			errs = append(errs, err)
+			break
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,7 @@
 package addresstree
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -72,6 +73,10 @@ func TestWriteRepairsWhatAPodPutInItsVolume(t *testing.T) {
 		{"a directory instead of ..data", func(t *testing.T, target string) {
 			replace(t, filepath.Join(target, dataLink), dir)
 		}},
+		{"5,000 files next to the port files and 500 hidden directories at the top", func(t *testing.T, target string) {
+			many(t, filepath.Join(gen(t, target), "addresses/10.0.0.7/ports"), "extra-%d", 5000, false)
+			many(t, target, "..stale%d", 500, true)
+		}},
 		{"a FIFO instead of addresses and a directory at ..data_tmp", func(t *testing.T, target string) {
 			replace(t, filepath.Join(target, AddressesDir), fifo)
 			replace(t, filepath.Join(target, dataLinkTmp), dir)
@@ -103,10 +108,51 @@ func TestWriteRepairsWhatAPodPutInItsVolume(t *testing.T) {
 			if got := read(t, filepath.Join(target, "default-address/ports/http")); got != "31080" {
 				t.Errorf("default-address/ports/http = %q", got)
 			}
+			if extra, _ := filepath.Glob(filepath.Join(target, "..stale*")); len(extra) > 0 {
+				t.Errorf("%d hidden directories left at the top, e.g. %s", len(extra), extra[0])
+			}
 			// And it stays repaired: the next Write has nothing to do.
 			if changed, err := Write(target, addrs); err != nil || changed {
 				t.Errorf("Write of the repaired tree: changed %v, err %v; want nothing to do", changed, err)
 			}
 		})
+	}
+}
+
+// many creates n entries named by format in dir: directories or empty files.
+func many(t *testing.T, dir, format string, n int, dirs bool) {
+	t.Helper()
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf(format, i))
+		var err error
+		if dirs {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadDirBoundedReadsOneEntryTooMany: the compare of a republish reads
+// a directory a pod filled for at most one entry more than the tree puts
+// there, however many there are.
+func TestReadDirBoundedReadsOneEntryTooMany(t *testing.T) {
+	dir := t.TempDir()
+	many(t, dir, "f%d", 5000, false)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, limit := range []int{0, 3, 4999, 5000} {
+		entries, ok := readDirBounded(root, ".", limit)
+		wantOK := limit >= 5000
+		wantLen := min(limit+1, 5000)
+		if ok != wantOK || len(entries) != wantLen {
+			t.Errorf("readDirBounded(limit %d) = %d entries, ok %v; want %d, %v", limit, len(entries), ok, wantLen, wantOK)
+		}
 	}
 }

@@ -588,6 +588,14 @@ start_node() {
     node_network "$i"
     node_cgroup_root "$i"
     node_mounts "$i"
+  else
+    # Node 1 is the host, whose / is private: its kubelet directory becomes a
+    # shared mount of its own, so that the CSI node plugin's Bidirectional
+    # mounts (sealed volumes) reach kubelet and the pods (containerd refuses
+    # Bidirectional from a private mount). down unmounts it with the rest.
+    mkdir -p "$KUBELET_DIR"
+    mountpoint -q "$KUBELET_DIR" || mount --bind "$KUBELET_DIR" "$KUBELET_DIR"
+    mount --make-rshared "$KUBELET_DIR"
   fi
   node_containerd "$i"
   import_images "$i"
