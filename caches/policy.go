@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // annotationLastApplied is kubectl's copy of the whole applied object; no
@@ -37,10 +38,21 @@ func Webhooks() cache.Options {
 // annotations are there), spec.storageClassName, spec.volumeName and
 // status.phase. Requests, capacities, access modes and the rest are dropped;
 // nothing writes a claim back from the cache.
+//
+// A claim that is not a listener claim (validation.IsListenerClaim) keeps
+// only its name, namespace, UID, resourceVersion and storage class: enough
+// for the pod webhook to know it exists and is not a listener claim, which
+// is all anything asks of it. Its labels, annotations (kubectl's
+// last-applied copy is often the largest part) and owners are dropped.
 func TrimClaim(obj any) (any, error) {
 	c, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return obj, nil
+	}
+	if !validation.IsListenerClaim(c.Annotations, c.Spec.StorageClassName) {
+		out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta)}
+		out.Spec.StorageClassName = c.Spec.StorageClassName
+		return out, nil
 	}
 	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
 	out.ManagedFields = nil
@@ -56,10 +68,17 @@ func TrimClaim(obj any) (any, error) {
 // storage class, the CSI driver and volume handle (not the volume
 // attributes, which repeat the claim in every volume) and status.phase.
 // Nothing writes a volume back from the cache.
+//
+// A volume of another driver (or none) keeps only its name, UID and
+// resourceVersion: nothing reads more of it (a listener claim is bound to a
+// volume of this driver, and only those are pinned to a node).
 func TrimVolume(obj any) (any, error) {
 	pv, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
 		return obj, nil
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
+		return &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}, nil
 	}
 	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
 	out.ManagedFields = nil
@@ -85,13 +104,26 @@ func Shared() []client.Object {
 	}
 }
 
+// minimalMeta is the identity of an object the caches hold only to know it
+// exists: namespace, name, UID and resourceVersion.
+func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion}
+}
+
 // Reconcilers is the cache policy of the reconcilers' cache, which only the
 // leader starts (see LeaderOnly) and which holds what only they read. Pods
 // are selected by the listener-volume label: a cluster's other pods are
-// never sent to the operator nor held by it. managedFields are dropped from
-// everything (from a Service once the operator has applied it), and what the
-// reconcilers never read of pods, nodes and EndpointSlices.
+// never sent to the operator nor held by it. Services and EndpointSlices are
+// selected by app.kubernetes.io/name=listener, which every Service the
+// operator makes carries (the Stackable operator's too, so the takeover
+// finds them) and the EndpointSlice controller copies to the Service's
+// slices: the cluster's other Services and slices are not held either. A
+// foreign Service under a name a Listener wants is found by a live read
+// when creating the Service fails (see reconcile). managedFields are dropped
+// from everything (from a Service once the operator has applied it), and
+// what the reconcilers never read of pods, nodes and EndpointSlices.
 func Reconcilers() cache.Options {
+	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	return cache.Options{
 		DefaultTransform: StripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
@@ -100,8 +132,8 @@ func Reconcilers() cache.Options {
 				Transform: TrimPod,
 			},
 			&corev1.Node{}:               {Transform: TrimNode},
-			&corev1.Service{}:            {Transform: TrimService},
-			&discoveryv1.EndpointSlice{}: {Transform: TrimEndpointSlice},
+			&corev1.Service{}:            {Label: ours, Transform: TrimService},
+			&discoveryv1.EndpointSlice{}: {Label: ours, Transform: TrimEndpointSlice},
 		},
 	}
 }
@@ -212,14 +244,28 @@ func TrimPod(obj any) (any, error) {
 	return out, nil
 }
 
-// TrimNode drops a Node's managedFields and its image list (status.images,
-// tens of KB on a busy node); addresses, conditions, labels and the rest stay.
+// TrimNode keeps of a Node what the reconcilers read: its metadata without
+// managedFields and annotations (kubeadm's, the CNI's, the CSI node IDs),
+// spec.unschedulable and the taints, the addresses (address selection,
+// api/addresses) and the Ready condition (pinned-node loss). Images,
+// capacity, node info and the other conditions are dropped.
 func TrimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	n.ManagedFields = nil
-	n.Status.Images = nil
-	return n, nil
+	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta}
+	out.ManagedFields = nil
+	out.Annotations = nil
+	out.Spec.Unschedulable = n.Spec.Unschedulable
+	out.Spec.Taints = n.Spec.Taints
+	out.Status.Addresses = n.Status.Addresses
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			// Heartbeat times change every few seconds and nothing reads them.
+			c.LastHeartbeatTime = metav1.Time{}
+			out.Status.Conditions = []corev1.NodeCondition{c}
+		}
+	}
+	return out, nil
 }

@@ -286,3 +286,70 @@ func TestTrimClaimAndVolume(t *testing.T) {
 		t.Fatalf("the trimmed volume is pinned to %q, want n1", n)
 	}
 }
+
+// TestTrimUnrelated: a claim that is not a listener claim, a volume of
+// another driver and a node keep only what is read of them: the claim and
+// the volume their identity (and the claim its class, which says it is not
+// a listener claim), the node its addresses, taints, schedulability and
+// Ready condition. Trimming twice changes nothing.
+func TestTrimUnrelated(t *testing.T) {
+	lastApplied := map[string]string{annotationLastApplied: `{"apiVersion":"v1","kind":"PersistentVolumeClaim"}`}
+	id := metav1.ObjectMeta{Name: "data-db-0", Namespace: "ns", UID: "c2", ResourceVersion: "11"}
+	full := id
+	full.Labels = map[string]string{"app": "db"}
+	full.Annotations = lastApplied
+	full.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	nodeID := metav1.ObjectMeta{Name: "n1", UID: "n", ResourceVersion: "5", Labels: map[string]string{"kubernetes.io/hostname": "n1"}}
+	fullNode := nodeID
+	fullNode.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0", "csi.volume.kubernetes.io/nodeid": "{}"}
+	fullNode.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Unix(100, 0)}
+	heartbeat := ready
+	heartbeat.LastHeartbeatTime = metav1.Unix(200, 0)
+	taints := []corev1.Taint{{Key: "node.kubernetes.io/out-of-service", Effect: corev1.TaintEffectNoExecute}}
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: "n1"}}
+	for _, tc := range []struct {
+		name     string
+		trim     func(any) (any, error)
+		in, want any
+	}{
+		{"ordinary claim", TrimClaim,
+			&corev1.PersistentVolumeClaim{ObjectMeta: full, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("standard"), VolumeName: "pv-1",
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: id, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("standard")}}},
+		{"claim without a class", TrimClaim,
+			&corev1.PersistentVolumeClaim{ObjectMeta: full},
+			&corev1.PersistentVolumeClaim{ObjectMeta: id}},
+		{"volume of another driver", TrimVolume,
+			&corev1.PersistentVolume{ObjectMeta: full, Spec: corev1.PersistentVolumeSpec{StorageClassName: "standard",
+				ClaimRef:               &corev1.ObjectReference{Namespace: "ns", Name: "data-db-0"},
+				NodeAffinity:           &corev1.VolumeNodeAffinity{Required: pinned},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}}}},
+			&corev1.PersistentVolume{ObjectMeta: id}},
+		{"volume without CSI", TrimVolume,
+			&corev1.PersistentVolume{ObjectMeta: full, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}},
+			&corev1.PersistentVolume{ObjectMeta: id}},
+		{"node", TrimNode,
+			&corev1.Node{ObjectMeta: fullNode, Spec: corev1.NodeSpec{Unschedulable: true, Taints: taints, PodCIDR: "10.1.0.0/24"},
+				Status: corev1.NodeStatus{Addresses: addrs, Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure}, heartbeat},
+					Images: []corev1.ContainerImage{{Names: []string{"big"}}}, NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3"},
+					Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}},
+			&corev1.Node{ObjectMeta: nodeID, Spec: corev1.NodeSpec{Unschedulable: true, Taints: taints},
+				Status: corev1.NodeStatus{Addresses: addrs, Conditions: []corev1.NodeCondition{ready}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.trim(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Fatalf("trimmed:\n got %+v\nwant %+v", got, tc.want)
+			}
+			again, _ := tc.trim(got)
+			if !equality.Semantic.DeepEqual(again, tc.want) {
+				t.Fatalf("trimming twice: %+v", again)
+			}
+		})
+	}
+}
