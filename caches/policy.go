@@ -1,6 +1,8 @@
 package caches
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,9 +36,9 @@ func Webhooks() cache.Options {
 }
 
 // TrimClaim keeps of a PersistentVolumeClaim what the webhooks and the
-// reconcilers read: its metadata (without managedFields; the listener
-// annotations are there), spec.storageClassName, spec.volumeName and
-// status.phase. Requests, capacities, access modes and the rest are dropped;
+// reconcilers read: its metadata (without managedFields and finalizers, and
+// of the annotations only the operator's: the listener annotations are
+// there), spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
 // nothing writes a claim back from the cache.
 //
 // A claim that is not a listener claim (validation.IsListenerClaim) keeps
@@ -56,6 +58,8 @@ func TrimClaim(obj any) (any, error) {
 	}
 	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
 	out.ManagedFields = nil
+	out.Finalizers = nil
+	out.Annotations = operatorAnnotations(c.Annotations)
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Status.Phase = c.Status.Phase
@@ -63,10 +67,11 @@ func TrimClaim(obj any) (any, error) {
 }
 
 // TrimVolume keeps of a PersistentVolume what the webhooks and the
-// reconcilers read: its metadata (without managedFields), the claim it is
-// bound to, its node affinity (what pins a listener volume to a node), its
-// storage class, the CSI driver and volume handle (not the volume
-// attributes, which repeat the claim in every volume) and status.phase.
+// reconcilers read: its metadata (without managedFields, finalizers and
+// annotations), the claim it is bound to, its node affinity (what pins a
+// listener volume to a node), its storage class, the CSI driver and volume
+// handle (not the volume attributes, which repeat the claim in every
+// volume) and status.phase.
 // Nothing writes a volume back from the cache.
 //
 // A volume of another driver (or none) keeps only its name, UID and
@@ -82,6 +87,8 @@ func TrimVolume(obj any) (any, error) {
 	}
 	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
 	out.ManagedFields = nil
+	out.Finalizers = nil
+	out.Annotations = nil
 	out.Spec.ClaimRef = pv.Spec.ClaimRef
 	out.Spec.NodeAffinity = pv.Spec.NodeAffinity
 	out.Spec.StorageClassName = pv.Spec.StorageClassName
@@ -103,6 +110,26 @@ func Shared() []client.Object {
 		&corev1.PersistentVolume{},
 	}
 }
+
+// operatorAnnotations are the annotations of the operator's own prefix
+// (the listener annotations, the StatefulSet claim template, the pinned-node
+// release): kubectl's last-applied copy and the binding annotations of the
+// volume controllers are not read.
+func operatorAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if strings.HasPrefix(k, operatorAnnotationPrefix) {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// operatorAnnotationPrefix is the prefix of the operator's annotations.
+const operatorAnnotationPrefix = "listeners.stackable.tech/"
 
 // minimalMeta is the identity of an object the caches hold only to know it
 // exists: namespace, name, UID and resourceVersion.

@@ -222,8 +222,8 @@ func TestTrimEndpointSlice(t *testing.T) {
 
 // TestTrimClaimAndVolume: what the webhooks and the reconcilers read of a
 // listener claim and its volume survives (the listener annotations, the
-// class, the binding, the pinned node, the driver); sizes, access modes and
-// volume attributes are gone.
+// class, the binding, the pinned node, the driver); sizes, access modes,
+// volume attributes, finalizers and other annotations are gone.
 func TestTrimClaimAndVolume(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "listener-web-0", Namespace: "ns", UID: "c1", ResourceVersion: "9",
 		Annotations:     map[string]string{"listeners.stackable.tech/listener-class": "external", "volume.kubernetes.io/selected-node": "n1"},
@@ -243,6 +243,8 @@ func TestTrimClaimAndVolume(t *testing.T) {
 	}
 	trimmedMeta := *meta.DeepCopy()
 	trimmedMeta.ManagedFields = nil
+	trimmedMeta.Finalizers = nil
+	trimmedMeta.Annotations = map[string]string{"listeners.stackable.tech/listener-class": "external"} // the operator's only
 	wantClaim := &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta,
 		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: class, VolumeName: "pvc-c1"},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
@@ -270,6 +272,7 @@ func TestTrimClaimAndVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvMeta.ManagedFields = nil
+	pvMeta.Annotations = nil
 	wantPV := &corev1.PersistentVolume{ObjectMeta: pvMeta,
 		Spec: corev1.PersistentVolumeSpec{ClaimRef: claimRef, NodeAffinity: affinity, StorageClassName: *class,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "listeners.stackable.tech", VolumeHandle: "pvc-c1"}}},

@@ -92,8 +92,11 @@ var unrelatedKinds = []struct {
 				Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100)},
 				Annotations: map[string]string{"prometheus.io/scrape": "true"}},
 			Spec: corev1.ServiceSpec{
-				Selector: map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100)},
-				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+				// Headless: the test control plane's service range holds
+				// a few hundred addresses; the object is the same size.
+				ClusterIP: corev1.ClusterIPNone,
+				Selector:  map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100)},
+				Ports:     []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
 			},
 		}
 	}},
@@ -224,7 +227,7 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unrelatedNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		b.Fatal(err)
 	}
-	sizes := benchSizes(b, []int{1000, 5000})
+	sizes := benchSizes(b, []int{2000, 10000})
 	configs := []cacheConfig{
 		{"shipped", Webhooks, Reconcilers},
 		{"before", beforeIssue23Webhooks, beforeIssue23Reconcilers},
