@@ -185,17 +185,22 @@ func TrimService(obj any) (any, error) {
 	return svc, nil
 }
 
-// TrimEndpointSlice keeps of an EndpointSlice its metadata (without
-// managedFields) and, of each endpoint, the node it runs on and its
-// conditions: which nodes serve a Service is all the reconcilers read.
-// Addresses, target references, hints, zones and ports are dropped.
+// TrimEndpointSlice keeps of an EndpointSlice its identity, the name of its
+// Service (the label kubernetes.io/service-name) and, of each endpoint, the
+// node it runs on and its conditions: which nodes serve a Service is all the
+// reconcilers read. The other labels (copies of the Service's), the
+// annotations, owners, addresses, target references, hints, zones and ports
+// are dropped.
 func TrimEndpointSlice(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return obj, nil
 	}
-	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, AddressType: s.AddressType}
-	out.ManagedFields = nil
+	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
+	out.DeletionTimestamp = s.DeletionTimestamp
+	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
+		out.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+	}
 	if len(s.Endpoints) > 0 {
 		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
 		for i, ep := range s.Endpoints {
@@ -216,11 +221,11 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
-// managedFields and kubectl's last-applied copy), the volumes backed by a
-// claim (by name, or generic ephemeral without its claim template; other
-// volumes are dropped), and, when it has such a volume, the name and ports
-// of each container that has ports (a per-claim Listener's ports come from
-// its pods' container ports), spec.nodeName, the required node affinity
+// managedFields, and of the annotations only the operator's), the volumes
+// backed by a claim (by name, or generic ephemeral without its claim
+// template; other volumes are dropped), and, when it has such a volume, the
+// ports of its containers, in order, as one container (a per-claim
+// Listener's ports come from its pods' container ports), spec.nodeName, the required node affinity
 // (what pins a pod to a node) and status.phase. Images, env, probes,
 // resources, init containers, pod (anti-)affinity, conditions and the rest
 // of the status are dropped.
@@ -231,15 +236,7 @@ func TrimPod(obj any) (any, error) {
 	}
 	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	out.ManagedFields = nil
-	if _, ok := out.Annotations[annotationLastApplied]; ok {
-		ann := make(map[string]string, len(out.Annotations)-1)
-		for k, v := range out.Annotations {
-			if k != annotationLastApplied {
-				ann[k] = v
-			}
-		}
-		out.Annotations = ann
-	}
+	out.Annotations = operatorAnnotations(pod.Annotations)
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
@@ -254,10 +251,20 @@ func TrimPod(obj any) (any, error) {
 	if len(out.Spec.Volumes) > 0 {
 		// A per-claim Listener takes its ports from its pods' containers;
 		// a pod without claims is never asked for them.
+		// Read only as one list in container order (api/ports): one
+		// container, named after the first, holds them all (a Container
+		// costs some 700 bytes even empty).
+		var all corev1.Container
 		for _, c := range pod.Spec.Containers {
 			if len(c.Ports) > 0 {
-				out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+				if all.Name == "" {
+					all.Name = c.Name
+				}
+				all.Ports = append(all.Ports, c.Ports...)
 			}
+		}
+		if len(all.Ports) > 0 {
+			out.Spec.Containers = []corev1.Container{all}
 		}
 	}
 	out.Spec.NodeName = pod.Spec.NodeName

@@ -27,7 +27,7 @@ func fullPod() *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
 			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
-			Annotations:     map[string]string{"keep": "me", annotationLastApplied: "{...}"},
+			Annotations:     map[string]string{"prometheus.io/scrape": "true", annotationLastApplied: "{...}", "listeners.stackable.tech/mount-init-containers": "init"},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
 		},
@@ -45,7 +45,9 @@ func fullPod() *corev1.Pod {
 				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "big"}}}},
 			},
 			Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "B"}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}},
+				{Name: "no-ports", Image: "i"},
+				{Name: "side", Image: "i", Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 7070}}}},
 			InitContainers: []corev1.Container{{Name: "init", Image: "i", Ports: []corev1.ContainerPort{{ContainerPort: 1}}}},
 		},
 		Status: corev1.PodStatus{
@@ -66,7 +68,7 @@ func TestTrimPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
 			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
-			Annotations:     map[string]string{"keep": "me"},
+			Annotations:     map[string]string{"listeners.stackable.tech/mount-init-containers": "init"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
 		},
 		Spec: corev1.PodSpec{
@@ -76,9 +78,10 @@ func TestTrimPod(t *testing.T) {
 				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
 				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
 			},
-			// A per-claim Listener's ports come from these.
+			// A per-claim Listener's ports come from these: every
+			// container's, in order, in one container.
 			Containers: []corev1.Container{{Name: "c",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}, {Name: "metrics", ContainerPort: 7070}}}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
@@ -190,8 +193,11 @@ func TestTrimService(t *testing.T) {
 // survive (which nodes serve a Service); addresses and the rest are gone.
 func TestTrimEndpointSlice(t *testing.T) {
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "endpointslice-controller"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "s1", ResourceVersion: "4",
+			Labels:          map[string]string{discoveryv1.LabelServiceName: "web", "app.kubernetes.io/name": "listener", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+			Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-24T12:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Service", Name: "web"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "endpointslice-controller"}}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{
 			{Addresses: []string{"10.0.0.1"}, NodeName: ptr.To("n1"), Zone: ptr.To("z"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
@@ -205,7 +211,8 @@ func TestTrimEndpointSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		// The Service's name, nothing else of the metadata but identity.
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "s1", ResourceVersion: "4", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{
 			{NodeName: ptr.To("n1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
