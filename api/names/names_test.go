@@ -15,7 +15,7 @@ func TestServiceName(t *testing.T) {
 	long := strings.Repeat("a", 70)
 	tests := []struct {
 		listener string
-		want     string // empty: only check validity and stability
+		want     string // empty: only check validity (hashed names are pinned in golden_test.go)
 	}{
 		{listener: "kafka-broker-0", want: "kafka-broker-0"},
 		{listener: "a", want: "a"},
@@ -34,9 +34,6 @@ func TestServiceName(t *testing.T) {
 			}
 			if errs := validation.IsDNS1035Label(got); len(errs) > 0 {
 				t.Errorf("ServiceName(%q) = %q is not a valid Service name: %v", tt.listener, got, errs)
-			}
-			if again := ServiceName(tt.listener); again != got {
-				t.Errorf("ServiceName(%q) not stable: %q then %q", tt.listener, got, again)
 			}
 			if other, ok := seen[got]; ok {
 				t.Errorf("ServiceName(%q) = ServiceName(%q) = %q", tt.listener, other, got)
