@@ -181,14 +181,26 @@ var (
 	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}, &v1alpha1.PodListeners{}}
 )
 
-// settledHeap is the heap in use once it stops shrinking: the informers of
-// a cache stopped a moment ago let go of their objects only when their
+// liveHeap is the heap the live objects take after two collections
+// (HeapAlloc right after a GC): unlike HeapInuse it does not move with how
+// full the spans happen to be, which at tens of MB of heap is noise of a
+// few hundred bytes per object at these sizes.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// settledHeap is the live heap once it stops shrinking: the informers of a
+// cache stopped a moment ago let go of their objects only when their
 // goroutines have ended.
 func settledHeap() uint64 {
-	last := heapInUse()
+	last := liveHeap()
 	for range 20 {
 		time.Sleep(100 * time.Millisecond)
-		h := heapInUse()
+		h := liveHeap()
 		if h+32<<10 > last && h < last+32<<10 {
 			return h
 		}
