@@ -128,6 +128,24 @@ func operatorAnnotations(in map[string]string) map[string]string {
 	return out
 }
 
+// podLabelsRead are the labels of a pod the reconcilers read: the
+// operator's (the listener-volume label, the pod selector labels
+// listener.stackable.tech/mnt.*) and the StatefulSet pod name, which a
+// Listener of one StatefulSet pod selects by. The takeover of a Service
+// with another selector reads pods from the API server, not from here.
+func podLabelsRead(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if strings.HasPrefix(k, operatorAnnotationPrefix) || strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) || k == v1alpha1.LabelStatefulSetPodName {
+			if out == nil {
+				out = make(map[string]string, 4)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // operatorAnnotationPrefix is the prefix of the operator's annotations.
 const operatorAnnotationPrefix = "listeners.stackable.tech/"
 
@@ -221,7 +239,9 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
-// managedFields, and of the annotations only the operator's), the volumes
+// managedFields, finalizers and owners other than its controller; of the
+// annotations only the operator's, of the labels those podLabelsRead
+// keeps), the volumes
 // backed by a claim (by name, or generic ephemeral without its claim
 // template; other volumes are dropped), and, when it has such a volume, the
 // ports of its containers, in order, as one container (a per-claim
@@ -236,7 +256,14 @@ func TrimPod(obj any) (any, error) {
 	}
 	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	out.ManagedFields = nil
+	out.OwnerReferences = nil
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		// Whether a controller recreates the pod (pinned-node loss).
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	out.Finalizers = nil
 	out.Annotations = operatorAnnotations(pod.Annotations)
+	out.Labels = podLabelsRead(pod.Labels)
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:

@@ -26,10 +26,12 @@ func fullPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
+			Labels: map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true", "listeners.stackable.tech/listener-volume": "true",
+				"statefulset.kubernetes.io/pod-name": "web-0", "controller-revision-hash": "web-5d8f7c9b6"},
 			Annotations:     map[string]string{"prometheus.io/scrape": "true", annotationLastApplied: "{...}", "listeners.stackable.tech/mount-init-containers": "init"},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
+			Finalizers:      []string{"example.com/keep"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Node", Name: "n1"}, {Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1",
@@ -67,9 +69,12 @@ func TestTrimPod(t *testing.T) {
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
-			Annotations:     map[string]string{"listeners.stackable.tech/mount-init-containers": "init"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
+			// The labels and annotations read, the controller, no
+			// finalizers.
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}},
+			Labels: map[string]string{"listener.stackable.tech/mnt.x": "true", "listeners.stackable.tech/listener-volume": "true",
+				"statefulset.kubernetes.io/pod-name": "web-0"},
+			Annotations: map[string]string{"listeners.stackable.tech/mount-init-containers": "init"},
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1",
