@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -54,6 +56,9 @@ func main() {
 	flag.IntVar(&o.floor, "floor", -1, "Pods without a listener volume created at once after the last phase, the floor of its time to Ready (default: as many as the last phase's claims).")
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "How long to wait at each size before measuring (steady state; also the window for API requests per second).")
 	flag.Parse()
+	// The API server's warnings are logged through controller-runtime's
+	// logger; the harness does not read them.
+	log.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if err := run(ctx, o); err != nil {
