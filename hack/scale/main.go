@@ -403,6 +403,10 @@ func (m *measurer) steady(ctx context.Context, settle time.Duration) (row, error
 			}
 		}
 	}
+	// As it is measured: a run that fails later keeps what it saw.
+	for _, c := range after {
+		say("  %-26s RSS %.1f MB, heap in use %.1f MB, restarts %d", c.name, c.rss/1e6, c.heap/1e6, c.restarts)
+	}
 	return r, nil
 }
 

@@ -65,8 +65,10 @@ func ordinaryClaim(i int) *corev1.PersistentVolumeClaim {
 const labelPod = "scale.example.com/pod"
 
 // ordinaryService is ordinary Service i: it selects ordinary pod i (one
-// endpoint, as a headless or per-instance Service has), so the
-// EndpointSlice controller gives it a slice.
+// endpoint, as a per-instance Service has), so the EndpointSlice
+// controller gives it a slice. It is headless: the project's cluster has a
+// service range of about 4,000 addresses (the object differs from a
+// ClusterIP Service by its cluster IPs only).
 func ordinaryService(i int) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
@@ -75,7 +77,8 @@ func ordinaryService(i int) *corev1.Service {
 			Annotations: map[string]string{"prometheus.io/scrape": "true"},
 		},
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{labelPod: fmt.Sprintf("app-%05d", i)},
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{labelPod: fmt.Sprintf("app-%05d", i)},
 			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
 		},
 	}
