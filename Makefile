@@ -147,6 +147,9 @@ SCALE_PODS       ?= 10000
 SCALE_SMALL_PODS ?= 2000
 SCALE_LISTENERS  ?= 1000
 SCALE_SETTLE     ?= 60s
+# The rest of the realistic mix (issue 23): ordinary claims and Services.
+SCALE_CLAIMS     ?= 10000
+SCALE_SERVICES   ?= 5000
 # SCALE_PROFILES=dir turns on the controller's pprof endpoint and saves each
 # replica's heap profile at every measurement there (default: off, as shipped).
 SCALE_PROFILES   ?=
@@ -158,7 +161,21 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
+	  -claims $(SCALE_CLAIMS) -services $(SCALE_SERVICES) \
 	  -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
+
+# The 10x point: 10,000 listener claims with running pods under the shipped
+# limits. Resumable: the cluster is kept (and reused when it is up), and
+# objects already there are not created again; `hack/cluster/cluster.sh down`
+# when done.
+.PHONY: scale-10x
+scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; hours on 2 cores; resumable, keeps the cluster).
+	test -f $(CURDIR)/.work/cluster/kubeconfig || { NODES=1 $(CLUSTER) up && $(CLUSTER) deploy; }
+	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
+	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
+	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
+	  -claims $(SCALE_CLAIMS) -services $(SCALE_SERVICES) \
+	  -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
 
 .PHONY: e2e
 e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).

@@ -19,5 +19,15 @@
 // managedFields are dropped from everything, from a Service once the
 // operator has applied it: until then the listener reconciler hands the
 // fields its create set over to server-side apply (csaupgrade), which reads
-// them. Claims, volumes and EndpointSlices keep only the fields read.
+// them. Claims, volumes, nodes and EndpointSlices keep only the fields
+// read.
+//
+// What is not a listener's costs as little as possible: pods, Services and
+// EndpointSlices are selected by a label (the listener-volume label the pod
+// webhook sets; app.kubernetes.io/name=listener, which every Service of the
+// operator carries and the EndpointSlice controller copies), so the
+// cluster's others are never sent; claims that are not listener claims and
+// volumes of other drivers, which the webhooks must know exist, keep only
+// their identity. docs/reconcile.md ("What the controller caches") has the
+// table of what each kind keeps and costs.
 package caches

@@ -1,6 +1,8 @@
 package caches
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // annotationLastApplied is kubectl's copy of the whole applied object; no
@@ -33,17 +36,30 @@ func Webhooks() cache.Options {
 }
 
 // TrimClaim keeps of a PersistentVolumeClaim what the webhooks and the
-// reconcilers read: its metadata (without managedFields; the listener
-// annotations are there), spec.storageClassName, spec.volumeName and
-// status.phase. Requests, capacities, access modes and the rest are dropped;
+// reconcilers read: its metadata (without managedFields and finalizers, and
+// of the annotations only the operator's: the listener annotations are
+// there), spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
 // nothing writes a claim back from the cache.
+//
+// A claim that is not a listener claim (validation.IsListenerClaim) keeps
+// only its name, namespace, UID, resourceVersion and storage class: enough
+// for the pod webhook to know it exists and is not a listener claim, which
+// is all anything asks of it. Its labels, annotations (kubectl's
+// last-applied copy is often the largest part) and owners are dropped.
 func TrimClaim(obj any) (any, error) {
 	c, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return obj, nil
 	}
+	if !validation.IsListenerClaim(c.Annotations, c.Spec.StorageClassName) {
+		out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta)}
+		out.Spec.StorageClassName = c.Spec.StorageClassName
+		return out, nil
+	}
 	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
 	out.ManagedFields = nil
+	out.Finalizers = nil
+	out.Annotations = operatorAnnotations(c.Annotations)
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Status.Phase = c.Status.Phase
@@ -51,18 +67,28 @@ func TrimClaim(obj any) (any, error) {
 }
 
 // TrimVolume keeps of a PersistentVolume what the webhooks and the
-// reconcilers read: its metadata (without managedFields), the claim it is
-// bound to, its node affinity (what pins a listener volume to a node), its
-// storage class, the CSI driver and volume handle (not the volume
-// attributes, which repeat the claim in every volume) and status.phase.
+// reconcilers read: its metadata (without managedFields, finalizers and
+// annotations), the claim it is bound to, its node affinity (what pins a
+// listener volume to a node), its storage class, the CSI driver and volume
+// handle (not the volume attributes, which repeat the claim in every
+// volume) and status.phase.
 // Nothing writes a volume back from the cache.
+//
+// A volume of another driver (or none) keeps only its name, UID and
+// resourceVersion: nothing reads more of it (a listener claim is bound to a
+// volume of this driver, and only those are pinned to a node).
 func TrimVolume(obj any) (any, error) {
 	pv, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
 		return obj, nil
 	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
+		return &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}, nil
+	}
 	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
 	out.ManagedFields = nil
+	out.Finalizers = nil
+	out.Annotations = nil
 	out.Spec.ClaimRef = pv.Spec.ClaimRef
 	out.Spec.NodeAffinity = pv.Spec.NodeAffinity
 	out.Spec.StorageClassName = pv.Spec.StorageClassName
@@ -85,13 +111,64 @@ func Shared() []client.Object {
 	}
 }
 
+// operatorAnnotations are the annotations of the operator's own prefix
+// (the listener annotations, the StatefulSet claim template, the pinned-node
+// release): kubectl's last-applied copy and the binding annotations of the
+// volume controllers are not read.
+func operatorAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if strings.HasPrefix(k, operatorAnnotationPrefix) {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// podLabelsRead are the labels of a pod the reconcilers read: the
+// operator's (the listener-volume label, the pod selector labels
+// listener.stackable.tech/mnt.*) and the StatefulSet pod name, which a
+// Listener of one StatefulSet pod selects by. The takeover of a Service
+// with another selector reads pods from the API server, not from here.
+func podLabelsRead(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if strings.HasPrefix(k, operatorAnnotationPrefix) || strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) || k == v1alpha1.LabelStatefulSetPodName {
+			if out == nil {
+				out = make(map[string]string, 4)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// operatorAnnotationPrefix is the prefix of the operator's annotations.
+const operatorAnnotationPrefix = "listeners.stackable.tech/"
+
+// minimalMeta is the identity of an object the caches hold only to know it
+// exists: namespace, name, UID and resourceVersion.
+func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion}
+}
+
 // Reconcilers is the cache policy of the reconcilers' cache, which only the
 // leader starts (see LeaderOnly) and which holds what only they read. Pods
 // are selected by the listener-volume label: a cluster's other pods are
-// never sent to the operator nor held by it. managedFields are dropped from
-// everything (from a Service once the operator has applied it), and what the
-// reconcilers never read of pods, nodes and EndpointSlices.
+// never sent to the operator nor held by it. Services and EndpointSlices are
+// selected by app.kubernetes.io/name=listener, which every Service the
+// operator makes carries (the Stackable operator's too, so the takeover
+// finds them) and the EndpointSlice controller copies to the Service's
+// slices: the cluster's other Services and slices are not held either. A
+// foreign Service under a name a Listener wants is found by a live read
+// when creating the Service fails (see reconcile). managedFields are dropped
+// from everything (from a Service once the operator has applied it), and
+// what the reconcilers never read of pods, nodes and EndpointSlices.
 func Reconcilers() cache.Options {
+	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	return cache.Options{
 		DefaultTransform: StripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
@@ -100,8 +177,8 @@ func Reconcilers() cache.Options {
 				Transform: TrimPod,
 			},
 			&corev1.Node{}:               {Transform: TrimNode},
-			&corev1.Service{}:            {Transform: TrimService},
-			&discoveryv1.EndpointSlice{}: {Transform: TrimEndpointSlice},
+			&corev1.Service{}:            {Label: ours, Transform: TrimService},
+			&discoveryv1.EndpointSlice{}: {Label: ours, Transform: TrimEndpointSlice},
 		},
 	}
 }
@@ -126,17 +203,22 @@ func TrimService(obj any) (any, error) {
 	return svc, nil
 }
 
-// TrimEndpointSlice keeps of an EndpointSlice its metadata (without
-// managedFields) and, of each endpoint, the node it runs on and its
-// conditions: which nodes serve a Service is all the reconcilers read.
-// Addresses, target references, hints, zones and ports are dropped.
+// TrimEndpointSlice keeps of an EndpointSlice its identity, the name of its
+// Service (the label kubernetes.io/service-name) and, of each endpoint, the
+// node it runs on and its conditions: which nodes serve a Service is all the
+// reconcilers read. The other labels (copies of the Service's), the
+// annotations, owners, addresses, target references, hints, zones and ports
+// are dropped.
 func TrimEndpointSlice(obj any) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return obj, nil
 	}
-	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: s.ObjectMeta, AddressType: s.AddressType}
-	out.ManagedFields = nil
+	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
+	out.DeletionTimestamp = s.DeletionTimestamp
+	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
+		out.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+	}
 	if len(s.Endpoints) > 0 {
 		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
 		for i, ep := range s.Endpoints {
@@ -157,11 +239,13 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
-// managedFields and kubectl's last-applied copy), the volumes backed by a
-// claim (by name, or generic ephemeral without its claim template; other
-// volumes are dropped), and, when it has such a volume, the name and ports
-// of each container that has ports (a per-claim Listener's ports come from
-// its pods' container ports), spec.nodeName, the required node affinity
+// managedFields, finalizers and owners other than its controller; of the
+// annotations only the operator's, of the labels those podLabelsRead
+// keeps), the volumes
+// backed by a claim (by name, or generic ephemeral without its claim
+// template; other volumes are dropped), and, when it has such a volume, the
+// ports of its containers, in order, as one container (a per-claim
+// Listener's ports come from its pods' container ports), spec.nodeName, the required node affinity
 // (what pins a pod to a node) and status.phase. Images, env, probes,
 // resources, init containers, pod (anti-)affinity, conditions and the rest
 // of the status are dropped.
@@ -172,15 +256,14 @@ func TrimPod(obj any) (any, error) {
 	}
 	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	out.ManagedFields = nil
-	if _, ok := out.Annotations[annotationLastApplied]; ok {
-		ann := make(map[string]string, len(out.Annotations)-1)
-		for k, v := range out.Annotations {
-			if k != annotationLastApplied {
-				ann[k] = v
-			}
-		}
-		out.Annotations = ann
+	out.OwnerReferences = nil
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		// Whether a controller recreates the pod (pinned-node loss).
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
+	out.Finalizers = nil
+	out.Annotations = operatorAnnotations(pod.Annotations)
+	out.Labels = podLabelsRead(pod.Labels)
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
@@ -195,10 +278,20 @@ func TrimPod(obj any) (any, error) {
 	if len(out.Spec.Volumes) > 0 {
 		// A per-claim Listener takes its ports from its pods' containers;
 		// a pod without claims is never asked for them.
+		// Read only as one list in container order (api/ports): one
+		// container, named after the first, holds them all (a Container
+		// costs some 700 bytes even empty).
+		var all corev1.Container
 		for _, c := range pod.Spec.Containers {
 			if len(c.Ports) > 0 {
-				out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+				if all.Name == "" {
+					all.Name = c.Name
+				}
+				all.Ports = append(all.Ports, c.Ports...)
 			}
+		}
+		if len(all.Ports) > 0 {
+			out.Spec.Containers = []corev1.Container{all}
 		}
 	}
 	out.Spec.NodeName = pod.Spec.NodeName
@@ -212,14 +305,28 @@ func TrimPod(obj any) (any, error) {
 	return out, nil
 }
 
-// TrimNode drops a Node's managedFields and its image list (status.images,
-// tens of KB on a busy node); addresses, conditions, labels and the rest stay.
+// TrimNode keeps of a Node what the reconcilers read: its metadata without
+// managedFields and annotations (kubeadm's, the CNI's, the CSI node IDs),
+// spec.unschedulable and the taints, the addresses (address selection,
+// api/addresses) and the Ready condition (pinned-node loss). Images,
+// capacity, node info and the other conditions are dropped.
 func TrimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
 	}
-	n.ManagedFields = nil
-	n.Status.Images = nil
-	return n, nil
+	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta}
+	out.ManagedFields = nil
+	out.Annotations = nil
+	out.Spec.Unschedulable = n.Spec.Unschedulable
+	out.Spec.Taints = n.Spec.Taints
+	out.Status.Addresses = n.Status.Addresses
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			// Heartbeat times change every few seconds and nothing reads them.
+			c.LastHeartbeatTime = metav1.Time{}
+			out.Status.Conditions = []corev1.NodeCondition{c}
+		}
+	}
+	return out, nil
 }

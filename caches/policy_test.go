@@ -26,10 +26,12 @@ func fullPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
-			Annotations:     map[string]string{"keep": "me", annotationLastApplied: "{...}"},
+			Labels: map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true", "listeners.stackable.tech/listener-volume": "true",
+				"statefulset.kubernetes.io/pod-name": "web-0", "controller-revision-hash": "web-5d8f7c9b6"},
+			Annotations:     map[string]string{"prometheus.io/scrape": "true", annotationLastApplied: "{...}", "listeners.stackable.tech/mount-init-containers": "init"},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
+			Finalizers:      []string{"example.com/keep"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Node", Name: "n1"}, {Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}},
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1",
@@ -45,7 +47,9 @@ func fullPod() *corev1.Pod {
 				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "big"}}}},
 			},
 			Containers: []corev1.Container{{Name: "c", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "B"}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}},
+				{Name: "no-ports", Image: "i"},
+				{Name: "side", Image: "i", Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 7070}}}},
 			InitContainers: []corev1.Container{{Name: "init", Image: "i", Ports: []corev1.ContainerPort{{ContainerPort: 1}}}},
 		},
 		Status: corev1.PodStatus{
@@ -65,9 +69,12 @@ func TestTrimPod(t *testing.T) {
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels:          map[string]string{"app": "web", "listener.stackable.tech/mnt.x": "true"},
-			Annotations:     map[string]string{"keep": "me"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web"}},
+			// The labels and annotations read, the controller, no
+			// finalizers.
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}},
+			Labels: map[string]string{"listener.stackable.tech/mnt.x": "true", "listeners.stackable.tech/listener-volume": "true",
+				"statefulset.kubernetes.io/pod-name": "web-0"},
+			Annotations: map[string]string{"listeners.stackable.tech/mount-init-containers": "init"},
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "n1",
@@ -76,9 +83,10 @@ func TestTrimPod(t *testing.T) {
 				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
 				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
 			},
-			// A per-claim Listener's ports come from these.
+			// A per-claim Listener's ports come from these: every
+			// container's, in order, in one container.
 			Containers: []corev1.Container{{Name: "c",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}}}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}, {Name: "metrics", ContainerPort: 7070}}}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
@@ -190,8 +198,11 @@ func TestTrimService(t *testing.T) {
 // survive (which nodes serve a Service); addresses and the rest are gone.
 func TestTrimEndpointSlice(t *testing.T) {
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "endpointslice-controller"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "s1", ResourceVersion: "4",
+			Labels:          map[string]string{discoveryv1.LabelServiceName: "web", "app.kubernetes.io/name": "listener", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+			Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-24T12:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Service", Name: "web"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "endpointslice-controller"}}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{
 			{Addresses: []string{"10.0.0.1"}, NodeName: ptr.To("n1"), Zone: ptr.To("z"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
@@ -205,7 +216,8 @@ func TestTrimEndpointSlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		// The Service's name, nothing else of the metadata but identity.
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "s1", ResourceVersion: "4", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{
 			{NodeName: ptr.To("n1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
@@ -222,8 +234,8 @@ func TestTrimEndpointSlice(t *testing.T) {
 
 // TestTrimClaimAndVolume: what the webhooks and the reconcilers read of a
 // listener claim and its volume survives (the listener annotations, the
-// class, the binding, the pinned node, the driver); sizes, access modes and
-// volume attributes are gone.
+// class, the binding, the pinned node, the driver); sizes, access modes,
+// volume attributes, finalizers and other annotations are gone.
 func TestTrimClaimAndVolume(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "listener-web-0", Namespace: "ns", UID: "c1", ResourceVersion: "9",
 		Annotations:     map[string]string{"listeners.stackable.tech/listener-class": "external", "volume.kubernetes.io/selected-node": "n1"},
@@ -243,6 +255,8 @@ func TestTrimClaimAndVolume(t *testing.T) {
 	}
 	trimmedMeta := *meta.DeepCopy()
 	trimmedMeta.ManagedFields = nil
+	trimmedMeta.Finalizers = nil
+	trimmedMeta.Annotations = map[string]string{"listeners.stackable.tech/listener-class": "external"} // the operator's only
 	wantClaim := &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta,
 		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: class, VolumeName: "pvc-c1"},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
@@ -270,6 +284,7 @@ func TestTrimClaimAndVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	pvMeta.ManagedFields = nil
+	pvMeta.Annotations = nil
 	wantPV := &corev1.PersistentVolume{ObjectMeta: pvMeta,
 		Spec: corev1.PersistentVolumeSpec{ClaimRef: claimRef, NodeAffinity: affinity, StorageClassName: *class,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "listeners.stackable.tech", VolumeHandle: "pvc-c1"}}},
@@ -284,5 +299,72 @@ func TestTrimClaimAndVolume(t *testing.T) {
 	}
 	if n := addresses.PinnedNode(got.(*corev1.PersistentVolume)); n != "n1" {
 		t.Fatalf("the trimmed volume is pinned to %q, want n1", n)
+	}
+}
+
+// TestTrimUnrelated: a claim that is not a listener claim, a volume of
+// another driver and a node keep only what is read of them: the claim and
+// the volume their identity (and the claim its class, which says it is not
+// a listener claim), the node its addresses, taints, schedulability and
+// Ready condition. Trimming twice changes nothing.
+func TestTrimUnrelated(t *testing.T) {
+	lastApplied := map[string]string{annotationLastApplied: `{"apiVersion":"v1","kind":"PersistentVolumeClaim"}`}
+	id := metav1.ObjectMeta{Name: "data-db-0", Namespace: "ns", UID: "c2", ResourceVersion: "11"}
+	full := id
+	full.Labels = map[string]string{"app": "db"}
+	full.Annotations = lastApplied
+	full.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	nodeID := metav1.ObjectMeta{Name: "n1", UID: "n", ResourceVersion: "5", Labels: map[string]string{"kubernetes.io/hostname": "n1"}}
+	fullNode := nodeID
+	fullNode.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0", "csi.volume.kubernetes.io/nodeid": "{}"}
+	fullNode.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Unix(100, 0)}
+	heartbeat := ready
+	heartbeat.LastHeartbeatTime = metav1.Unix(200, 0)
+	taints := []corev1.Taint{{Key: "node.kubernetes.io/out-of-service", Effect: corev1.TaintEffectNoExecute}}
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: "n1"}}
+	for _, tc := range []struct {
+		name     string
+		trim     func(any) (any, error)
+		in, want any
+	}{
+		{"ordinary claim", TrimClaim,
+			&corev1.PersistentVolumeClaim{ObjectMeta: full, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("standard"), VolumeName: "pv-1",
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: id, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("standard")}}},
+		{"claim without a class", TrimClaim,
+			&corev1.PersistentVolumeClaim{ObjectMeta: full},
+			&corev1.PersistentVolumeClaim{ObjectMeta: id}},
+		{"volume of another driver", TrimVolume,
+			&corev1.PersistentVolume{ObjectMeta: full, Spec: corev1.PersistentVolumeSpec{StorageClassName: "standard",
+				ClaimRef:               &corev1.ObjectReference{Namespace: "ns", Name: "data-db-0"},
+				NodeAffinity:           &corev1.VolumeNodeAffinity{Required: pinned},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}}}},
+			&corev1.PersistentVolume{ObjectMeta: id}},
+		{"volume without CSI", TrimVolume,
+			&corev1.PersistentVolume{ObjectMeta: full, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}},
+			&corev1.PersistentVolume{ObjectMeta: id}},
+		{"node", TrimNode,
+			&corev1.Node{ObjectMeta: fullNode, Spec: corev1.NodeSpec{Unschedulable: true, Taints: taints, PodCIDR: "10.1.0.0/24"},
+				Status: corev1.NodeStatus{Addresses: addrs, Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure}, heartbeat},
+					Images: []corev1.ContainerImage{{Names: []string{"big"}}}, NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3"},
+					Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}},
+			&corev1.Node{ObjectMeta: nodeID, Spec: corev1.NodeSpec{Unschedulable: true, Taints: taints},
+				Status: corev1.NodeStatus{Addresses: addrs, Conditions: []corev1.NodeCondition{ready}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.trim(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Fatalf("trimmed:\n got %+v\nwant %+v", got, tc.want)
+			}
+			again, _ := tc.trim(got)
+			if !equality.Semantic.DeepEqual(again, tc.want) {
+				t.Fatalf("trimming twice: %+v", again)
+			}
+		})
 	}
 }

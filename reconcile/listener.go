@@ -129,6 +129,9 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err == nil && awaitsOthers(v) {
 		return ctrl.Result{RequeueAfter: awaitingRecheck}, nil
 	}
+	if err == nil && blockedOutsideCache(v) {
+		return ctrl.Result{RequeueAfter: foreignServiceRecheck}, nil
+	}
 	return ctrl.Result{}, err
 }
 
@@ -218,8 +221,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return v1alpha1.ListenerStatus{}, verdict{}, err
 	}
 	if svc != nil && !metav1.IsControlledBy(svc, l) {
-		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonForeignService,
-			message: fmt.Sprintf("Service %s exists and is not controlled by this Listener; refusing to take it over", svcName)}, nil
+		return v1alpha1.ListenerStatus{}, foreignServiceVerdict(svcName), nil
 	}
 	// A Service another operator made selects pods its own way (adopt.go).
 	takeover := r.takeOverSelector(ctx, l, svc, want)
@@ -240,6 +242,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			svc, err = r.applyService(ctx, l, want, svc)
 		}
 		if err != nil {
+			if v, ok := asForeignService(err); ok {
+				return v1alpha1.ListenerStatus{}, v, nil
+			}
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				// The API server rejected what the class and overrides make:
 				// retrying will not help until someone edits them.
@@ -303,7 +308,7 @@ func (r *listenerReconciler) createService(ctx context.Context, l *v1alpha1.List
 	err := r.client.Create(ctx, u, client.FieldOwner(v1alpha1.FieldManager))
 	if countWrite(controllerListener, "Service", "create", err) != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil, errRetrySoon
+			return r.serviceOutsideCache(ctx, l, want)
 		}
 		return nil, fmt.Errorf("create service %s/%s for listener %s: %w", l.Namespace, want.GetName(), l.Name, err)
 	}

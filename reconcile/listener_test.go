@@ -269,7 +269,9 @@ func TestLongNamesAndStaleServices(t *testing.T) {
 
 	// A Service this Listener controls under another name is removed.
 	stale := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+		// With the label every Service of the operator carries (the
+		// reconcilers cache only those).
+		ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: ns, Labels: map[string]string{LabelName: LabelNameValue}, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: long, UID: l.UID, Controller: ptr.To(true),
 		}}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}},
@@ -316,7 +318,9 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 
 	// A ready endpoint on n1 and a not-ready one on n3.
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np"}},
+		// Labelled as the EndpointSlice controller does: the Service's
+		// labels copied (the reconcilers cache only slices with ours).
+		ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np", LabelName: LabelNameValue}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{
 			{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n1.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},

@@ -20,12 +20,12 @@ import (
 
 // Labels every generated Service carries.
 const (
-	LabelName      = "app.kubernetes.io/name"
+	LabelName      = v1alpha1.LabelServiceKind
 	LabelInstance  = "app.kubernetes.io/instance"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 
 	// LabelNameValue is the app.kubernetes.io/name of generated Services.
-	LabelNameValue = "listener"
+	LabelNameValue = v1alpha1.LabelServiceKindValue
 )
 
 // Result is the Service a Listener of a class gets.
@@ -100,6 +100,10 @@ func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error
 	u.SetKind("Service")
 	u.SetName(svcName)
 	u.SetNamespace(l.Namespace)
+	// Nor hide it from the operator's caches, which select this label.
+	if err := unstructured.SetNestedField(u.Object, LabelNameValue, "metadata", "labels", LabelName); err != nil {
+		return Result{}, fmt.Errorf("label service %s/%s: %w", l.Namespace, svcName, err)
+	}
 	if err := unstructured.SetNestedSlice(u.Object, []any{ownerRef(l)}, "metadata", "ownerReferences"); err != nil {
 		return Result{}, fmt.Errorf("set owner of service %s/%s: %w", l.Namespace, svcName, err)
 	}

@@ -93,6 +93,15 @@ const (
 	// MountPath is where the injected listener volume is mounted in containers.
 	MountPath = "/stackable/listener"
 
+	// LabelServiceKind and LabelServiceKindValue (app.kubernetes.io/name=
+	// listener) are on every Service the operator makes, as they were on the
+	// Stackable operator's, and the EndpointSlice controller copies them to
+	// the Service's slices. The controller's caches hold only the Services
+	// and EndpointSlices that carry them (caches.Reconcilers): a cluster's
+	// other Services are never sent to the operator.
+	LabelServiceKind      = "app.kubernetes.io/name"
+	LabelServiceKindValue = "listener"
+
 	// FieldManager is the field manager (and app.kubernetes.io/managed-by value)
 	// of every object the operator writes.
 	FieldManager = "listener-operator"

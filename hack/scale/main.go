@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/metricsscrape"
@@ -34,6 +36,7 @@ type options struct {
 	kubeconfig, kwok, stages, out, workDir string
 	profiles                               string // directory for heap profiles; "" = none
 	nodes, pods, smallPods, listeners      int
+	claims, services, floor                int // the rest of the realistic mix (mix.go)
 	settle                                 time.Duration
 }
 
@@ -49,8 +52,14 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 10000, "Ordinary pods (no listener volume) at the large measurement.")
 	flag.IntVar(&o.smallPods, "small-pods", 2000, "Ordinary pods at the small measurement (for the slope).")
 	flag.IntVar(&o.listeners, "listeners", 1000, "Listener claims, half before the ordinary pods and half after; half per-claim, half naming shared Listeners.")
+	flag.IntVar(&o.claims, "claims", 10000, "Ordinary claims (another storage class, kubectl's last-applied annotation), added after the ordinary pods.")
+	flag.IntVar(&o.services, "services", 5000, "Ordinary Services (each selecting ordinary pods, so each has an EndpointSlice), added after the claims.")
+	flag.IntVar(&o.floor, "floor", -1, "Pods without a listener volume created at once after the last phase, the floor of its time to Ready (default: as many as the last phase's claims).")
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "How long to wait at each size before measuring (steady state; also the window for API requests per second).")
 	flag.Parse()
+	// The API server's warnings are logged through controller-runtime's
+	// logger; the harness does not read them.
+	log.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if err := run(ctx, o); err != nil {
@@ -156,7 +165,51 @@ func run(ctx context.Context, o options) error {
 		}
 		rows = append(rows, r)
 	}
+	// The rest of the realistic mix: ordinary claims, then ordinary
+	// Services with their EndpointSlices, each measured at steady state.
+	for _, k := range []struct {
+		what  string
+		n     int
+		make  func(int) client.Object
+		ready func() (bool, string, error)
+	}{
+		{"ordinary claims", o.claims, func(i int) client.Object { return ordinaryClaim(i) }, nil},
+		{"ordinary Services", o.services, func(i int) client.Object { return ordinaryService(i) }, func() (bool, string, error) {
+			n, err := slicesOfServices(ctx, c)
+			return n >= o.services, fmt.Sprintf("%d/%d EndpointSlices", n, o.services), err
+		}},
+	} {
+		if k.n == 0 {
+			continue
+		}
+		say("creating %d %s", k.n, k.what)
+		start := time.Now()
+		if _, err := createAll(ctx, c, 0, k.n, 32, k.make); err != nil {
+			return err
+		}
+		if k.ready != nil {
+			if err := waitFor(ctx, 20*time.Minute, k.what, k.ready); err != nil {
+				return err
+			}
+		}
+		say("%d %s in %s", k.n, k.what, time.Since(start).Round(time.Second))
+		r, err := m.steady(ctx, o.settle)
+		if err != nil {
+			return err
+		}
+		r.label = fmt.Sprintf("+ %d %s", k.n, k.what)
+		r.added, r.kind = k.n, k.what
+		if err := m.profile(ctx, r); err != nil {
+			return err
+		}
+		rows = append(rows, r)
+	}
+
 	large, err := m.listenerPhase(ctx, "large", o.listeners-half)
+	if err != nil {
+		return err
+	}
+	stages, err := m.stages(ctx, "large")
 	if err != nil {
 		return err
 	}
@@ -164,14 +217,25 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	r.label = fmt.Sprintf("%d pods, %d claims", o.pods, o.listeners)
+	r.label = fmt.Sprintf("+ %d listener claims (%d in all)", o.listeners-half, o.listeners)
+	r.added, r.kind = o.listeners-half, "listener claims"
 	if err := m.profile(ctx, r); err != nil {
 		return err
 	}
 	rows = append(rows, r)
+	if o.floor < 0 {
+		o.floor = o.listeners - half
+	}
+	var floor []float64
+	if o.floor > 0 {
+		if floor, err = m.floor(ctx, o.floor); err != nil {
+			return err
+		}
+	}
 
 	var out strings.Builder
 	report(&out, o, rows, small, large)
+	reportMix(&out, rows, large, stages, floor)
 	fmt.Print(out.String())
 	return os.WriteFile(o.out, []byte(out.String()), 0o644)
 }
@@ -230,6 +294,8 @@ type component struct {
 // row is one measurement at steady state.
 type row struct {
 	label      string
+	added      int    // objects of kind added since the row before (mix rows)
+	kind       string // what was added
 	components []component
 	reqPerSec  map[string]float64 // by component name
 	cpuPerSec  map[string]float64 // CPU seconds per second, by component name
@@ -342,6 +408,10 @@ func (m *measurer) steady(ctx context.Context, settle time.Duration) (row, error
 				r.cpuPerSec[a.name] = (a.cpu - b.cpu) / time.Since(start).Seconds()
 			}
 		}
+	}
+	// As it is measured: a run that fails later keeps what it saw.
+	for _, c := range after {
+		say("  %-26s RSS %.1f MB, heap in use %.1f MB, restarts %d", c.name, c.rss/1e6, c.heap/1e6, c.restarts)
 	}
 	return r, nil
 }

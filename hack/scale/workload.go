@@ -46,7 +46,7 @@ func ordinaryPod(i int) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("app-%05d", i), Namespace: namespaceName(i),
-			Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100)},
+			Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100), labelPod: fmt.Sprintf("app-%05d", i)},
 			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app"), container("sidecar")}},

@@ -1,0 +1,176 @@
+package caches
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// What one listener claim brings into the caches, kind by kind, as the
+// cluster makes them for a pod with a generic ephemeral listener volume and
+// a per-claim Listener: the claim, its volume, the Listener, its Service
+// and EndpointSlice, the pod and its PodListeners. Objects whose status
+// the API server takes only through the status subresource (Listener,
+// claim, volume) are measured without it.
+
+const listenerNamespace = "cache-listener"
+
+func listenerClaimName(i int) string { return fmt.Sprintf("kafka-%05d-listener", i) }
+
+var listenerKinds = []struct {
+	name string
+	make func(i int) client.Object
+}{
+	{"listener claim", func(i int) client.Object {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
+				Labels: map[string]string{"app.kubernetes.io/name": "kafka", "app.kubernetes.io/instance": "kafka"},
+				Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "external-unstable",
+					"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
+					"volume.beta.kubernetes.io/storage-provisioner": v1alpha1.DriverName, "volume.kubernetes.io/storage-provisioner": v1alpha1.DriverName,
+					"volume.kubernetes.io/selected-node": fmt.Sprintf("node-%02d", i%50)},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("kafka-%05d", i), UID: types.UID(fmt.Sprintf("0b9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				StorageClassName: ptr.To(v1alpha1.StorageClassName),
+				VolumeName:       fmt.Sprintf("pvc-0b9f3c1e-6a4d-4c59-9a9e-%012d", i),
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+			},
+		}
+	}},
+	{"listener volume", func(i int) client.Object {
+		return &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pvc-0b9f3c1e-6a4d-4c59-9a9e-%012d", i),
+				Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": v1alpha1.DriverName, "volume.kubernetes.io/provisioner-deletion-secret-name": "", "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""}},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				StorageClassName:              v1alpha1.StorageClassName,
+				VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
+				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: listenerNamespace, Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("1c9f3c1e-6a4d-4c59-9a9e-%012d", i)), ResourceVersion: "12345"},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: v1alpha1.DriverName, VolumeHandle: fmt.Sprintf("pvc-0b9f3c1e-6a4d-4c59-9a9e-%012d", i),
+					VolumeAttributes: map[string]string{"listeners.stackable.tech/listener-name": listenerClaimName(i), "storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-listeners.stackable.tech"}}},
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("node-%02d", i%50)}}}}}}},
+			},
+		}
+	}},
+	{"Listener", func(i int) client.Object {
+		return &v1alpha1.Listener{
+			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
+				Labels:          map[string]string{"app.kubernetes.io/name": "kafka", "app.kubernetes.io/instance": "kafka"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("1c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: v1alpha1.ListenerSpec{ClassName: ptr.To("external-unstable"), Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}}},
+		}
+	}},
+	{"listener Service", func(i int) client.Object {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
+				Labels:          map[string]string{"app.kubernetes.io/name": "listener", "app.kubernetes.io/instance": listenerClaimName(i), "app.kubernetes.io/managed-by": v1alpha1.FieldManager},
+				Annotations:     map[string]string{"listeners.stackable.tech/service-hash": "3f2a9c0d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("2c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: corev1.ServiceSpec{
+				// Headless: the test control plane's service range is small.
+				ClusterIP:                corev1.ClusterIPNone,
+				Selector:                 map[string]string{v1alpha1.PodSelectorLabelPrefix + listenerClaimName(i): "true"},
+				Ports:                    []corev1.ServicePort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}},
+				PublishNotReadyAddresses: true,
+			},
+		}
+	}},
+	{"listener EndpointSlice", func(i int) client.Object {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i) + "-x7k2p", Namespace: listenerNamespace,
+				Labels: map[string]string{"app.kubernetes.io/name": "listener", "app.kubernetes.io/instance": listenerClaimName(i), "app.kubernetes.io/managed-by": v1alpha1.FieldManager,
+					discoveryv1.LabelServiceName: listenerClaimName(i), discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("3c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{
+				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", i/65536%256, i/256%256, i%256)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+				NodeName:   ptr.To(fmt.Sprintf("node-%02d", i%50)),
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: listenerNamespace, Name: fmt.Sprintf("kafka-%05d", i), UID: "0b9f3c1e-6a4d-4c59-9a9e-3b8f1e2d7c6a"},
+			}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("kafka"), Port: ptr.To[int32](9092), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}
+	}},
+	{"listener pod", func(i int) client.Object {
+		p := ordinaryPod(i)
+		p.Name, p.Namespace = fmt.Sprintf("kafka-%05d", i), listenerNamespace
+		p.Labels[v1alpha1.LabelListenerVolume] = "true"
+		p.Labels[v1alpha1.PodSelectorLabelPrefix+listenerClaimName(i)] = "true"
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "external-unstable"}},
+				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(v1alpha1.StorageClassName), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}}},
+			}}}})
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("node-%02d", i%50)}}}}}}}}
+		return p
+	}},
+	{"PodListeners", func(i int) client.Object {
+		return &v1alpha1.PodListeners{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-0b9f3c1e-6a4d-4c59-9a9e-%012d", i), Namespace: listenerNamespace,
+				Labels:          map[string]string{"app.kubernetes.io/managed-by": v1alpha1.FieldManager},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("kafka-%05d", i), UID: types.UID(fmt.Sprintf("0b9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{"listener": {Scope: v1alpha1.PodListenerScopeNode,
+				IngressAddresses: []v1alpha1.ListenerIngress{{Address: "192.168.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 31092}}}}}},
+		}
+	}},
+}
+
+// BenchmarkListenerObjects: heap in use per object of each kind a listener
+// claim brings, with the shipped policy, at two sizes (the slope between
+// them); the sum is the cost of one per-claim listener workload on the
+// leader (replica-B/obj: on every replica). Run with -benchtime=1x;
+// LISTENER_SIZES=small,large overrides the sizes.
+func BenchmarkListenerObjects(b *testing.B) {
+	e := testenv.Require(b, env)
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: listenerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	sizes := benchSizesFrom(b, "LISTENER_SIZES", []int{1000, 5000})
+	cfg := cacheConfig{"shipped", Webhooks, Reconcilers}
+	for _, k := range listenerKinds {
+		var h [2][2]float64
+		created := 0
+		for si, n := range sizes {
+			start := time.Now()
+			if err := ensureObjects(ctx, e.Client, created, n, k.make); err != nil {
+				b.Fatal(err)
+			}
+			created = n
+			b.Logf("%d %ss in %s", n, k.name, time.Since(start).Round(time.Second))
+			b.Run(fmt.Sprintf("kind=%s/n=%d", k.name, n), func(b *testing.B) {
+				var w, l float64
+				for range b.N {
+					w, l = medianHeaps(b, cfg)
+				}
+				h[si] = [2]float64{w, l}
+				b.ReportMetric(l/(1<<20), "leader-heap-MiB")
+				if si == 1 {
+					d := float64(sizes[1] - sizes[0])
+					b.ReportMetric((w-h[0][0])/d, "replica-B/obj")
+					b.ReportMetric((l-h[0][1])/d, "leader-B/obj")
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// The realistic mix (issue 23): besides ordinary pods, a cluster holds
+// claims of other storage classes, with kubectl's last-applied copy, and
+// Services with their EndpointSlices, none of them a listener's.
+
+// ordinaryClass is the storage class of the ordinary claims. No provisioner
+// serves it: the claims stay Pending, as many do (WaitForFirstConsumer).
+const ordinaryClass = "scale-standard"
+
+// ordinaryClaim is ordinary claim i: another storage class, labels, and
+// kubectl's last-applied annotation (about 1.8 KB, as `kubectl apply`
+// leaves it).
+func ordinaryClaim(i int) *corev1.PersistentVolumeClaim {
+	c := &corev1.PersistentVolumeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("data-%05d", i), Namespace: namespaceName(i),
+			Labels: map[string]string{"app.kubernetes.io/name": "db", "app.kubernetes.io/instance": fmt.Sprintf("db-%d", i/100), "app.kubernetes.io/part-of": "storefront"},
+			Annotations: map[string]string{
+				"backup.example.com/schedule":                   "daily",
+				"backup.example.com/retention":                  "7d",
+				"volume.beta.kubernetes.io/storage-provisioner": "example.com/block",
+			},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(ordinaryClass),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+		},
+	}
+	applied, _ := json.Marshal(c)
+	// Pad to the size of a real one (kubectl copies the whole manifest,
+	// comments of templating tools included).
+	pad := strings.Repeat("x", max(0, 1800-len(applied)))
+	c.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = strings.TrimSuffix(string(applied), "}") + `,"x-pad":"` + pad + `"}`
+	return c
+}
+
+// labelPod names an ordinary pod, for the Service that selects it.
+const labelPod = "scale.example.com/pod"
+
+// ordinaryService is ordinary Service i: it selects ordinary pod i (one
+// endpoint, as a per-instance Service has), so the EndpointSlice
+// controller gives it a slice. It is headless: the project's cluster has a
+// service range of about 4,000 addresses (the object differs from a
+// ClusterIP Service by its cluster IPs only).
+func ordinaryService(i int) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("svc-%05d", i), Namespace: namespaceName(i),
+			Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100), "app.kubernetes.io/part-of": "storefront"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{labelPod: fmt.Sprintf("app-%05d", i)},
+			Ports:     []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+		},
+	}
+}
+
+// floorPod is pod i of the floor burst: a pod like a listener workload's
+// but without the listener volume, so its time to Running is what the
+// cluster itself costs.
+func floorPod(i int) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%04d", i), Namespace: namespaceName(i)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", Image: "registry.example/kafka:1.0",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		}}},
+	}
+	kwokPlacement(&p.Spec)
+	return p
+}
+
+// slicesOfServices counts the EndpointSlices of ordinary Services.
+func slicesOfServices(ctx context.Context, c client.Client) (int, error) {
+	n := 0
+	for i := range namespaces {
+		var list metav1.PartialObjectMetadataList
+		list.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSliceList"))
+		if err := c.List(ctx, &list, client.InNamespace(namespaceName(i)), client.MatchingLabels{"app.kubernetes.io/part-of": "storefront"}); err != nil {
+			return 0, err
+		}
+		n += len(list.Items)
+	}
+	return n, nil
+}
+
+// podRunningAt is when a pod became Ready (kwok sets the condition), or
+// zero.
+func podRunningAt(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// floor creates n pods without listener volumes at once (as many workers as
+// the listener burst) and returns each one's time from creation to Ready.
+func (m *measurer) floor(ctx context.Context, n int) ([]float64, error) {
+	say("floor: %d pods without a listener volume", n)
+	if _, err := createAll(ctx, m.c, 0, n, 8, func(i int) client.Object { return floorPod(i) }); err != nil {
+		return nil, err
+	}
+	var ds []float64
+	err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d floor pods Ready", n), func() (bool, string, error) {
+		ds = ds[:0]
+		for i := range namespaces {
+			var pods corev1.PodList
+			if err := m.c.List(ctx, &pods, client.InNamespace(namespaceName(i))); err != nil {
+				return false, "", err
+			}
+			for j := range pods.Items {
+				p := &pods.Items[j]
+				if strings.HasPrefix(p.Name, "floor-") {
+					if t := podRunningAt(p); !t.IsZero() {
+						ds = append(ds, t.Sub(p.CreationTimestamp.Time).Seconds())
+					}
+				}
+			}
+		}
+		return len(ds) >= n, fmt.Sprintf("%d/%d Ready", len(ds), n), nil
+	})
+	return ds, err
+}
+
+// stage is one step of a per-claim listener workload, timed from the pod's
+// creation.
+type stage struct {
+	name string
+	ds   []float64
+}
+
+// stages breaks a phase's per-claim workloads down: from the pod's creation
+// (after admission) to its claim, its volume (provisioning), its
+// scheduling, its Listener, the Listener's Service and EndpointSlice, the
+// Listener Ready (status) and the pod Ready. Timestamps are the API
+// server's, to the second.
+func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
+	names_ := []string{"claim created", "volume provisioned", "pod scheduled", "Listener created", "Service created", "EndpointSlice created", "Listener Ready", "pod Ready"}
+	out := make([]stage, len(names_))
+	for i, n := range names_ {
+		out[i].name = n
+	}
+	var pvs corev1.PersistentVolumeList
+	if err := m.c.List(ctx, &pvs); err != nil {
+		return nil, err
+	}
+	pvByClaim := map[string]time.Time{}
+	for _, pv := range pvs.Items {
+		if r := pv.Spec.ClaimRef; r != nil {
+			pvByClaim[r.Namespace+"/"+r.Name] = pv.CreationTimestamp.Time
+		}
+	}
+	for i := range namespaces {
+		ns := namespaceName(i)
+		var pods corev1.PodList
+		var claims corev1.PersistentVolumeClaimList
+		var ls v1alpha1.ListenerList
+		var svcs corev1.ServiceList
+		var slices discoveryv1.EndpointSliceList
+		for _, l := range []client.ObjectList{&pods, &claims, &ls} {
+			if err := m.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+		}
+		sel := client.MatchingLabels{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue}
+		if err := m.c.List(ctx, &svcs, client.InNamespace(ns), sel); err != nil {
+			return nil, err
+		}
+		if err := m.c.List(ctx, &slices, client.InNamespace(ns), sel); err != nil {
+			return nil, err
+		}
+		claimAt := map[string]time.Time{}
+		for _, c := range claims.Items {
+			claimAt[c.Name] = c.CreationTimestamp.Time
+		}
+		listenerAt, readyAt := map[string]time.Time{}, map[string]time.Time{}
+		for _, l := range ls.Items {
+			listenerAt[l.Name] = l.CreationTimestamp.Time
+			if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+				readyAt[l.Name] = c.LastTransitionTime.Time
+			}
+		}
+		svcAt, sliceAt := map[string]time.Time{}, map[string]time.Time{}
+		for _, s := range svcs.Items {
+			svcAt[s.Name] = s.CreationTimestamp.Time
+		}
+		for _, s := range slices.Items {
+			name := s.Labels[discoveryv1.LabelServiceName]
+			if t, ok := sliceAt[name]; !ok || s.CreationTimestamp.Time.Before(t) {
+				sliceAt[name] = s.CreationTimestamp.Time
+			}
+		}
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if !strings.HasPrefix(p.Name, "listener-"+phase+"-") || len(p.Spec.Volumes) == 0 || p.Spec.Volumes[0].Ephemeral == nil {
+				continue
+			}
+			t := p.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate
+			if t == nil || t.Annotations[v1alpha1.AnnotationListenerClass] == "" {
+				continue // shared Listeners exist before their pods
+			}
+			claim := names.EphemeralClaimName(p.Name, p.Spec.Volumes[0].Name)
+			listener := names.ClaimListenerName(claim)
+			var scheduled time.Time
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+					scheduled = c.LastTransitionTime.Time
+				}
+			}
+			at := []time.Time{claimAt[claim], pvByClaim[ns+"/"+claim], scheduled, listenerAt[listener],
+				svcAt[names.ServiceName(listener)], sliceAt[names.ServiceName(listener)], readyAt[listener], podRunningAt(p)}
+			for k, t := range at {
+				if !t.IsZero() {
+					out[k].ds = append(out[k].ds, t.Sub(p.CreationTimestamp.Time).Seconds())
+				}
+			}
+		}
+	}
+	for i := range out {
+		sort.Float64s(out[i].ds)
+	}
+	return out, nil
+}
+
+// reportMix writes the realistic mix's part of the table: the cost per
+// object of each kind added (between a row and the one before it), per
+// listener claim, and the last phase's time to Ready against its floor,
+// stage by stage.
+func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor []float64) {
+	fmt.Fprintln(w, "\nslope per object added (RSS / heap in use, bytes per object; the row before as base):")
+	for i := 1; i < len(rows); i++ {
+		if rows[i].added == 0 {
+			continue
+		}
+		for _, a := range rows[i].components {
+			for _, b := range rows[i-1].components {
+				if a.name == b.name {
+					d := float64(rows[i].added)
+					fmt.Fprintf(w, "  %-22s %-26s RSS %7.0f B   heap %7.0f B\n", rows[i].kind, a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
+				}
+			}
+		}
+	}
+	sec := func(ds []float64, p float64) string {
+		v := percentile(ds, p)
+		if math.IsNaN(v) {
+			return "-"
+		}
+		return (time.Duration(v * float64(time.Second))).Round(100 * time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "\ntime to Ready, burst of %d listener claims against the floor (%d pods without a listener volume, same run):\n", large.claims, len(floor))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  from pod creation to\tn\tp50\tp99\tmax")
+	for _, s := range stages {
+		fmt.Fprintf(tw, "  %s (per-claim)\t%d\t%s\t%s\t%s\n", s.name, len(s.ds), sec(s.ds, 0.5), sec(s.ds, 0.99), sec(s.ds, 1))
+	}
+	fmt.Fprintf(tw, "  floor: pod Ready, no listener volume\t%d\t%s\t%s\t%s\n", len(floor), sec(floor, 0.5), sec(floor, 0.99), sec(floor, 1))
+	tw.Flush()
+	fmt.Fprintf(w, "  Listener created → Ready (all Listeners of the burst): p50 %s, p99 %s; pod webhook p50 %.1f ms, p99 %.1f ms\n",
+		large.readyP50, large.readyP99, large.webhookP50*1000, large.webhookP99*1000)
+	if p := percentile(floor, 0.99); !math.IsNaN(p) && p > 0 {
+		for _, s := range stages {
+			if s.name == "Listener Ready" && len(s.ds) > 0 {
+				fmt.Fprintf(w, "  Listener Ready p99 / floor p99 = %.2f\n", percentile(s.ds, 0.99)/p)
+			}
+		}
+	}
+}

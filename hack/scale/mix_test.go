@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The ordinary objects look like the issue's: a claim of another class with
+// kubectl's last-applied copy of about 1.8 KB (valid JSON), a Service that
+// selects exactly one ordinary pod, in its namespace.
+func TestMixObjects(t *testing.T) {
+	c := ordinaryClaim(7)
+	la := c.Annotations["kubectl.kubernetes.io/last-applied-configuration"]
+	if n := len(la); n < 1700 || n > 2000 {
+		t.Errorf("last-applied annotation is %d bytes, want about 1800", n)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(la), &v); err != nil {
+		t.Errorf("last-applied annotation is not JSON: %v", err)
+	}
+	if *c.Spec.StorageClassName == "listeners.stackable.tech" {
+		t.Errorf("ordinary claim uses the listener class")
+	}
+	svc, pod := ordinaryService(42), ordinaryPod(42)
+	if svc.Namespace != pod.Namespace {
+		t.Errorf("service in %s, its pod in %s", svc.Namespace, pod.Namespace)
+	}
+	for k, want := range svc.Spec.Selector {
+		if pod.Labels[k] != want {
+			t.Errorf("service selects %s=%s, pod has %q", k, want, pod.Labels[k])
+		}
+	}
+	if other := ordinaryPod(43); other.Labels[labelPod] == svc.Spec.Selector[labelPod] {
+		t.Errorf("service selects more than one pod")
+	}
+	if svc.Labels["app.kubernetes.io/name"] == "listener" {
+		t.Errorf("ordinary service carries the operator's label")
+	}
+}
+
+// The mix report names each kind's slope and the burst against its floor.
+func TestReportMix(t *testing.T) {
+	rows := []row{
+		{label: "base", components: []component{{name: "controller (leader)", rss: 50e6, heap: 20e6}}},
+		{label: "+ 1000 ordinary claims", added: 1000, kind: "ordinary claims", components: []component{{name: "controller (leader)", rss: 51e6, heap: 20.5e6}}},
+	}
+	var b strings.Builder
+	reportMix(&b, rows, phase{claims: 500, readyP50: time.Second, readyP99: 2 * time.Second},
+		[]stage{{name: "Listener Ready", ds: []float64{1, 2, 4}}}, []float64{1, 2, 2})
+	out := b.String()
+	for _, want := range []string{"ordinary claims", "RSS    1000 B", "heap     500 B", "Listener Ready (per-claim)", "floor: pod Ready", "p99 / floor p99 = 2.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
