@@ -369,7 +369,9 @@ func TestTakeoverThatCannotFinishBacksOff(t *testing.T) {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.test/web"}}},
 	})
 	theirs := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+		// Labelled as the Stackable operator labels its Services (the
+		// reconcilers cache only Services with app.kubernetes.io/name=listener).
+		ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: ns, Labels: map[string]string{LabelName: LabelNameValue}, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: l.Name, UID: l.UID, Controller: ptr.To(true),
 		}}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{theirKey: l.Name},

@@ -144,7 +144,7 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 	})
 	create(t, ctx, c, listener(ns, "np", npClass.Name, port("tls", 443)),
 		&discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np"}},
+			ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np", LabelName: LabelNameValue}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		})

@@ -64,7 +64,7 @@ func TestHostnamePublished(t *testing.T) {
 	}
 	create(t, ctx, c, listener(ns, "broker-0", npClass.Name, port("kafka", 9092)), claim, pod,
 		&discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "broker-0-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "broker-0"}},
+			ObjectMeta:  metav1.ObjectMeta{Name: "broker-0-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "broker-0", LabelName: LabelNameValue}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		})

@@ -12,9 +12,13 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// MaxOverrideBytes bounds one override, so that decoding it allocates a
-// bounded amount (the API server bounds whole objects at 1.5 MiB too).
-const MaxOverrideBytes = 256 << 10
+// MaxOverrideBytes bounds one override (a Listener's objectOverrides item
+// or a class's serviceOverrides), so that decoding it allocates a bounded
+// amount: the CRD schema bounds how many overrides a Listener has (32) but
+// cannot measure an embedded object. A Service override of the existing
+// operator's users is a few hundred bytes; 32 KiB leaves room for large
+// annotation values (certificates, JSON policies).
+const MaxOverrideBytes = 32 << 10
 
 // topLevel are the keys an override may have.
 var topLevel = []string{"apiVersion", "kind", "metadata", "spec"}

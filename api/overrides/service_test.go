@@ -318,6 +318,8 @@ func TestDecode(t *testing.T) {
 		{`[1]`, `must be a JSON object`},
 		{`null`, `must be a JSON object`},
 		{`{"data":{}}`, `o.data: Forbidden: unknown key; remove it (an override has only apiVersion, kind, metadata, spec)`},
+		{sized(MaxOverrideBytes), ""},
+		{sized(MaxOverrideBytes + 1), `o: Too long: may not be more than 32768 bytes`},
 	} {
 		_, errs := Decode([]byte(tc.raw), false, field.NewPath("o"))
 		got := errs.ToAggregate()
@@ -328,6 +330,13 @@ func TestDecode(t *testing.T) {
 			t.Errorf("Decode(%s) = %v, want %q", tc.raw, got, tc.want)
 		}
 	}
+}
+
+// sized is a valid Service override of exactly n bytes (an annotation
+// value fills it).
+func sized(n int) string {
+	const head, tail = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"pad":"`, `"}}}`
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 }
 
 // FuzzService: for any override the webhook admits (Service refuses nothing),
