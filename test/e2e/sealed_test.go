@@ -64,7 +64,7 @@ func TestSealedVolumeCapsWhatAPodWrites(t *testing.T) {
 		address := k8s.kubectlOK(t, ctx, "", "exec", "-n", ns, f.name, "-c", "hello", "--", "cat", treeRoot+"/default-address/address")
 		script := `cd ` + treeRoot + `
 dd if=/dev/zero of=big bs=1M count=256 2>&1; echo "dd-exit=$?"
-i=0; while [ $i -lt 100000 ]; do : > e$i 2>/dev/null || break; i=$((i+1)); done; echo "entries=$i"
+i=0; while [ $i -lt 100000 ]; do touch e$i 2>/dev/null || break; i=$((i+1)); done; echo "entries=$i"
 echo "used-kib=$(du -sk . | cut -f1)"`
 		out, errOut, _ := k8s.run(ctx, "", "exec", "-n", ns, f.name, "-c", "hello", "--", "sh", "-c", script)
 		t.Logf("%s on %s: %s%s", f.name, f.node, out, errOut)
