@@ -3,6 +3,7 @@ package caches
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,6 +57,22 @@ func watches(t *testing.T, cs kubernetes.Interface, group, resource string) int 
 		n += int(v)
 	}
 	return n
+}
+
+// attemptCountingLock is a leader-election lock that signals each time the
+// elector reads it, which it does once per attempt at the lease.
+type attemptCountingLock struct {
+	resourcelock.Interface
+	attempts chan struct{}
+}
+
+func (l *attemptCountingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r, raw, err := l.Interface.Get(ctx)
+	select {
+	case l.attempts <- struct{}{}:
+	default: // the test has stopped counting
+	}
+	return r, raw, err
 }
 
 // TestLeaderOnly: a replica that is not the leader serves from the
@@ -97,16 +116,24 @@ func TestLeaderOnly(t *testing.T) {
 	}
 	before := podWatches(t, cs)
 
+	// The lease as the manager would make it, counting the elector's
+	// attempts: the signal that this replica has tried and been refused.
+	lock := &attemptCountingLock{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: leaseName},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "this-replica"},
+	}, attempts: make(chan struct{}, 1)}
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                  e.Scheme,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		Cache:                   Webhooks(),
-		LeaderElection:          true,
-		LeaderElectionNamespace: ns,
-		LeaderElectionID:        leaseName,
-		RetryPeriod:             ptr.To(200 * time.Millisecond),
-		RenewDeadline:           ptr.To(time.Second),
-		LeaseDuration:           ptr.To(2 * time.Second),
+		Scheme:                              e.Scheme,
+		Metrics:                             metricsserver.Options{BindAddress: "0"},
+		Cache:                               Webhooks(),
+		LeaderElection:                      true,
+		LeaderElectionNamespace:             ns,
+		LeaderElectionID:                    leaseName,
+		LeaderElectionResourceLockInterface: lock,
+		RetryPeriod:                         ptr.To(200 * time.Millisecond),
+		RenewDeadline:                       ptr.To(time.Second),
+		LeaseDuration:                       ptr.To(2 * time.Second),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -161,15 +188,38 @@ func TestLeaderOnly(t *testing.T) {
 		t.Fatal("the webhooks' cache did not sync")
 	}
 
-	// Not the leader: no pod watch, nothing reconciled.
-	time.Sleep(2 * time.Second) // long enough for a watch to open, were one started
+	// Not the leader: the manager starts every runnable that does not need
+	// the election before it campaigns, so once the elector has read the
+	// other replica's lease twice (the second read begins after the first
+	// attempt was refused), everything a replica that is not the leader
+	// runs has started. The reconcilers' cache must not be among it: it
+	// says so itself, and no pod watch is open, nothing reconciled.
+	for i := range 2 {
+		select {
+		case <-lock.attempts:
+		case <-time.After(time.Minute):
+			t.Fatalf("the elector made %d attempts at the lease in a minute, want 2", i)
+		}
+	}
+	select {
+	case <-mgr.Elected():
+		t.Fatal("elected while the other replica holds the lease")
+	default:
+	}
+	var notStarted *cache.ErrCacheNotStarted
+	if err := view.GetClient().List(ctx, &corev1.PodList{}, client.InNamespace(ns)); !errors.As(err, &notStarted) {
+		t.Errorf("listing pods through the view on a replica that is not the leader: err %v, want the reconcilers' cache not started", err)
+	}
 	if got := podWatches(t, cs); got != before {
 		t.Errorf("pod watches went from %d to %d on a replica that is not the leader", before, got)
 	}
+	testenv.Eventually(t, 30*time.Second, "a listener watch for the webhooks' informer", func() error {
+		if n := watches(t, cs, v1alpha1.GroupVersion.Group, "listeners"); n < 1 {
+			return fmt.Errorf("%d listener watches", n)
+		}
+		return nil
+	})
 	listenersBefore := watches(t, cs, v1alpha1.GroupVersion.Group, "listeners")
-	if listenersBefore < 1 {
-		t.Fatalf("no listener watch open for the webhooks' informer")
-	}
 	if len(seen) != 0 {
 		t.Errorf("a replica that is not the leader reconciled %q", <-seen)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 func TestRecordAddressChanges(t *testing.T) {
@@ -117,7 +118,7 @@ func TestAddressChangeSignal(t *testing.T) {
 					Volumes:    []corev1.Volume{claimVolume("listener", claim.Name)},
 				},
 			}
-			create(t, ctx, c, listener(ns, lis, class.Name, port("tls", 9093)), claim, pod)
+			testenv.Create(t, ctx, c, listener(ns, lis, class.Name, port("tls", 9093)), claim, pod)
 			if tc.pdb {
 				// A running, ready pod: the Eviction API ignores budgets
 				// for pods that are not running yet.
@@ -126,7 +127,7 @@ func TestAddressChangeSignal(t *testing.T) {
 				if err := c.Status().Update(ctx, pod); err != nil {
 					t.Fatal(err)
 				}
-				create(t, ctx, c, &policyv1.PodDisruptionBudget{
+				testenv.Create(t, ctx, c, &policyv1.PodDisruptionBudget{
 					ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: ns},
 					Spec: policyv1.PodDisruptionBudgetSpec{
 						MaxUnavailable: ptr.To(intstr.FromInt32(0)),
@@ -144,7 +145,7 @@ func TestAddressChangeSignal(t *testing.T) {
 			pl := &v1alpha1.PodListeners{}
 			waitPodListener := func(what string, want v1alpha1.PodListener) {
 				t.Helper()
-				eventually(t, what, func() error {
+				testenv.Converges(t, what, func() error {
 					if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PodListenersName(pod.UID)}, pl); err != nil {
 						return err
 					}
@@ -184,7 +185,7 @@ func TestAddressChangeSignal(t *testing.T) {
 				return
 			}
 			waitEvent(t, ctx, c, ns, pod.Name, EventAddressChangeEvicted)
-			eventually(t, "pod evicted", func() error {
+			testenv.Converges(t, "pod evicted", func() error {
 				err := c.Get(ctx, client.ObjectKeyFromObject(pod), p)
 				if apierrors.IsNotFound(err) || err == nil && !p.DeletionTimestamp.IsZero() {
 					return nil

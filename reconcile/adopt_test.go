@@ -18,6 +18,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // stackableManager is the field manager the Stackable listener-operator
@@ -37,7 +38,7 @@ func TestSelectorSwitchIsGapless(t *testing.T) {
 	// The class comes last: until then the operator leaves the Listener alone.
 	className := "adopt-" + ns
 	l := listener(ns, "web", className, port("http", 8080))
-	create(t, ctx, c, l)
+	testenv.Create(t, ctx, c, l)
 	theirKey := v1alpha1.PodSelectorLabelPrefix + strings.ReplaceAll(string(l.UID), "-", "")
 	ourKey := names.PodSelectorLabel(l.Name)
 
@@ -63,7 +64,7 @@ func TestSelectorSwitchIsGapless(t *testing.T) {
 	// web-0 mounts the Listener, so the pod reconciler labels it too; stray
 	// (their label only) is found only through the Service's selector.
 	web0, stray := pod("web-0", true), pod("stray", false)
-	create(t, ctx, c, claim, web0, stray)
+	testenv.Create(t, ctx, c, claim, web0, stray)
 
 	theirs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Service",
@@ -94,7 +95,7 @@ func TestSelectorSwitchIsGapless(t *testing.T) {
 	}
 
 	newClass := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: className}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort}}
-	create(t, ctx, c, newClass)
+	testenv.Create(t, ctx, c, newClass)
 	t.Cleanup(func() { _ = c.Delete(t.Context(), newClass) })
 
 	same := func(s *corev1.Service) error {
@@ -241,7 +242,7 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 				VolumeAttributes: map[string]string{"listener.stackable.tech/listener-class": class.Name}}},
 		},
 	}
-	create(t, ctx, c, pv)
+	testenv.Create(t, ctx, c, pv)
 	t.Cleanup(func() { _ = c.Delete(t.Context(), pv) })
 	theirs := &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{Name: pvc.Name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
@@ -249,8 +250,8 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 		Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(class.Name), PublishNotReadyAddresses: ptr.To(true),
 			Ports: []v1alpha1.ListenerPort{{Name: "port-8080", Port: 8080}}},
 	}
-	create(t, ctx, c, theirs)
-	create(t, ctx, c, pvc)
+	testenv.Create(t, ctx, c, theirs)
+	testenv.Create(t, ctx, c, pvc)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -259,7 +260,7 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
 		},
 	}
-	create(t, ctx, c, pod)
+	testenv.Create(t, ctx, c, pod)
 
 	svc := getService(t, ctx, c, ns, pvc.Name, func(*corev1.Service) error { return nil })
 	waitEvent(t, ctx, c, ns, pvc.Name, EventListenerAdopted)
@@ -287,7 +288,7 @@ func TestStackableClaimListenerIsAdopted(t *testing.T) {
 	if err := c.Delete(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the adopted Listener is garbage-collected with its claim", func() error {
+	testenv.Converges(t, "the adopted Listener is garbage-collected with its claim", func() error {
 		err := c.Get(ctx, client.ObjectKeyFromObject(theirs), &v1alpha1.Listener{})
 		if err == nil {
 			return fmt.Errorf("listener %s still exists", theirs.Name)
@@ -311,7 +312,7 @@ func TestClassesStoredByStackableServe(t *testing.T) {
 		PinnedNodePorts:               ptr.To(true),
 		LoadBalancerAllocateNodePorts: ptr.To(true),
 	})
-	create(t, ctx, c, listener(ns, "kafka", class.Name, port("kafka", 9092)))
+	testenv.Create(t, ctx, c, listener(ns, "kafka", class.Name, port("kafka", 9092)))
 	l := waitReason(t, ctx, c, ns, "kafka", v1alpha1.ReasonReady)
 	if len(l.Status.IngressAddresses) != 1 || l.Status.IngressAddresses[0].Address != "kafka."+ns+".svc.example.test" {
 		t.Errorf("addresses %+v, want the Service's DNS name", l.Status.IngressAddresses)
@@ -362,9 +363,9 @@ func TestTakeoverThatCannotFinishBacksOff(t *testing.T) {
 	className := "stuck-" + ns
 	l := listener(ns, "web", className, port("http", 8080))
 	l.Spec.ExtraPodSelectorLabels = map[string]string{"tier": "never"}
-	create(t, ctx, c, l)
+	testenv.Create(t, ctx, c, l)
 	theirKey := v1alpha1.PodSelectorLabelPrefix + strings.ReplaceAll(string(l.UID), "-", "")
-	create(t, ctx, c, &corev1.Pod{
+	testenv.Create(t, ctx, c, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{theirKey: l.Name}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.test/web"}}},
 	})
@@ -377,14 +378,14 @@ func TestTakeoverThatCannotFinishBacksOff(t *testing.T) {
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{theirKey: l.Name},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}},
 	}
-	create(t, ctx, c, theirs)
+	testenv.Create(t, ctx, c, theirs)
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: className}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
-	create(t, ctx, c, class)
+	testenv.Create(t, ctx, c, class)
 	t.Cleanup(func() { _ = c.Delete(t.Context(), class) })
 
 	// The second wait is twice the first, and the event says why.
 	var note string
-	eventually(t, "a second TakeoverPending event, 4s", func() error {
+	testenv.Converges(t, "a second TakeoverPending event, 4s", func() error {
 		var evs eventsv1.EventList
 		if err := c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return err

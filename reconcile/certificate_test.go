@@ -25,6 +25,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 func TestDesiredCertificate(t *testing.T) {
@@ -82,7 +83,7 @@ func TestDesiredCertificate(t *testing.T) {
 func waitCertificate(t *testing.T, c client.Client, ns, listener string, dnsNames, ips []string) *cmv1.Certificate {
 	t.Helper()
 	cert := &cmv1.Certificate{}
-	eventually(t, "certificate of "+listener, func() error {
+	testenv.Converges(t, "certificate of "+listener, func() error {
 		if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: names.CertificateName(listener)}, cert); err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		LoadBalancerAllocateNodePorts: ptr.To(false),
 		Certificate:                   &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Name: "listeners-ca"}},
 	})
-	create(t, ctx, c, listener(ns, "lb", lbClass.Name, port("tls", 443)))
+	testenv.Create(t, ctx, c, listener(ns, "lb", lbClass.Name, port("tls", 443)))
 	l := waitStatus(t, ctx, c, ns, "lb", func(l *v1alpha1.Listener) error {
 		if l.Status.CertificateSecretName != "lb-listener-tls" {
 			return fmt.Errorf("status.certificateSecretName %q, want lb-listener-tls", l.Status.CertificateSecretName)
@@ -142,7 +143,7 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		ServiceType: v1alpha1.ServiceTypeNodePort,
 		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Kind: v1alpha1.IssuerKindIssuer, Name: "team-ca"}},
 	})
-	create(t, ctx, c, listener(ns, "np", npClass.Name, port("tls", 443)),
+	testenv.Create(t, ctx, c, listener(ns, "np", npClass.Name, port("tls", 443)),
 		&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np", LabelName: LabelNameValue}},
 			AddressType: discoveryv1.AddressTypeIPv4,
@@ -169,7 +170,7 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 	if err := c.Update(ctx, npClass); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "certificate of np deleted", func() error {
+	testenv.Converges(t, "certificate of np deleted", func() error {
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.CertificateName("np")}, &cmv1.Certificate{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get: %v, want NotFound", err)
@@ -195,7 +196,7 @@ func TestForeignCertificateIsLeftAlone(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CertificateName("web")},
 		Spec:       cmv1.CertificateSpec{SecretName: "mine", DNSNames: []string{"mine.example.test"}, IssuerRef: cmmeta.IssuerReference{Name: "other"}},
 	}
-	create(t, ctx, c, mine, listener(ns, "web", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, mine, listener(ns, "web", class.Name, port("http", 80)))
 	waitEvent(t, ctx, c, ns, "web", EventCertificateConflict)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(mine), mine); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 func listenerClaim(ns, name string, annotations map[string]string) *corev1.PersistentVolumeClaim {
@@ -50,7 +51,7 @@ func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
 			Volumes: []corev1.Volume{claimVolume("listener", own.Name), claimVolume("other", shared.Name)},
 		},
 	}
-	create(t, ctx, c, shared, own, pod)
+	testenv.Create(t, ctx, c, shared, own, pod)
 
 	l := waitReason(t, ctx, c, ns, own.Name, v1alpha1.ReasonReady)
 	if ref := metav1.GetControllerOf(l); ref == nil || ref.Kind != "PersistentVolumeClaim" || ref.UID != own.UID {
@@ -64,7 +65,7 @@ func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
 		t.Errorf("listener ports = %+v, want %+v", l.Spec.Ports, wantPorts)
 	}
 	getService(t, ctx, c, ns, names.ServiceName(own.Name), nil)
-	eventually(t, "pod labelled for its listener", func() error {
+	testenv.Converges(t, "pod labelled for its listener", func() error {
 		p := &corev1.Pod{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
 			return err
@@ -81,8 +82,8 @@ func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
 
 	// A claim whose name is taken by a Listener it does not own leaves that
 	// Listener alone and says so.
-	create(t, ctx, c, listener(ns, "taken", class.Name, port("x", 1)))
-	create(t, ctx, c, listenerClaim(ns, "taken", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
+	testenv.Create(t, ctx, c, listener(ns, "taken", class.Name, port("x", 1)))
+	testenv.Create(t, ctx, c, listenerClaim(ns, "taken", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
 	waitEvent(t, ctx, c, ns, "taken", EventForeignListener)
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "taken"}, l); err != nil || len(l.OwnerReferences) != 0 || len(l.Spec.Ports) != 1 {
 		t.Errorf("foreign listener changed: owners %v ports %v (err %v)", l.OwnerReferences, l.Spec.Ports, err)
@@ -95,7 +96,7 @@ func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pod gone", func() error {
+	testenv.Converges(t, "pod gone", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod still there: %v", err)
 		}
@@ -109,7 +110,7 @@ func TestClaimGetsItsOwnListenerUntilDeleted(t *testing.T) {
 	if err := c.Delete(ctx, own); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "listener and service garbage-collected", func() error {
+	testenv.Converges(t, "listener and service garbage-collected", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(l), &v1alpha1.Listener{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("listener still there (err %v)\n%s", err, e.ControllerManagerLog())
 		}
@@ -126,7 +127,7 @@ func TestPodListeners(t *testing.T) {
 	n := node(t, ctx, c, ns+"-node", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.2.0.1"}, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "node-a"})
 	nodePortClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
 	clusterClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	create(t, ctx, c, listener(ns, "shared", clusterClass.Name, port("http", 80)), listenerClaim(ns, "shared-claim", map[string]string{v1alpha1.AnnotationListenerName: "shared"}))
+	testenv.Create(t, ctx, c, listener(ns, "shared", clusterClass.Name, port("http", 80)), listenerClaim(ns, "shared-claim", map[string]string{v1alpha1.AnnotationListenerName: "shared"}))
 
 	// A pod with a generated name and a generic ephemeral listener volume:
 	// admission could not know its claim's name, so the controller labels it.
@@ -144,11 +145,11 @@ func TestPodListeners(t *testing.T) {
 			},
 		},
 	}
-	create(t, ctx, c, pod)
+	testenv.Create(t, ctx, c, pod)
 	// What Kubernetes' ephemeral volume controller would create.
 	eph := listenerClaim(ns, pod.Name+"-listener", map[string]string{v1alpha1.AnnotationListenerClass: nodePortClass.Name})
 	eph.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}}
-	create(t, ctx, c, eph)
+	testenv.Create(t, ctx, c, eph)
 
 	ephListener := waitStatus(t, ctx, c, ns, eph.Name, func(l *v1alpha1.Listener) error {
 		if l.Status.NodePorts["http"] == 0 {
@@ -159,7 +160,7 @@ func TestPodListeners(t *testing.T) {
 	sharedListener := waitReason(t, ctx, c, ns, "shared", v1alpha1.ReasonReady)
 
 	pl := &v1alpha1.PodListeners{}
-	eventually(t, "podlisteners of the pod", func() error {
+	testenv.Converges(t, "podlisteners of the pod", func() error {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PodListenersName(pod.UID)}, pl); err != nil {
 			return err
 		}
@@ -200,7 +201,7 @@ func TestPodListeners(t *testing.T) {
 	if err := c.Update(ctx, clusterClass); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "podlisteners follow the listener", func() error {
+	testenv.Converges(t, "podlisteners follow the listener", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pl), pl); err != nil {
 			return err
 		}
@@ -220,7 +221,7 @@ func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	create(t, ctx, c, listener(ns, "shared", class.Name, port("http", 8080)))
+	testenv.Create(t, ctx, c, listener(ns, "shared", class.Name, port("http", 8080)))
 
 	own := listenerClaim(ns, "listener-web-1", map[string]string{
 		v1alpha1.AnnotationListenerClass:            class.Name,
@@ -236,7 +237,7 @@ func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
 			Volumes:    []corev1.Volume{claimVolume("listener", own.Name), claimVolume("shared", shared.Name)},
 		},
 	}
-	create(t, ctx, c, own, shared, pod)
+	testenv.Create(t, ctx, c, own, shared, pod)
 
 	l := waitReason(t, ctx, c, ns, own.Name, v1alpha1.ReasonReady)
 	if got := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; got != "web-1" {
@@ -255,7 +256,7 @@ func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
 		return nil
 	})
 	p := &corev1.Pod{}
-	eventually(t, "pod labelled for the shared listener", func() error {
+	testenv.Converges(t, "pod labelled for the shared listener", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // TestOverridesTheClassRefusesAreLeftOut: Listeners admitted while the
@@ -73,7 +74,7 @@ func TestOverridesTheClassRefusesAreLeftOut(t *testing.T) {
 			for _, o := range tc.overrides {
 				l.Spec.ObjectOverrides = append(l.Spec.ObjectOverrides, runtime.RawExtension{Raw: []byte(o)})
 			}
-			create(t, ctx, c, l)
+			testenv.Create(t, ctx, c, l)
 			getService(t, ctx, c, ns, tc.name, tc.check)
 			if len(tc.dropped) == 0 {
 				waitReason(t, ctx, c, ns, tc.name, v1alpha1.ReasonReady)
@@ -107,7 +108,7 @@ func TestTightenedClassTakesBackWhatItLocks(t *testing.T) {
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	l := listener(ns, "sticky", class.Name, port("http", 80))
 	l.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"sticky"},"spec":{"sessionAffinity":"ClientIP"}}`)}}
-	create(t, ctx, c, l)
+	testenv.Create(t, ctx, c, l)
 	waitReason(t, ctx, c, ns, "sticky", v1alpha1.ReasonReady)
 	getService(t, ctx, c, ns, "sticky", func(svc *corev1.Service) error {
 		if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
@@ -140,7 +141,7 @@ func TestListenerWithoutClass(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
-	create(t, ctx, c, listener(ns, "web", class.Name, port("http", 80)), listener(ns, "kept", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, listener(ns, "web", class.Name, port("http", 80)), listener(ns, "kept", class.Name, port("http", 80)))
 	for _, name := range []string{"web", "kept"} {
 		waitStatus(t, ctx, c, ns, name, func(l *v1alpha1.Listener) error {
 			if l.Status.ClassName != class.Name || l.Status.ServiceName != name {
@@ -158,7 +159,7 @@ func TestListenerWithoutClass(t *testing.T) {
 	if !reflect.DeepEqual(l.Status, v1alpha1.ListenerStatus{Conditions: l.Status.Conditions}) {
 		t.Errorf("status of a Listener without class %+v: want no address, Service or class", l.Status)
 	}
-	eventually(t, "Service of the Listener without class deleted", func() error {
+	testenv.Converges(t, "Service of the Listener without class deleted", func() error {
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.ServiceName("web")}, &corev1.Service{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Service still there: %v", err)
@@ -191,8 +192,8 @@ func TestClaimListenerWithoutPorts(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	create(t, ctx, c, listenerClaim(ns, "portless", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
-	create(t, ctx, c, podWithPorts(ns, "app", "portless"))
+	testenv.Create(t, ctx, c, listenerClaim(ns, "portless", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
+	testenv.Create(t, ctx, c, podWithPorts(ns, "app", "portless"))
 	l := waitReason(t, ctx, c, ns, "portless", v1alpha1.ReasonInvalid)
 	msg := l.Status.Conditions[0].Message
 	for _, want := range []string{"has no ports", "containerPort", v1alpha1.AnnotationListenerName} {
@@ -214,7 +215,7 @@ func TestBoundClaimKeepsItsListener(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	claim := listenerClaim(ns, "data", map[string]string{v1alpha1.AnnotationListenerName: "a"})
-	create(t, ctx, c, claim)
+	testenv.Create(t, ctx, c, claim)
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-data"},
 		Spec: corev1.PersistentVolumeSpec{
@@ -225,13 +226,13 @@ func TestBoundClaimKeepsItsListener(t *testing.T) {
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: ns + "-data"}},
 		},
 	}
-	create(t, ctx, c, pv)
+	testenv.Create(t, ctx, c, pv)
 	t.Cleanup(func() { _ = c.Delete(context.WithoutCancel(ctx), pv) })
 	claim.Spec.VolumeName = pv.Name
 	if err := c.Update(ctx, claim); err != nil {
 		t.Fatalf("bind claim: %v", err)
 	}
-	eventually(t, "the volume records its Listener", func() error {
+	testenv.Converges(t, "the volume records its Listener", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // podWithPorts is a pod mounting claim whose one container declares ports.
@@ -50,7 +51,7 @@ func TestFinishedPodKeepsItsListener(t *testing.T) {
 	claim := listenerClaim(ns, "job-listener", map[string]string{v1alpha1.AnnotationListenerClass: class.Name})
 	// A named and an unnamed declaration of 8080: one port, the name wins.
 	pod := podWithPorts(ns, "job", claim.Name, corev1.ContainerPort{Name: "http", ContainerPort: 8080}, corev1.ContainerPort{ContainerPort: 8080}, corev1.ContainerPort{ContainerPort: 9090})
-	create(t, ctx, c, claim, pod)
+	testenv.Create(t, ctx, c, claim, pod)
 	setPhase(t, ctx, c, pod, corev1.PodRunning)
 
 	wantPorts := []v1alpha1.ListenerPort{port("http", 8080), port("port-9090", 9090)}
@@ -89,9 +90,9 @@ func TestAddressesSurviveErrors(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-vanishing"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
-	create(t, ctx, c, class)
+	testenv.Create(t, ctx, c, class)
 	t.Cleanup(func() { _ = c.Delete(context.WithoutCancel(ctx), class) })
-	create(t, ctx, c, listener(ns, "web", class.Name, port("http", 8080)))
+	testenv.Create(t, ctx, c, listener(ns, "web", class.Name, port("http", 8080)))
 	published := waitReason(t, ctx, c, ns, "web", v1alpha1.ReasonReady).Status
 
 	same := func(reason string) {
@@ -114,7 +115,7 @@ func TestAddressesSurviveErrors(t *testing.T) {
 	same(v1alpha1.ReasonClassNotFound)
 
 	// It comes back: Ready again, same addresses.
-	create(t, ctx, c, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: class.Name}, Spec: class.Spec})
+	testenv.Create(t, ctx, c, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: class.Name}, Spec: class.Spec})
 	same(v1alpha1.ReasonReady)
 
 	// An invalid edit admitted without the webhooks (two ports of one
@@ -138,11 +139,11 @@ func TestHandedOverListenerIsAdopted(t *testing.T) {
 	// annotation naming the claim to come.
 	kept := listener(ns, "kafka-0-listener", class.Name, port("kafka", 9092))
 	kept.Annotations = map[string]string{v1alpha1.AnnotationHandoverToClaim: "kafka-0-listener", "keep": "me"}
-	create(t, ctx, c, kept)
+	testenv.Create(t, ctx, c, kept)
 	before := waitReason(t, ctx, c, ns, kept.Name, v1alpha1.ReasonReady)
 
 	claim := listenerClaim(ns, "kafka-0-listener", map[string]string{v1alpha1.AnnotationListenerClass: class.Name})
-	create(t, ctx, c, claim)
+	testenv.Create(t, ctx, c, claim)
 	l := waitStatus(t, ctx, c, ns, kept.Name, func(l *v1alpha1.Listener) error {
 		if ref := metav1.GetControllerOf(l); ref == nil || ref.UID != claim.UID {
 			return fmt.Errorf("controller %+v, want claim %s", ref, claim.UID)
@@ -162,8 +163,8 @@ func TestHandedOverListenerIsAdopted(t *testing.T) {
 		"users-own":   nil,
 		"for-another": {v1alpha1.AnnotationHandoverToClaim: "someone-else"},
 	} {
-		create(t, ctx, c, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations}, Spec: v1alpha1.ListenerSpec{ClassName: &class.Name, Ports: []v1alpha1.ListenerPort{port("x", 1)}}})
-		create(t, ctx, c, listenerClaim(ns, name, map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
+		testenv.Create(t, ctx, c, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations}, Spec: v1alpha1.ListenerSpec{ClassName: &class.Name, Ports: []v1alpha1.ListenerPort{port("x", 1)}}})
+		testenv.Create(t, ctx, c, listenerClaim(ns, name, map[string]string{v1alpha1.AnnotationListenerClass: class.Name}))
 		waitEvent(t, ctx, c, ns, name, EventForeignListener)
 		other := &v1alpha1.Listener{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, other); err != nil || len(other.OwnerReferences) != 0 {
@@ -177,7 +178,7 @@ func TestRecreatedClaimGetsANewListener(t *testing.T) {
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	old := listenerClaim(ns, "web-0-listener", map[string]string{v1alpha1.AnnotationListenerClass: class.Name})
-	create(t, ctx, c, old, podWithPorts(ns, "web-0", old.Name, corev1.ContainerPort{Name: "http", ContainerPort: 80}))
+	testenv.Create(t, ctx, c, old, podWithPorts(ns, "web-0", old.Name, corev1.ContainerPort{Name: "http", ContainerPort: 80}))
 	first := waitReason(t, ctx, c, ns, old.Name, v1alpha1.ReasonReady)
 
 	// The claim goes and comes back under the same name before (or while)
@@ -185,7 +186,7 @@ func TestRecreatedClaimGetsANewListener(t *testing.T) {
 	if err := c.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "old claim gone", func() error {
+	testenv.Converges(t, "old claim gone", func() error {
 		// kube-controller-manager lifts the claim's protection finalizer
 		// once it sees no running pod using it: end the pod.
 		if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0"}}, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
@@ -197,7 +198,7 @@ func TestRecreatedClaimGetsANewListener(t *testing.T) {
 		return nil
 	})
 	recreated := listenerClaim(ns, old.Name, old.Annotations)
-	create(t, ctx, c, recreated)
+	testenv.Create(t, ctx, c, recreated)
 	l := waitStatus(t, ctx, c, ns, old.Name, func(l *v1alpha1.Listener) error {
 		if ref := metav1.GetControllerOf(l); ref == nil || ref.UID != recreated.UID {
 			return fmt.Errorf("controller %+v, want the recreated claim %s", ref, recreated.UID)
@@ -211,6 +212,6 @@ func TestRecreatedClaimGetsANewListener(t *testing.T) {
 	if len(l.Spec.Ports) != 0 {
 		t.Errorf("new listener ports %+v, want none until a pod declares some", l.Spec.Ports)
 	}
-	create(t, ctx, c, podWithPorts(ns, "web-0", old.Name, corev1.ContainerPort{Name: "http", ContainerPort: 80}))
+	testenv.Create(t, ctx, c, podWithPorts(ns, "web-0", old.Name, corev1.ContainerPort{Name: "http", ContainerPort: 80}))
 	waitReason(t, ctx, c, ns, old.Name, v1alpha1.ReasonReady)
 }

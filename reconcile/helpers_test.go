@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -20,36 +19,13 @@ import (
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
-// waitFor is how long a test waits for the controllers to converge.
-const waitFor = 30 * time.Second
-
-// eventually retries check until it returns nil or waitFor passes, then
-// fails the test with the last error.
-func eventually(t testing.TB, what string, check func() error) {
-	t.Helper()
-	testenv.Eventually(t, waitFor, what, check)
-}
-
 // setup returns the shared environment, a context for the test and a fresh
 // namespace.
 func setup(t *testing.T) (*testenv.Env, context.Context, string) {
 	t.Helper()
 	e := testenv.Require(t, env)
 	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
-	if err := e.Client.Create(ctx, ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return e, ctx, ns.Name
-}
-
-func create(t testing.TB, ctx context.Context, c client.Client, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
+	return e, ctx, e.Namespace(t, ctx, "t-")
 }
 
 // newClass creates a ListenerClass with a name unique to the test and
@@ -57,7 +33,7 @@ func create(t testing.TB, ctx context.Context, c client.Client, objs ...client.O
 func newClass(t *testing.T, ctx context.Context, c client.Client, spec v1alpha1.ListenerClassSpec) *v1alpha1.ListenerClass {
 	t.Helper()
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "lc-"}, Spec: spec}
-	create(t, ctx, c, class)
+	testenv.Create(t, ctx, c, class)
 	t.Cleanup(func() { _ = c.Delete(context.WithoutCancel(ctx), class) })
 	return class
 }
@@ -88,7 +64,7 @@ func readyReason(l *v1alpha1.Listener) (string, bool) {
 func waitReason(t *testing.T, ctx context.Context, c client.Client, ns, name, reason string) *v1alpha1.Listener {
 	t.Helper()
 	l := &v1alpha1.Listener{}
-	eventually(t, fmt.Sprintf("listener %s Ready reason %s", name, reason), func() error {
+	testenv.Converges(t, fmt.Sprintf("listener %s Ready reason %s", name, reason), func() error {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, l); err != nil {
 			return err
 		}
@@ -104,7 +80,7 @@ func waitReason(t *testing.T, ctx context.Context, c client.Client, ns, name, re
 func waitStatus(t *testing.T, ctx context.Context, c client.Client, ns, name string, check func(*v1alpha1.Listener) error) *v1alpha1.Listener {
 	t.Helper()
 	l := &v1alpha1.Listener{}
-	eventually(t, "listener "+name+" status", func() error {
+	testenv.Converges(t, "listener "+name+" status", func() error {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, l); err != nil {
 			return err
 		}
@@ -116,7 +92,7 @@ func waitStatus(t *testing.T, ctx context.Context, c client.Client, ns, name str
 func getService(t *testing.T, ctx context.Context, c client.Client, ns, name string, check func(*corev1.Service) error) *corev1.Service {
 	t.Helper()
 	svc := &corev1.Service{}
-	eventually(t, "service "+name, func() error {
+	testenv.Converges(t, "service "+name, func() error {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
 			return err
 		}
@@ -132,7 +108,7 @@ func getService(t *testing.T, ctx context.Context, c client.Client, ns, name str
 func waitEvent(t *testing.T, ctx context.Context, c client.Client, ns, regarding, reason string) *eventsv1.Event {
 	t.Helper()
 	var found *eventsv1.Event
-	eventually(t, fmt.Sprintf("event %s about %s", reason, regarding), func() error {
+	testenv.Converges(t, fmt.Sprintf("event %s about %s", reason, regarding), func() error {
 		var evs eventsv1.EventList
 		if err := c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return err
@@ -153,7 +129,7 @@ func waitEvent(t *testing.T, ctx context.Context, c client.Client, ns, regarding
 func node(t *testing.T, ctx context.Context, c client.Client, name string, addrs ...corev1.NodeAddress) *corev1.Node {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	create(t, ctx, c, n)
+	testenv.Create(t, ctx, c, n)
 	n.Status.Addresses = addrs
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatalf("set addresses of node %s: %v", name, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // TestHostnamePublished: a class with a hostname template puts the
@@ -28,7 +29,7 @@ func TestHostnamePublished(t *testing.T) {
 	// LoadBalancer: the name points at the load balancer.
 	lbClass := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerAllocateNodePorts: ptr.To(false),
 		ServiceAnnotations: map[string]string{"team": "kafka"}, Hostname: hostname})
-	create(t, ctx, c, listener(ns, "bootstrap", lbClass.Name, port("kafka", 9092)))
+	testenv.Create(t, ctx, c, listener(ns, "bootstrap", lbClass.Name, port("kafka", 9092)))
 	want := "bootstrap." + ns + ".kafka.example.com"
 	svc := getService(t, ctx, c, ns, "bootstrap", func(s *corev1.Service) error {
 		if s.Annotations[v1alpha1.AnnotationExternalDNSHostname] != want || s.Annotations["team"] != "kafka" {
@@ -62,7 +63,7 @@ func TestHostnamePublished(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "main", Image: "example"}},
 			Volumes: []corev1.Volume{claimVolume("listener", claim.Name)}},
 	}
-	create(t, ctx, c, listener(ns, "broker-0", npClass.Name, port("kafka", 9092)), claim, pod,
+	testenv.Create(t, ctx, c, listener(ns, "broker-0", npClass.Name, port("kafka", 9092)), claim, pod,
 		&discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Name: "broker-0-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "broker-0", LabelName: LabelNameValue}},
 			AddressType: discoveryv1.AddressTypeIPv4,
@@ -85,7 +86,7 @@ func TestHostnamePublished(t *testing.T) {
 		{Address: wantHost, AddressType: v1alpha1.AddressTypeHostname, Ports: l.Status.NodePorts},
 		{Address: "10.4.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: l.Status.NodePorts},
 	}}
-	eventually(t, "podlisteners with the hostname", func() error {
+	testenv.Converges(t, "podlisteners with the hostname", func() error {
 		pl := &v1alpha1.PodListeners{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.PodListenersName(pod.UID)}, pl); err != nil {
 			return err

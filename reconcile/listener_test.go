@@ -18,6 +18,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 func TestListenerGetsServiceAndClusterIPStatus(t *testing.T) {
@@ -29,7 +30,7 @@ func TestListenerGetsServiceAndClusterIPStatus(t *testing.T) {
 	web := listener(ns, "web", hostClass.Name, port("http", 8080), v1alpha1.ListenerPort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP})
 	web.Labels = map[string]string{"team": "shop"}
 	web.Spec.ExtraPodSelectorLabels = map[string]string{"app": "web"}
-	create(t, ctx, c, web, listener(ns, "db", ipClass.Name, port("sql", 5432)))
+	testenv.Create(t, ctx, c, web, listener(ns, "db", ipClass.Name, port("sql", 5432)))
 
 	l := waitReason(t, ctx, c, ns, "web", v1alpha1.ReasonReady)
 	want := []v1alpha1.ListenerIngress{{Address: "web." + ns + ".svc.example.test", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 8080, "dns": 53}}}
@@ -80,7 +81,7 @@ func TestServiceFollowsListenerAndClass(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceAnnotations: map[string]string{"keep": "1", "drop": "1"}})
-	create(t, ctx, c, listener(ns, "app", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, listener(ns, "app", class.Name, port("http", 80)))
 	waitReason(t, ctx, c, ns, "app", v1alpha1.ReasonReady)
 
 	// Ports change with the Listener.
@@ -177,7 +178,7 @@ func TestOverridePrecedence(t *testing.T) {
 		{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"someone-else","annotations":{"mine":"wrong object"}}}`)},
 		{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ov","annotations":{"mine":"wrong kind"}}}`)},
 	}
-	create(t, ctx, c, l)
+	testenv.Create(t, ctx, c, l)
 	waitReason(t, ctx, c, ns, "ov", v1alpha1.ReasonReady)
 	svc := getService(t, ctx, c, ns, "ov", nil)
 	for k, want := range map[string]string{"winner": "serviceOverrides", "mine": "objectOverrides", "from-annotations": "yes", "from-class-overrides": "yes"} {
@@ -198,8 +199,8 @@ func TestForeignServiceIsRefused(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns, Labels: map[string]string{"owner": "someone"}},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}, Selector: map[string]string{"app": "theirs"}},
 	}
-	create(t, ctx, c, foreign)
-	create(t, ctx, c, listener(ns, "taken", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, foreign)
+	testenv.Create(t, ctx, c, listener(ns, "taken", class.Name, port("http", 80)))
 	l := waitReason(t, ctx, c, ns, "taken", v1alpha1.ReasonForeignService)
 	if _, ready := readyReason(l); ready || len(l.Status.IngressAddresses) != 0 {
 		t.Errorf("listener with a foreign service: status %+v, want not ready and no addresses", l.Status)
@@ -227,7 +228,7 @@ func TestMalformedListenersDoNotStopOthers(t *testing.T) {
 	bad := listener(ns, "bad", class.Name, port("http", 80))
 	// Valid JSON the API server refuses in a Service.
 	bad.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"bad"},"spec":{"sessionAffinity":"Bogus"}}`)}}
-	create(t, ctx, c, bad,
+	testenv.Create(t, ctx, c, bad,
 		listener(ns, "classless", "no-such-class", port("http", 80)),
 		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "unclassed", Namespace: ns}},
 		// Admitted without the webhooks: the shared validation rules catch it.
@@ -250,7 +251,7 @@ func TestMalformedListenersDoNotStopOthers(t *testing.T) {
 
 	// The class appearing later is picked up.
 	late := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "no-such-class"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
-	create(t, ctx, c, late)
+	testenv.Create(t, ctx, c, late)
 	t.Cleanup(func() { _ = c.Delete(ctx, late) })
 	waitReason(t, ctx, c, ns, "classless", v1alpha1.ReasonReady)
 }
@@ -260,7 +261,7 @@ func TestLongNamesAndStaleServices(t *testing.T) {
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	long := "a-listener-name-that-is-much-longer-than-a-service-name-may-be.with-dots"
-	create(t, ctx, c, listener(ns, long, class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, listener(ns, long, class.Name, port("http", 80)))
 	l := waitReason(t, ctx, c, ns, long, v1alpha1.ReasonReady)
 	if l.Status.ServiceName != names.ServiceName(long) || len(l.Status.ServiceName) > 63 {
 		t.Errorf("status.serviceName = %q, want %q", l.Status.ServiceName, names.ServiceName(long))
@@ -276,8 +277,8 @@ func TestLongNamesAndStaleServices(t *testing.T) {
 		}}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}},
 	}
-	create(t, ctx, c, stale)
-	eventually(t, "stale service deleted", func() error {
+	testenv.Create(t, ctx, c, stale)
+	testenv.Converges(t, "stale service deleted", func() error {
 		err := c.Get(ctx, client.ObjectKeyFromObject(stale), &corev1.Service{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -295,7 +296,7 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
 	l := listener(ns, "np", class.Name, port("http", 80))
 	l.Spec.PublishNotReadyAddresses = ptr.To(false)
-	create(t, ctx, c, l)
+	testenv.Create(t, ctx, c, l)
 	waitReason(t, ctx, c, ns, "np", v1alpha1.ReasonNoNodes)
 	svc := getService(t, ctx, c, ns, "np", nil)
 	nodePort := svc.Spec.Ports[0].NodePort
@@ -327,7 +328,7 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 			{Addresses: []string{"10.244.0.3"}, NodeName: ptr.To(ns + "-n3"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
 		},
 	}
-	create(t, ctx, c, slice)
+	testenv.Create(t, ctx, c, slice)
 	l = waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1"))
 	if reason, ready := readyReason(l); !ready {
 		t.Errorf("listener with a ready endpoint: reason %s", reason)
@@ -342,7 +343,7 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceOne()}},
 		},
 	}
-	create(t, ctx, c, claim)
+	testenv.Create(t, ctx, c, claim)
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + "-pv"},
 		Spec: corev1.PersistentVolumeSpec{
@@ -356,7 +357,7 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 			}}}},
 		},
 	}
-	create(t, ctx, c, pv)
+	testenv.Create(t, ctx, c, pv)
 	t.Cleanup(func() { _ = c.Delete(ctx, pv) })
 	claim.Spec.VolumeName = pv.Name
 	if err := c.Update(ctx, claim); err != nil {
@@ -407,7 +408,7 @@ func TestLoadBalancerStatusBecomesAddresses(t *testing.T) {
 		LoadBalancerAllocateNodePorts: ptr.To(false),
 		ServiceExternalTrafficPolicy:  ptr.To(v1alpha1.TrafficPolicyCluster),
 	})
-	create(t, ctx, c, listener(ns, "lb", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, listener(ns, "lb", class.Name, port("http", 80)))
 	l := waitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
 	if len(l.Status.IngressAddresses) != 0 {
 		t.Errorf("addresses before the load balancer exists: %+v", l.Status.IngressAddresses)

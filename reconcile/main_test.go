@@ -1,28 +1,21 @@
 package reconcile
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"os"
-	"testing"
-	"time"
-
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
+	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -50,90 +43,35 @@ func testOptions() Options {
 	return o
 }
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(runWithManager(m))
-}
-
-// runWithManager starts the control plane (with kube-controller-manager's
+// TestMain starts the control plane (with kube-controller-manager's
 // garbage collector and PVC protection, so deleting a claim cascades as in a
 // cluster) and the manager, runs the tests and stops both.
-func runWithManager(m *testing.M) int {
-	e, err := testenv.Start(testenv.Options{
+func TestMain(m *testing.M) {
+	testenv.MainWithManager(m, &env, testenv.Options{
 		ControllerManager: []string{"garbagecollector", "pvc-protection"},
 		// Room for the benchmark's thousands of Services.
 		APIServerFlags: []string{"--service-cluster-ip-range=10.0.0.0/16"},
 		// As on OpenShift: the owner references the controllers write
 		// (blockOwnerDeletion) need the finalizers RBAC of the owners.
 		OwnerReferencesPermissionEnforcement: true,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start control plane: %v\n", err)
-		return 1
-	}
-	env = e
-	defer func() {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop control plane: %v\n", err)
-		}
-	}()
-	// cert-manager's CRDs (from the module its API types come from), for
-	// the certificate controller, which finds them at its first reconcile.
-	if err := installCertManagerCRDs(e); err != nil {
-		fmt.Fprintf(os.Stderr, "install cert-manager CRDs: %v\n", err)
-		return 1
-	}
-	if os.Getenv("RECONCILE_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
-	cfg, err := e.UserWithClusterRole(context.Background(), "listener-operator-under-test", filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "operator identity: %v\n", err)
-		return 1
-	}
-	operatorConfig = cfg
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+	}, testenv.ManagerOptions{
+		LogVariable: "RECONCILE_TEST_LOG",
+		// cert-manager's CRDs (from the module its API types come from),
+		// for the certificate controller, which finds them at its first
+		// reconcile.
+		Prepare: installCertManagerCRDs,
 		// What the controller ships: the reconcilers read from a cache of
 		// their own, of trimmed pods with the listener-volume label.
 		Cache: caches.Webhooks(),
+		Setup: func(mgr manager.Manager) (manager.Manager, error) {
+			operatorConfig = mgr.GetConfig()
+			leader, err := caches.ReconcilerView(mgr)
+			if err != nil {
+				return nil, fmt.Errorf("reconcilers' cache: %w", err)
+			}
+			return leader, SetupWithManager(leader, testOptions())
+		},
 	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "create manager: %v\n", err)
-		return 1
-	}
-	leader, err := caches.ReconcilerView(mgr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "reconcilers' cache: %v\n", err)
-		return 1
-	}
-	if err := SetupWithManager(leader, testOptions()); err != nil {
-		fmt.Fprintf(os.Stderr, "set up controllers: %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !leader.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		fmt.Fprintf(os.Stderr, "manager cache did not sync: %v\n", <-done)
-		return 1
-	}
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }
 
 // installCertManagerCRDs installs cert-manager's Certificate and issuer

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // TestMetricsExposed checks that a Listener's life shows up in the metrics
@@ -15,7 +16,7 @@ func TestMetricsExposed(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	create(t, ctx, c, listener(ns, "metered", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, listener(ns, "metered", class.Name, port("http", 80)))
 	waitReason(t, ctx, c, ns, "metered", v1alpha1.ReasonReady)
 
 	mfs, err := metrics.Registry.Gather()

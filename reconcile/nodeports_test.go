@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 func TestRequestNodePorts(t *testing.T) {
@@ -53,7 +54,7 @@ func TestStickyNodePorts(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
-	create(t, ctx, c, listener(ns, "np", class.Name, port("http", 80), port("admin", 81)))
+	testenv.Create(t, ctx, c, listener(ns, "np", class.Name, port("http", 80), port("admin", 81)))
 	l := waitStatus(t, ctx, c, ns, "np", func(l *v1alpha1.Listener) error {
 		if len(l.Status.NodePorts) != 2 {
 			return fmt.Errorf("node ports %v", l.Status.NodePorts)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 func TestPresetsCreatedOnceAndNeverOverwritten(t *testing.T) {
@@ -25,7 +26,7 @@ func TestPresetsCreatedOnceAndNeverOverwritten(t *testing.T) {
 	}
 	for name, typ := range want {
 		class := &v1alpha1.ListenerClass{}
-		eventually(t, "preset "+name, func() error { return c.Get(ctx, types.NamespacedName{Name: name}, class) })
+		testenv.Converges(t, "preset "+name, func() error { return c.Get(ctx, types.NamespacedName{Name: name}, class) })
 		if class.Spec.ServiceType != typ {
 			t.Errorf("preset %s has type %s, want %s", name, class.Spec.ServiceType, typ)
 		}

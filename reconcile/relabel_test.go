@@ -13,6 +13,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // operatorLabels renders the labels of a pod that the operator sets, sorted.
@@ -37,7 +38,7 @@ func TestRelabelScan(t *testing.T) {
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	other := listenerClaim(ns, "data", nil)
 	other.Spec.StorageClassName = ptr.To("standard")
-	create(t, ctx, c, listenerClaim(ns, "addr", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}), other)
+	testenv.Create(t, ctx, c, listenerClaim(ns, "addr", map[string]string{v1alpha1.AnnotationListenerClass: class.Name}), other)
 
 	pod := func(name string, vols ...corev1.Volume) *corev1.Pod {
 		return &corev1.Pod{
@@ -64,12 +65,12 @@ func TestRelabelScan(t *testing.T) {
 		{"no volumes", pod("e"), ""},
 	}
 	for _, tc := range cases {
-		create(t, ctx, c, tc.pod)
+		testenv.Create(t, ctx, c, tc.pod)
 	}
 	// Created last and sorting last: once it is labelled, a scan that
 	// listed every other pod has finished with them.
-	create(t, ctx, c, pod("zz-sentinel", claimVolume("l", "addr")))
-	eventually(t, "the sentinel pod labelled", func() error {
+	testenv.Create(t, ctx, c, pod("zz-sentinel", claimVolume("l", "addr")))
+	testenv.Converges(t, "the sentinel pod labelled", func() error {
 		var p corev1.Pod
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "zz-sentinel"}, &p); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // The reconcilers cache only Services with app.kubernetes.io/name=listener.
@@ -20,7 +21,7 @@ func TestServiceLabelRemovedComesBack(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	create(t, ctx, c, listener(ns, "relabel", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, listener(ns, "relabel", class.Name, port("http", 80)))
 	waitReason(t, ctx, c, ns, "relabel", v1alpha1.ReasonReady)
 	svc := getService(t, ctx, c, ns, "relabel", nil)
 	patch := []byte(`[{"op":"remove","path":"/metadata/labels/app.kubernetes.io~1name"}]`)
@@ -49,8 +50,8 @@ func TestForeignServiceWithOurLabelIsRefused(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: ns, Labels: map[string]string{LabelName: LabelNameValue}},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}, Selector: map[string]string{"app": "theirs"}},
 	}
-	create(t, ctx, c, foreign)
-	create(t, ctx, c, listener(ns, "taken", class.Name, port("http", 80)))
+	testenv.Create(t, ctx, c, foreign)
+	testenv.Create(t, ctx, c, listener(ns, "taken", class.Name, port("http", 80)))
 	waitReason(t, ctx, c, ns, "taken", v1alpha1.ReasonForeignService)
 	if err := c.Delete(ctx, foreign); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/listener-operator/listener-operator/certs"
+	"github.com/listener-operator/listener-operator/webhooks"
 )
 
 // certOptions are the controller's flags about the webhook server's TLS.
@@ -37,9 +38,9 @@ func (c *certOptions) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.enableHTTP2, "webhook-enable-http2", false, "Offer HTTP/2 on the webhook server (off by default: HTTP/2 rapid-reset and stream-exhaustion attacks).")
 	fs.StringVar(&c.secretName, "cert-secret-name", certs.DefaultSecretName, "self-signed mode: the Secret in the operator's namespace that holds the CA and the serving certificate.")
 	fs.DurationVar(&c.validity, "cert-validity", certs.DefaultServingValidity, "self-signed mode: lifetime of a serving certificate; it is renewed after two thirds of it.")
-	fs.StringVar(&c.serviceName, "webhook-service-name", "listener-operator-webhook", "self-signed mode: the webhook Service whose DNS names the serving certificate covers.")
-	fs.StringVar(&c.mutatingConfigs, "mutating-webhook-configuration", "listener-operator-mutating", "self-signed mode: MutatingWebhookConfiguration(s) whose caBundle gets the CA (comma-separated; empty for none).")
-	fs.StringVar(&c.validatingConfigs, "validating-webhook-configuration", "listener-operator-validating", "self-signed mode: ValidatingWebhookConfiguration(s) whose caBundle gets the CA (comma-separated; empty for none).")
+	fs.StringVar(&c.serviceName, "webhook-service-name", webhooks.ServiceName, "self-signed mode: the webhook Service whose DNS names the serving certificate covers.")
+	fs.StringVar(&c.mutatingConfigs, "mutating-webhook-configuration", webhooks.MutatingConfigurationName, "self-signed mode: MutatingWebhookConfiguration(s) whose caBundle gets the CA (comma-separated; empty for none).")
+	fs.StringVar(&c.validatingConfigs, "validating-webhook-configuration", webhooks.ValidatingConfigurationName, "self-signed mode: ValidatingWebhookConfiguration(s) whose caBundle gets the CA (comma-separated; empty for none).")
 	fs.StringVar(&c.certManagerCertificate, "cert-manager-certificate", certs.DefaultCertificateName, "cert-manager mode: the Certificate in the operator's namespace whose readiness is checked at start-up and in /readyz.")
 }
 

@@ -10,6 +10,12 @@
 //
 //	func TestMain(m *testing.M) { testenv.Main(m, &env, testenv.Options{}) }
 //
+// A package whose tests need the operator's controllers running uses
+// MainWithManager instead: it also starts one manager, as the operator's
+// restricted identity, with the controllers its ManagerOptions.Setup
+// registers, and waits for its cache before the tests run. Converges,
+// Create and Env.Namespace are the helpers such tests share.
+//
 // With -short no control plane is started and Require skips the tests that
 // need one, saying why; otherwise a control plane that cannot start fails the
 // whole package.

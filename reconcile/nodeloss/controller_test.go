@@ -24,14 +24,6 @@ import (
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
-// waitFor is how long a test waits for the controllers to converge.
-const waitFor = 30 * time.Second
-
-func eventually(t testing.TB, what string, check func() error) {
-	t.Helper()
-	testenv.Eventually(t, waitFor, what, check)
-}
-
 // fixture is one test's namespace, class and nodes.
 type fixture struct {
 	t     *testing.T
@@ -45,18 +37,15 @@ func newFixture(t *testing.T, loss *v1alpha1.PinnedNodeLoss) *fixture {
 	t.Helper()
 	e := testenv.Require(t, env)
 	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nl-"}}
-	if err := e.Client.Create(ctx, ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: ns.Name + "-pinned"}, Spec: v1alpha1.ListenerClassSpec{
+	ns := e.Namespace(t, ctx, "nl-")
+	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-pinned"}, Spec: v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeNodePort, PinnedNodePorts: ptr.To(true), PinnedNodeLoss: loss,
 	}}
 	if err := e.Client.Create(ctx, class); err != nil {
 		t.Fatalf("create class: %v", err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(ctx), class) })
-	return &fixture{t: t, ctx: ctx, c: e.Client, ns: ns.Name, class: class.Name}
+	return &fixture{t: t, ctx: ctx, c: e.Client, ns: ns, class: class.Name}
 }
 
 // node creates a Node with a Ready condition of the given status and an
@@ -125,7 +114,7 @@ func requireNode(node string) *corev1.Affinity {
 // that is not bound yet).
 func (f *fixture) unpinTemplate(sts *appsv1.StatefulSet) {
 	f.t.Helper()
-	eventually(f.t, "unpin template", func() error {
+	testenv.Converges(f.t, "unpin template", func() error {
 		cur := &appsv1.StatefulSet{}
 		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sts), cur); err != nil {
 			return err
@@ -143,7 +132,7 @@ func (f *fixture) get(name string, obj client.Object) error {
 func (f *fixture) waitClaim(name string) *corev1.PersistentVolumeClaim {
 	f.t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{}
-	eventually(f.t, "claim "+name, func() error { return f.get(name, pvc) })
+	testenv.Converges(f.t, "claim "+name, func() error { return f.get(name, pvc) })
 	return pvc
 }
 
@@ -165,7 +154,7 @@ func (f *fixture) bind(pvc *corev1.PersistentVolumeClaim, driver, key, node stri
 		f.t.Fatalf("create volume: %v", err)
 	}
 	f.t.Cleanup(func() { _ = f.c.Delete(context.WithoutCancel(f.ctx), pv) })
-	eventually(f.t, "bind claim "+pvc.Name, func() error {
+	testenv.Converges(f.t, "bind claim "+pvc.Name, func() error {
 		cur := &corev1.PersistentVolumeClaim{}
 		if err := f.get(pvc.Name, cur); err != nil {
 			return err
@@ -195,7 +184,7 @@ func (f *fixture) events(uid types.UID, reason string) []string {
 // of says.
 func (f *fixture) waitEvent(what string, uid types.UID, reason string, says ...string) {
 	f.t.Helper()
-	eventually(f.t, what, func() error {
+	testenv.Converges(f.t, what, func() error {
 		notes := f.events(uid, reason)
 		for _, n := range notes {
 			ok := true
@@ -215,7 +204,7 @@ func (f *fixture) waitListener(name string) (*v1alpha1.Listener, int32) {
 	f.t.Helper()
 	l := &v1alpha1.Listener{}
 	var nodePort int32
-	eventually(f.t, "listener "+name+" with a Service", func() error {
+	testenv.Converges(f.t, "listener "+name+" with a Service", func() error {
 		if err := f.get(name, l); err != nil {
 			return err
 		}
@@ -249,7 +238,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 	listenerClaim := f.waitClaim("listener-web-0")
 	dataClaim := f.waitClaim("data-web-0")
 	pod := &corev1.Pod{}
-	eventually(t, "pod web-0", func() error { return f.get("web-0", pod) })
+	testenv.Converges(t, "pod web-0", func() error { return f.get("web-0", pod) })
 	f.unpinTemplate(sts)
 	f.bind(listenerClaim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, b.Name)
 	f.bind(dataClaim, "local.csi.example", corev1.LabelHostname, b.Name)
@@ -263,7 +252,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 	f.waitEvent("Released event on the claim", listenerClaim.UID, ReasonReleased, b.Name+", which no longer exists", "keeps its name and node ports")
 	f.waitEvent("PodRecreated event on the pod", pod.UID, ReasonPodRecreated, "requires node "+b.Name)
 	newPod := &corev1.Pod{}
-	eventually(t, "web-0 recreated without the pin", func() error {
+	testenv.Converges(t, "web-0 recreated without the pin", func() error {
 		if err := f.get("web-0", newPod); err != nil {
 			return err
 		}
@@ -276,7 +265,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 		return nil
 	})
 	newClaim := &corev1.PersistentVolumeClaim{}
-	eventually(t, "listener claim recreated", func() error {
+	testenv.Converges(t, "listener claim recreated", func() error {
 		if err := f.get("listener-web-0", newClaim); err != nil {
 			return err
 		}
@@ -285,7 +274,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "Listener kept and adopted by the new claim", func() error {
+	testenv.Converges(t, "Listener kept and adopted by the new claim", func() error {
 		cur := &v1alpha1.Listener{}
 		if err := f.get(l.Name, cur); err != nil {
 			return err
@@ -312,7 +301,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 	// The new claim gets pinned to node A: the Listener says its pinned
 	// node is available again.
 	f.bind(newClaim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, f.ns+"-a")
-	eventually(t, "PinnedNodesAvailable True", func() error {
+	testenv.Converges(t, "PinnedNodesAvailable True", func() error {
 		cur := &v1alpha1.Listener{}
 		if err := f.get(l.Name, cur); err != nil {
 			return err
@@ -334,7 +323,7 @@ func TestNeverOnlyExplains(t *testing.T) {
 	sts := f.statefulSet(b.Name)
 	claim := f.waitClaim("listener-web-0")
 	pod := &corev1.Pod{}
-	eventually(t, "pod web-0", func() error { return f.get("web-0", pod) })
+	testenv.Converges(t, "pod web-0", func() error { return f.get("web-0", pod) })
 	f.unpinTemplate(sts)
 	f.bind(claim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, b.Name)
 	l, nodePort := f.waitListener("listener-web-0")
@@ -345,7 +334,7 @@ func TestNeverOnlyExplains(t *testing.T) {
 	command := fmt.Sprintf("kubectl annotate pvc -n %s listener-web-0 %s=%s", f.ns, AnnotationReleasePinnedNode, b.Name)
 	f.waitEvent("NodeLost event on the claim", claim.UID, ReasonNodeLost, b.Name+", which no longer exists", command)
 	f.waitEvent("NodeLost event on the pod", pod.UID, ReasonNodeLost, command)
-	eventually(t, "PinnedNodesAvailable False NodeLost", func() error {
+	testenv.Converges(t, "PinnedNodesAvailable False NodeLost", func() error {
 		cur := &v1alpha1.Listener{}
 		if err := f.get(l.Name, cur); err != nil {
 			return err
@@ -369,7 +358,7 @@ func TestNeverOnlyExplains(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "as its annotation")
-	eventually(t, "web-0 recreated without the pin", func() error {
+	testenv.Converges(t, "web-0 recreated without the pin", func() error {
 		p := &corev1.Pod{}
 		if err := f.get("web-0", p); err != nil {
 			return err
@@ -398,7 +387,7 @@ func TestNotReadyReleaseWaitsForThePod(t *testing.T) {
 	f.statefulSet("")
 	claim := f.waitClaim("listener-web-0")
 	pod := &corev1.Pod{}
-	eventually(t, "pod web-0", func() error { return f.get("web-0", pod) })
+	testenv.Converges(t, "pod web-0", func() error { return f.get("web-0", pod) })
 	f.bind(claim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, b.Name)
 	if err := f.c.SubResource("binding").Create(f.ctx, pod, &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: f.ns}, Target: corev1.ObjectReference{Kind: "Node", Name: b.Name},
@@ -408,7 +397,7 @@ func TestNotReadyReleaseWaitsForThePod(t *testing.T) {
 	f.waitListener("listener-web-0")
 
 	// The kubelet stops reporting.
-	eventually(t, "node NotReady", func() error {
+	testenv.Converges(t, "node NotReady", func() error {
 		n := &corev1.Node{}
 		if err := f.c.Get(f.ctx, types.NamespacedName{Name: b.Name}, n); err != nil {
 			return err
@@ -418,7 +407,7 @@ func TestNotReadyReleaseWaitsForThePod(t *testing.T) {
 	})
 	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "has not been Ready since", "node.kubernetes.io/out-of-service")
 	f.waitEvent("NodeLost event on the pod", pod.UID, ReasonNodeLost, "kubectl taint node "+b.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute", "never force-deletes")
-	eventually(t, "metric names the out-of-service remedy", func() error {
+	testenv.Converges(t, "metric names the out-of-service remedy", func() error {
 		if got := testutil.ToFloat64(lostGauge.WithLabelValues(f.ns, "listener-web-0", b.Name, RemedyOutOfServiceTaint)); got != 1 {
 			return fmt.Errorf("gauge %v", got)
 		}
@@ -449,7 +438,7 @@ func TestHandedOverListenerWithoutClaimIsDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "handed-over Listener deleted", func() error {
+	testenv.Converges(t, "handed-over Listener deleted", func() error {
 		err := f.get(l.Name, &v1alpha1.Listener{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -501,7 +490,7 @@ func TestPendingPodWithoutPinIsRecreated(t *testing.T) {
 	f.statefulSet("")
 	claim := f.waitClaim("listener-web-0")
 	pod := &corev1.Pod{}
-	eventually(t, "pod web-0", func() error { return f.get("web-0", pod) })
+	testenv.Converges(t, "pod web-0", func() error { return f.get("web-0", pod) })
 	f.bind(claim, v1alpha1.DriverName, v1alpha1.TopologyKeyHostname, b.Name)
 	f.waitListener("listener-web-0")
 
@@ -510,7 +499,7 @@ func TestPendingPodWithoutPinIsRecreated(t *testing.T) {
 	}
 	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "no longer exists")
 	f.waitEvent("PodRecreated event on the pod", pod.UID, ReasonPodRecreated, "listener claim listener-web-0 was released from its lost node "+b.Name)
-	eventually(t, "claim and pod recreated", func() error {
+	testenv.Converges(t, "claim and pod recreated", func() error {
 		c, p := &corev1.PersistentVolumeClaim{}, &corev1.Pod{}
 		if err := f.get("listener-web-0", c); err != nil {
 			return err
@@ -554,7 +543,7 @@ func TestBarePodIsNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitEvent("NodeLost event on the bare pod", pod.UID, ReasonNodeLost, "has no controller to recreate it: delete it and create it again")
-	eventually(t, "metric names the delete-pod remedy", func() error {
+	testenv.Converges(t, "metric names the delete-pod remedy", func() error {
 		if got := testutil.ToFloat64(lostGauge.WithLabelValues(f.ns, claim.Name, b.Name, RemedyDeletePod)); got != 1 {
 			return fmt.Errorf("gauge %v", got)
 		}
