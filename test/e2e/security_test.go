@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,25 +28,49 @@ import (
 	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 )
 
-// scraperOnce holds the e2e tests' metrics scraper: the service account
-// listener-operator-e2e-scraper, bound to the metrics-reader role.
-var scraperOnce struct {
-	sync.Once
+// scraperCache holds the e2e tests' metrics scraper: a token of the service
+// account listener-operator-e2e-scraper, bound to the metrics-reader role.
+// The account lives in the operator's namespace, which the Helm test deletes
+// and makes again: a token of the account that was deleted is refused, so
+// the scraper is kept only while the account is the same one (by UID).
+var scraperCache struct {
+	sync.Mutex
+	uid types.UID
 	s   *metricsscrape.Scraper
-	err error
 }
+
+const scraperAccount = "listener-operator-e2e-scraper"
 
 // metricsOf reads an operator pod's /metrics as Prometheus does (HTTPS,
 // a service account token allowed to get /metrics), from the host, which
 // reaches pod IPs over the bridge.
 func metricsOf(ctx context.Context, pod *corev1.Pod) (string, error) {
-	scraperOnce.Do(func() {
-		scraperOnce.s, scraperOnce.err = metricsscrape.ForServiceAccount(ctx, k8s.client, operatorNamespace, "listener-operator-e2e-scraper")
-	})
-	if scraperOnce.err != nil {
-		return "", scraperOnce.err
+	s, err := scraper(ctx)
+	if err != nil {
+		return "", err
 	}
-	return scraperOnce.s.Get(ctx, pod.Status.PodIP)
+	return s.Get(ctx, pod.Status.PodIP)
+}
+
+// scraper returns the cached scraper while its service account still
+// exists, or makes the account and a token anew.
+func scraper(ctx context.Context) (*metricsscrape.Scraper, error) {
+	scraperCache.Lock()
+	defer scraperCache.Unlock()
+	var sa corev1.ServiceAccount
+	err := k8s.client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: scraperAccount}, &sa)
+	if err == nil && scraperCache.s != nil && sa.UID == scraperCache.uid {
+		return scraperCache.s, nil
+	}
+	s, err := metricsscrape.ForServiceAccount(ctx, k8s.client, operatorNamespace, scraperAccount)
+	if err != nil {
+		return nil, err
+	}
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: scraperAccount}, &sa); err != nil {
+		return nil, fmt.Errorf("read service account %s/%s: %w", operatorNamespace, scraperAccount, err)
+	}
+	scraperCache.uid, scraperCache.s = sa.UID, s
+	return s, nil
 }
 
 // TestMetricsNeedAToken: every component (manager replicas, CSI controller,
