@@ -172,30 +172,31 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return ctrl.Result{}, nil
 }
 
-// claimListenerName is the Listener a claim's annotations name: the shared
-// one, or the claim's own.
-func claimListenerName(pvc *corev1.PersistentVolumeClaim) string {
-	if n := pvc.Annotations[v1alpha1.AnnotationListenerName]; n != "" {
-		return n
+// boundVolume is the volume of this driver bound to the claim itself (not
+// to an earlier claim of the same name), or nil.
+func boundVolume(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
+	if pvc.Spec.VolumeName == "" {
+		return nil, nil
 	}
-	return names.ClaimListenerName(pvc.Name)
+	pv := &corev1.PersistentVolume{}
+	if err := c.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
+	}
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
+		return nil, nil
+	}
+	return pv, nil
 }
 
 // boundListener is the Listener recorded on the volume of a bound claim
 // (v1alpha1.LabelVolumeListener), or "".
 func boundListener(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim) (string, error) {
-	if pvc.Spec.VolumeName == "" {
-		return "", nil
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := c.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv, client.UnsafeDisableDeepCopy); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
-	}
-	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
-		return "", nil
+	pv, err := boundVolume(ctx, c, pvc)
+	if pv == nil || err != nil {
+		return "", err
 	}
 	return pv.Labels[v1alpha1.LabelVolumeListener], nil
 }
@@ -204,20 +205,18 @@ func boundListener(ctx context.Context, c client.Reader, pvc *corev1.PersistentV
 // provisioned for (v1alpha1.LabelVolumeListener), and tells the user by an
 // event when the claim's annotations name another one since: the binding
 // is kept (the CSI driver publishes the Listener of the volume context).
-// It returns the recorded Listener ("" while the claim is not bound).
+// It returns the recorded Listener ("" while the claim is not bound, or
+// names no Listener to record).
 func (r *claimReconciler) keepBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
-	if pvc.Spec.VolumeName == "" {
-		return "", nil
+	pv, err := boundVolume(ctx, r.client, pvc)
+	if pv == nil || err != nil {
+		return "", err
 	}
-	pv := &corev1.PersistentVolume{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return "", client.IgnoreNotFound(err)
-	}
-	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
-		return "", nil
-	}
-	want := claimListenerName(pvc)
 	bound := pv.Labels[v1alpha1.LabelVolumeListener]
+	want, ok := claimListener(pvc)
+	if !ok {
+		return bound, nil
+	}
 	if bound == "" {
 		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, v1alpha1.LabelVolumeListener, want)
 		err := r.client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
