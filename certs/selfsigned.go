@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -79,6 +80,12 @@ type Bootstrapper struct {
 	// issued or rotated.
 	Recorder events.EventRecorder
 	Opts     SelfSignedOptions
+
+	// mu serialises Reconcile: a pass that read the Secret before a CA
+	// change must not inject its older caBundle after a newer pass
+	// injected the new one (the controller runs one pass at a time; a
+	// direct call, as at start or in tests, would otherwise interleave).
+	mu sync.Mutex
 }
 
 // Reasons of the events on the Secret.
@@ -149,6 +156,8 @@ func (b *Bootstrapper) SetupWithManager(mgr ctrl.Manager) error {
 // it, and the CA it replaced stays trusted until every replica serves one
 // of the new CA (Probe), so that a CA change refuses no admission.
 func (b *Bootstrapper) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	logger := log.FromContext(ctx).WithValues("secret", b.secretKey())
 	bundle, rotateAt, err := b.ensureSecret(ctx)
 	if err != nil {

@@ -111,6 +111,25 @@ type selfSignedRig struct {
 	watcher            *Watcher
 	ready              func() error
 	calls              atomic.Int64
+	// probe is the Bootstrapper's probe; a test can hold its answer at
+	// "not yet" to look at the state between a CA change and the drop of
+	// the previous CA, which the real servers may otherwise pass through
+	// within milliseconds.
+	probe *heldProbe
+}
+
+// heldProbe answers "not every replica serves the new CA" while held, and
+// asks the real probe otherwise.
+type heldProbe struct {
+	ServingProbe
+	held atomic.Bool
+}
+
+func (p *heldProbe) AllServe(ctx context.Context, caPEM []byte) (bool, string, error) {
+	if p.held.Load() {
+		return false, "held by the test", nil
+	}
+	return p.ServingProbe.AllServe(ctx, caPEM)
 }
 
 func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
@@ -118,6 +137,7 @@ func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
 	ctx, cancel := context.WithCancel(context.Background())
 	newNamespace(t, ns)
 	r := &selfSignedRig{ns: ns, secret: "webhook-cert", config: ns + "-validating", clock: &clock{}}
+	r.probe = &heldProbe{}
 	port := freePort(t)
 	r.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
@@ -170,8 +190,9 @@ func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
 		ServingValidity:                 6 * time.Minute,
 		ValidatingWebhookConfigurations: []string{r.config},
 		Now:                             r.clock.Now,
-		Probe:                           &EndpointProbe{Addrs: []string{r.addr}, ServerName: "127.0.0.1"},
+		Probe:                           r.probe,
 	}}
+	r.probe.ServingProbe = &EndpointProbe{Addrs: []string{r.addr}, ServerName: "127.0.0.1"}
 	if err := r.boot.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -373,6 +394,9 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 				}
 			}
 		}()
+		// Until the test has seen both CAs trusted, the previous one
+		// stays, whatever the server already serves.
+		r.probe.held.Store(true)
 		s := &corev1.Secret{}
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: r.ns, Name: r.secret}, s); err != nil {
 			t.Fatal(err)
@@ -401,6 +425,7 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 			return err
 		})
 		// Now the old CA goes.
+		r.probe.held.Store(false)
 		eventually(t, "the caBundle holds the new CA only", func() error {
 			if _, err := r.boot.Reconcile(context.Background(), ctrl.Request{}); err != nil {
 				return err
