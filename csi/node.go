@@ -183,7 +183,7 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 		if err != nil {
 			return volumeRef{}, err
 		}
-		ref.claimUID, ref.perClaim = claim.UID, cl.Class != ""
+		ref.claimUID, ref.perClaim = claim.UID, cl.Own
 		return ref, nil
 	}
 	pv := &corev1.PersistentVolume{}
@@ -209,10 +209,10 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 		return volumeRef{}, err
 	}
 	return volumeRef{
-		listener: client.ObjectKey{Namespace: claim.Namespace, Name: cl.Name},
+		listener: client.ObjectKey{Namespace: claim.Namespace, Name: cl.Listener},
 		claim:    claimKey,
 		claimUID: claim.UID,
-		perClaim: cl.Class != "",
+		perClaim: cl.Own,
 		volumeID: pv.Name,
 	}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -256,16 +257,7 @@ func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[stri
 // pod name, the ones a Listener's extraPodSelectorLabels name) are not the
 // operator's to write, and the pod label policy refuses them.
 func takeoverLabels(sel, labels map[string]string) map[string]string {
-	missing := map[string]string{}
-	for k, v := range sel {
-		if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) && labels[k] != v {
-			missing[k] = v
-		}
-	}
-	if labels[v1alpha1.LabelListenerVolume] != "true" {
-		missing[v1alpha1.LabelListenerVolume] = "true"
-	}
-	return missing
+	return claims.Missing(claims.SelectorPodLabels(sel), labels)
 }
 
 // EventServiceAdopted is recorded when a Service made by another operator

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -84,28 +85,9 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
-// isListenerClaim reports whether a claim is for a listener volume.
-func isListenerClaim(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName == v1alpha1.StorageClassName
-}
-
-// claimListener is the Listener a listener claim uses: the one it names, or
-// its own per-claim Listener when it asks for a class.
+// claimListener is the Listener a listener claim uses (claims.OfClaim):
+// false when it is not a listener claim or uses none.
 func claimListener(pvc *corev1.PersistentVolumeClaim) (string, bool) {
-	if !isListenerClaim(pvc) {
-		return "", false
-	}
-	if name := pvc.Annotations[v1alpha1.AnnotationListenerName]; name != "" {
-		return name, true
-	}
-	if _, ok := pvc.Annotations[v1alpha1.AnnotationListenerClass]; ok {
-		return names.ClaimListenerName(pvc.Name), true
-	}
-	return "", false
-}
-
-// wantsOwnListener reports whether a claim gets a Listener of its own.
-func wantsOwnListener(pvc *corev1.PersistentVolumeClaim) bool {
-	_, hasClass := pvc.Annotations[v1alpha1.AnnotationListenerClass]
-	return isListenerClaim(pvc) && hasClass && pvc.Annotations[v1alpha1.AnnotationListenerName] == ""
+	use, ok := claims.OfClaim(pvc)
+	return use.Listener, ok && use.Listener != ""
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -144,7 +145,7 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 // annotation once it exists (it decides its Service's selector), the
 // claim's until then (the Listener is made from it).
 func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim, listener string) string {
-	pod := names.StatefulSetPodOfClaim(pvc.Name, pvc.Annotations)
+	pod := claims.StatefulSetPod(pvc.Name, pvc.Annotations)
 	if pod == "" {
 		// Selecting by the label: a pod labelled for a Listener that
 		// selects by name loses nothing.
@@ -158,25 +159,14 @@ func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.Persistent
 	return pod
 }
 
-// missingLabels are the labels a pod with listener volumes lacks: the
-// listener-volume label that puts it in the controller's cache, and the
-// pod selector label of each of its Listeners that does not select the pod
-// by its StatefulSet pod name.
+// missingLabels are the labels a pod with listener volumes lacks
+// (claims.PodLabels).
 func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string {
-	missing := map[string]string{}
-	if pod.Labels[v1alpha1.LabelListenerVolume] != "true" {
-		missing[v1alpha1.LabelListenerVolume] = "true"
+	listeners := make([]claims.PodListener, len(vols))
+	for i, v := range vols {
+		listeners[i] = claims.PodListener{Listener: v.listener, StatefulSetPod: v.statefulSetPod}
 	}
-	for _, v := range vols {
-		if names.SelectsPodByName(v.statefulSetPod, pod.Name, pod.Labels) {
-			continue
-		}
-		key := names.PodSelectorLabel(v.listener)
-		if pod.Labels[key] != v1alpha1.PodSelectorLabelValue {
-			missing[key] = v1alpha1.PodSelectorLabelValue
-		}
-	}
-	return missing
+	return claims.Missing(claims.PodLabels(pod.Name, pod.Labels, listeners), pod.Labels)
 }
 
 // labelPod adds the selector labels a pod lacks with a merge patch that

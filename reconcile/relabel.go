@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // controllerRelabel names the pod relabel scan in metrics and logs.
@@ -121,7 +121,7 @@ func (r *podRelabeler) labelsFor(ctx context.Context, pod *corev1.Pod) (map[stri
 			maybe = true
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
 			t := v.Ephemeral.VolumeClaimTemplate
-			maybe = maybe || validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName)
+			maybe = maybe || claims.Requested(t.Annotations, t.Spec.StorageClassName)
 		}
 	}
 	if !maybe {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -77,7 +78,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
 		For(&corev1.PersistentVolumeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return isListenerClaim(o.(*corev1.PersistentVolumeClaim))
+			return claims.IsListenerClaim(o.(*corev1.PersistentVolumeClaim))
 		}))).
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return claimOfVolume(o.(*corev1.PersistentVolume))
@@ -118,8 +119,8 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 			return nil
 		}},
 		{&corev1.PersistentVolumeClaim{}, indexClaimClass, func(o client.Object) []string {
-			if c := o.GetAnnotations()[v1alpha1.AnnotationListenerClass]; c != "" && isListenerClaim(o.(*corev1.PersistentVolumeClaim)) {
-				return []string{c}
+			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
+				return []string{use.Class}
 			}
 			return nil
 		}},
@@ -210,7 +211,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pvc = nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get claim %s: %w", req.NamespacedName, err)
-	case !isListenerClaim(pvc):
+	case !claims.IsListenerClaim(pvc):
 		// Never touch other claims, not even their pods.
 		return ctrl.Result{}, nil
 	}
@@ -445,7 +446,7 @@ func (r *reconciler) pods(ctx context.Context, key types.NamespacedName, pvc *co
 // requires that is not pin (the claim's current node) and is not usable,
 // or "".
 func (r *reconciler) staleRequirement(ctx context.Context, p *corev1.Pod, pin string) (string, error) {
-	for _, m := range requiredNodes(p) {
+	for _, m := range claims.PinnedNodes(p) {
 		if m == pin {
 			continue
 		}
@@ -483,7 +484,7 @@ func (r *reconciler) releaseAllowed(ctx context.Context, key types.NamespacedNam
 	}
 	class := ""
 	if pvc != nil {
-		class = pvc.Annotations[v1alpha1.AnnotationListenerClass]
+		class = claims.Of(pvc.Name, pvc.Annotations).Class
 	} else {
 		l := &v1alpha1.Listener{}
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: names.ClaimListenerName(key.Name)}, l)
@@ -578,10 +579,10 @@ func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVol
 // claimInfo gathers what decide needs about a pinned claim.
 func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolumeClaim, node string) (claimInfo, error) {
 	info := claimInfo{namespace: pvc.Namespace, name: pvc.Name, node: node, manual: pvc.Annotations[AnnotationReleasePinnedNode]}
-	info.class = pvc.Annotations[v1alpha1.AnnotationListenerClass]
-	info.listener = names.ClaimListenerName(pvc.Name)
-	if named := pvc.Annotations[v1alpha1.AnnotationListenerName]; named != "" {
-		info.listener = named
+	use := claims.Of(pvc.Name, pvc.Annotations)
+	info.class, info.listener = use.Class, use.Listener
+	if named := use.Listener; named != "" && !use.Own {
+		// A shared Listener's class decides.
 		l := &v1alpha1.Listener{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: named}, l); err != nil && !apierrors.IsNotFound(err) {
 			return info, fmt.Errorf("get listener %s/%s: %w", pvc.Namespace, named, err)
@@ -614,7 +615,7 @@ func (r *reconciler) policy(ctx context.Context, class string) (v1alpha1.PinnedN
 // ownListener is the claim's own Listener if it exists and the claim
 // controls it (shared Listeners are not the claim's to hand over).
 func (r *reconciler) ownListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*v1alpha1.Listener, error) {
-	if pvc.Annotations[v1alpha1.AnnotationListenerName] != "" {
+	if !claims.Of(pvc.Name, pvc.Annotations).Own {
 		return nil, nil
 	}
 	l := &v1alpha1.Listener{}
