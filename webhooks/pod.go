@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/claims"
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -184,8 +183,16 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if len(listenerOf) > 0 || mayMount {
 		exists := pod.Metadata.Labels != nil
 		missing := claims.Missing(claims.PodLabels(podName, pod.Metadata.Labels, listeners), pod.Metadata.Labels)
-		for _, k := range slices.Sorted(maps.Keys(missing)) {
-			p.setMapEntry("/metadata/labels", &exists, k, missing[k])
+		// In a stable order: the listener-volume label, then the volumes'.
+		order := []string{v1alpha1.LabelListenerVolume}
+		for _, l := range listeners {
+			order = append(order, names.PodSelectorLabel(l.Listener))
+		}
+		for _, k := range order {
+			if v, ok := missing[k]; ok {
+				p.setMapEntry("/metadata/labels", &exists, k, v)
+				delete(missing, k)
+			}
 		}
 	}
 
