@@ -93,15 +93,15 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	// A claim that does not exist yet: its own event brings the pod back.
-	vols, _, err := listenerVolumes(ctx, r.client, pod)
+	vols, missing, err := podLabelsLacking(ctx, r.client, pod)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := addPodLabels(ctx, r.client, controllerPodListeners, pod, missing); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(vols) == 0 {
 		return ctrl.Result{}, nil
-	}
-	if err := r.labelPod(ctx, pod, vols); err != nil {
-		return ctrl.Result{}, err
 	}
 	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return ctrl.Result{}, nil
@@ -113,9 +113,22 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return r.writePodListeners(ctx, pod, spec, vols)
 }
 
+// podLabelsLacking lists the listener volumes of a pod and the labels it
+// lacks (claims.PodLabels): none when it mounts no listener volume and no
+// claim that may become one.
+func podLabelsLacking(ctx context.Context, c client.Reader, pod *corev1.Pod) ([]podVolumeListener, map[string]string, error) {
+	vols, pending, err := listenerVolumes(ctx, c, pod)
+	if err != nil || len(vols) == 0 && !pending {
+		return vols, nil, err
+	}
+	return vols, missingLabels(pod, vols), nil
+}
+
 // listenerVolumes lists the listener volumes of a pod and their Listeners,
 // reading the claims from c. pending says that a claim of the pod does not
-// exist yet (it may become a listener claim).
+// exist yet (it may become a listener claim), or is a listener claim that
+// uses no Listener (claims.Of; it may be given one): the pod is a listener
+// pod all the same.
 func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vols []podVolumeListener, pending bool, err error) {
 	for _, vc := range names.PodVolumeClaims(pod) {
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -126,16 +139,23 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 			}
 			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.Claim, pod.Name, err)
 		}
-		if name, ok := claimListener(pvc); ok {
-			// A bound volume keeps the Listener it was provisioned for,
-			// whatever the claim's annotations say since.
-			if bound, err := boundListener(ctx, c, pvc); err != nil {
-				return nil, false, err
-			} else if bound != "" {
-				name = bound
-			}
-			vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
+		use, ok := claims.OfClaim(pvc)
+		if !ok {
+			continue
 		}
+		name := use.Listener
+		// A bound volume keeps the Listener it was provisioned for,
+		// whatever the claim's annotations say since.
+		if bound, err := boundListener(ctx, c, pvc); err != nil {
+			return nil, false, err
+		} else if bound != "" {
+			name = bound
+		}
+		if name == "" {
+			pending = true
+			continue
+		}
+		vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
 	}
 	return vols, pending, nil
 }
@@ -167,12 +187,6 @@ func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string 
 		listeners[i] = claims.PodListener{Listener: v.listener, StatefulSetPod: v.statefulSetPod}
 	}
 	return claims.Missing(claims.PodLabels(pod.Name, pod.Labels, listeners), pod.Labels)
-}
-
-// labelPod adds the selector labels a pod lacks with a merge patch that
-// names only those labels, so that nothing else on the pod is touched.
-func (r *podReconciler) labelPod(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) error {
-	return addPodLabels(ctx, r.client, controllerPodListeners, pod, missingLabels(pod, vols))
 }
 
 // addPodLabels adds labels to a pod with a merge patch that names only

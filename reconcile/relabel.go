@@ -127,12 +127,6 @@ func (r *podRelabeler) labelsFor(ctx context.Context, pod *corev1.Pod) (map[stri
 	if !maybe {
 		return nil, nil
 	}
-	vols, pending, err := listenerVolumes(ctx, r.client, pod)
-	if err != nil {
-		return nil, err
-	}
-	if len(vols) == 0 && !pending {
-		return nil, nil
-	}
-	return missingLabels(pod, vols), nil
+	_, missing, err := podLabelsLacking(ctx, r.client, pod)
+	return missing, err
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -94,16 +95,14 @@ func (s Shape) StoredClaim() *corev1.PersistentVolumeClaim {
 		return s.Claim.DeepCopy()
 	}
 	ann := maps.Clone(s.Template.Annotations)
-	_, hasClass := ann[v1alpha1.AnnotationListenerClass]
-	_, hasName := ann[v1alpha1.AnnotationListenerName]
-	if !hasClass && !hasName {
+	if claims.NeedsDefaultClass(ann) { // as the claim webhook asks
 		if ann == nil {
 			ann = map[string]string{}
 		}
 		ann[v1alpha1.AnnotationListenerClass] = DefaultClass
 	}
 	spec := *s.Template.Spec.DeepCopy()
-	if spec.StorageClassName == nil {
+	if spec.StorageClassName == nil { // the claim webhook completes it
 		spec.StorageClassName = ptr(v1alpha1.StorageClassName)
 	}
 	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: s.ClaimName(), UID: "claim-uid", Annotations: ann}, Spec: spec}

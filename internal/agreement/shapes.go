@@ -67,6 +67,6 @@ func Shapes() []Shape {
 	eph("ephemeral, class", ours, map[string]string{cls: Class}, own("web-0-listener", Class))
 	eph("ephemeral, shared Listener", ours, map[string]string{name: Shared}, shared)
 	eph("ephemeral, default class", ours, nil, own("web-0-listener", DefaultClass))
-	eph("ephemeral, class, no storage class", nil, map[string]string{cls: Class}, own("web-0-listener", Class))
+	eph("ephemeral, another storage class", other, nil, notOurs)
 	return out
 }
