@@ -121,7 +121,7 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 		return lookupFailed(err)
 	}
 	errs := validation.Claim(c.Metadata.Annotations, c.Spec, facts, nil)
-	if old == nil && c.Metadata.Name != "" && validation.OwnListener(c.Metadata.Annotations, "") {
+	if old == nil && c.Metadata.Name != "" && claims.WillOwnListener(c.Metadata.Annotations, "") {
 		// The claim's own Listener takes the claim's name.
 		others, err := namesInNamespace(ctx, v.lookup, req.Namespace)
 		if err != nil {

@@ -138,7 +138,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			m.failOpen(ctx, err)
 		case errs != nil:
 			return invalid(req, errs)
-		case validation.OwnListener(ann, ""):
+		case claims.WillOwnListener(ann, ""):
 			var containers []validation.ContainerPorts
 			for _, c := range pod.Spec.Containers {
 				containers = append(containers, validation.ContainerPorts{Name: c.Name, Ports: len(c.Ports)})

@@ -454,11 +454,11 @@ func (w *workloadView) errors(kind string, facts validation.ClaimFacts) field.Er
 	// containers' ports: with none, its Service cannot exist.
 	var ownClaims []string
 	for _, c := range w.listenerClaims(kind) {
-		if validation.OwnListener(c.annotations, facts.DefaultClass) {
+		if claims.WillOwnListener(c.annotations, facts.DefaultClass) {
 			ownClaims = append(ownClaims, c.name)
 		}
 	}
-	if optedIn && validation.OwnListener(w.Spec.Template.Metadata.Annotations, facts.DefaultClass) {
+	if optedIn && claims.WillOwnListener(w.Spec.Template.Metadata.Annotations, facts.DefaultClass) {
 		ownClaims = append(ownClaims, v1alpha1.VolumeName)
 	}
 	if len(ownClaims) > 0 {

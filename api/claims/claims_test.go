@@ -204,3 +204,23 @@ func TestStatefulSetPod(t *testing.T) {
 		})
 	}
 }
+
+// TestWillOwnListener: at admission, a claim names a shared Listener or
+// gets one of its own (a class, or the default).
+func TestWillOwnListener(t *testing.T) {
+	for _, tc := range []struct {
+		ann          map[string]string
+		defaultClass string
+		want         bool
+	}{
+		{map[string]string{v1alpha1.AnnotationListenerClass: "x"}, "", true},
+		{map[string]string{v1alpha1.AnnotationListenerName: "kafka"}, "d", false},
+		{map[string]string{v1alpha1.AnnotationListenerName: "kafka", v1alpha1.AnnotationListenerClass: "x"}, "", false},
+		{nil, "d", true},
+		{nil, "", false},
+	} {
+		if got := WillOwnListener(tc.ann, tc.defaultClass); got != tc.want {
+			t.Errorf("WillOwnListener(%v, %q) = %v, want %v", tc.ann, tc.defaultClass, got, tc.want)
+		}
+	}
+}

@@ -77,3 +77,16 @@ func EphemeralListener(annotations map[string]string, podName, volume string) st
 	}
 	return names.ClaimListenerName(names.EphemeralClaimName(podName, volume))
 }
+
+// WillOwnListener reports whether a claim or claim template with these
+// annotations, at admission, gets a Listener of its own once the claim
+// webhook completed it (a class, named or the default one: defaultClass,
+// "" if there is none), not a shared one (listener-name). Admission refuses
+// the empty values Of tells apart.
+func WillOwnListener(annotations map[string]string, defaultClass string) bool {
+	if _, shared := annotations[v1alpha1.AnnotationListenerName]; shared {
+		return false
+	}
+	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
+	return hasClass || defaultClass != ""
+}

@@ -450,17 +450,6 @@ func ForeignListenerVolume(path *field.Path) *field.Error {
 		"the listener volume is added under the name %q, which this volume (not a listener volume) already uses; rename it, or make it a listener volume", v1alpha1.VolumeName))
 }
 
-// OwnListener reports whether a claim (or an opted-in pod template) with
-// these annotations gets a Listener of its own (a listener class, named or
-// the default), not a shared one (listener-name).
-func OwnListener(annotations map[string]string, defaultClass string) bool {
-	if _, shared := annotations[v1alpha1.AnnotationListenerName]; shared {
-		return false
-	}
-	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
-	return hasClass || defaultClass != ""
-}
-
 // ContainerPorts is how many ports a container declares.
 type ContainerPorts struct {
 	Name  string
