@@ -16,7 +16,9 @@
 // DNS hostnames (hostname.go), the address-change signal on pods
 // (addresschange.go) and sticky node ports (nodeports.go).
 //
-// The decisions (which Service, which addresses, which ports) are plain
+// Which Listener a claim uses, and which labels a pod needs, are
+// api/claims's answers, shared with the webhooks, the CSI driver and node
+// loss. The decisions (which Service, which addresses, which ports) are plain
 // functions of values; the reconcilers only read the cache, call them, and
 // write when the result differs from what exists.
 package reconcile
