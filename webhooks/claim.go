@@ -64,21 +64,14 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 			p.setMapEntry("/metadata/annotations", &exists, v1alpha1.AnnotationListenerClass, class)
 		}
 	}
-	sc := c.Spec.StorageClassName
-	switch {
-	case sc == nil:
+	set, err := claims.SetsStorageClass(c.Spec.StorageClassName, func(sc string) (bool, error) {
+		return m.lookup.isDefaultStorageClass(ctx, sc)
+	})
+	if err != nil {
+		return lookupFailed(err)
+	}
+	if set {
 		p.add("/spec/storageClassName", v1alpha1.StorageClassName)
-	case !claims.IsListenerStorageClass(sc) && *sc != "":
-		// The DefaultStorageClass admission plugin runs before webhooks and
-		// fills in the cluster's default class; a claim that asks for a
-		// listener by annotation meant ours.
-		isDefault, err := m.lookup.isDefaultStorageClass(ctx, *sc)
-		if err != nil {
-			return lookupFailed(err)
-		}
-		if isDefault {
-			p.add("/spec/storageClassName", v1alpha1.StorageClassName)
-		}
 	}
 	if len(p) == 0 {
 		return admission.Allowed("")

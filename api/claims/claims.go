@@ -31,6 +31,23 @@ func Requested(annotations map[string]string, storageClassName *string) bool {
 	return hasClass || hasName
 }
 
+// SetsStorageClass reports whether the claim webhook gives a claim that
+// asks for a listener volume (Requested), of storage class sc, the
+// listener storage class: when it names none, and when it names the
+// cluster's default, which the DefaultStorageClass admission plugin fills
+// in before webhooks run (a claim that asks for a listener by annotation
+// meant ours). isDefault, asked only then, says whether a storage class is
+// the default.
+func SetsStorageClass(sc *string, isDefault func(string) (bool, error)) (bool, error) {
+	switch {
+	case sc == nil:
+		return true, nil
+	case IsListenerStorageClass(sc) || *sc == "":
+		return false, nil
+	}
+	return isDefault(*sc)
+}
+
 // IsListenerClaim reports whether a stored claim is a listener claim: its
 // storage class is the listener storage class, so its volume is this
 // driver's to provision. Annotations on a claim of another storage class

@@ -224,3 +224,28 @@ func TestWillOwnListener(t *testing.T) {
 		}
 	}
 }
+
+// TestSetsStorageClass: the claim webhook completes a missing or default
+// storage class, and asks whether a class is the default only when it must.
+func TestSetsStorageClass(t *testing.T) {
+	isDefault := func(sc string) (bool, error) {
+		if sc == "" || sc == v1alpha1.StorageClassName {
+			t.Errorf("asked whether %q is the default", sc)
+		}
+		return sc == "standard", nil
+	}
+	for _, tc := range []struct {
+		sc   *string
+		want bool
+	}{
+		{nil, true},
+		{ptr(v1alpha1.StorageClassName), false},
+		{ptr(""), false},
+		{ptr("standard"), true},
+		{ptr("fast"), false},
+	} {
+		if got, err := SetsStorageClass(tc.sc, isDefault); err != nil || got != tc.want {
+			t.Errorf("SetsStorageClass(%v) = %v, %v; want %v", tc.sc, got, err, tc.want)
+		}
+	}
+}
