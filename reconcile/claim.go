@@ -99,11 +99,11 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	ports := listenerports.FromPods(pods.Items)
 
 	existing := &v1alpha1.Listener{}
-	key := types.NamespacedName{Namespace: pvc.Namespace, Name: names.ClaimListenerName(pvc.Name)}
+	key := types.NamespacedName{Namespace: pvc.Namespace, Name: use.Listener}
 	err = r.client.Get(ctx, key, existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		l := claimListenerObject(pvc, use.Class, ports)
+		l := claimListenerObject(pvc, use, ports)
 		err := r.client.Create(ctx, l, client.FieldOwner(v1alpha1.FieldManager))
 		if countWrite(controllerClaim, "Listener", "create", err) != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -145,7 +145,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			}
 		}
 	}
-	want := claimListenerObject(pvc, use.Class, ports)
+	want := claimListenerObject(pvc, use, ports)
 	if bound != "" && metav1.IsControlledBy(existing, pvc) && existing.Spec.ClassName != nil && *existing.Spec.ClassName != "" {
 		// The volume was provisioned for the Listener of this class; a
 		// class annotation changed since (the webhook refuses that on a
@@ -253,19 +253,19 @@ func handedOver(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
 		l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name
 }
 
-// claimListenerObject is the Listener of class a claim asks for.
+// claimListenerObject is the claim's own Listener (use: claims.Of).
 // A claim made from an annotated StatefulSet claim template gets a Listener
 // that selects its pod by name (claims.StatefulSetPod); the
 // annotation is set when the Listener is created and never changed, so that
 // the Service's selector never switches under running pods.
-func claimListenerObject(pvc *corev1.PersistentVolumeClaim, class string, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
+func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
 	var ann map[string]string
 	if pod := claims.StatefulSetPod(pvc.Name, pvc.Annotations); pod != "" {
 		ann = map[string]string{v1alpha1.AnnotationStatefulSetPod: pod}
 	}
 	return &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        names.ClaimListenerName(pvc.Name),
+			Name:        use.Listener,
 			Namespace:   pvc.Namespace,
 			Labels:      maps.Clone(pvc.Labels),
 			Annotations: ann,
@@ -279,7 +279,7 @@ func claimListenerObject(pvc *corev1.PersistentVolumeClaim, class string, ports 
 			}},
 		},
 		Spec: v1alpha1.ListenerSpec{
-			ClassName: ptr.To(class),
+			ClassName: ptr.To(use.Class),
 			Ports:     ports,
 		},
 	}

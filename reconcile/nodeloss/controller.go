@@ -615,11 +615,12 @@ func (r *reconciler) policy(ctx context.Context, class string) (v1alpha1.PinnedN
 // ownListener is the claim's own Listener if it exists and the claim
 // controls it (shared Listeners are not the claim's to hand over).
 func (r *reconciler) ownListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*v1alpha1.Listener, error) {
-	if !claims.Of(pvc.Name, pvc.Annotations).Own {
+	use := claims.Of(pvc.Name, pvc.Annotations)
+	if !use.Own {
 		return nil, nil
 	}
 	l := &v1alpha1.Listener{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: names.ClaimListenerName(pvc.Name)}, l)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: use.Listener}, l)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
