@@ -65,7 +65,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err := s.live.Get(ctx, claimKey, claim); err != nil {
 		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
 	}
-	ref, err := listenerOfClaim(claim)
+	ref, err := listenerOfClaim(claim, nil)
 	if err != nil {
 		return nil, err
 	}

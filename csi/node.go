@@ -179,7 +179,7 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 		if err := s.live.Get(ctx, ref.claim, claim); err != nil {
 			return volumeRef{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", ref.claim))
 		}
-		cl, err := listenerOfClaim(claim)
+		cl, err := listenerOfClaim(claim, nil)
 		if err != nil {
 			return volumeRef{}, err
 		}
@@ -204,7 +204,7 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 	if uid := pv.Spec.ClaimRef.UID; uid != "" && uid != claim.UID {
 		return volumeRef{}, status.Errorf(codes.Unavailable, "PersistentVolume %s is bound to an earlier claim %s (uid %s): waiting for it to be released", volumeID, claimKey, uid)
 	}
-	cl, err := listenerOfClaim(claim)
+	cl, err := listenerOfClaim(claim, pv)
 	if err != nil {
 		return volumeRef{}, err
 	}

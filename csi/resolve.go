@@ -34,11 +34,12 @@ const (
 // listenerOfClaim is the Listener a claim's volume publishes
 // (claims.Of): the one named by the listener-name annotation, or the
 // per-claim Listener that the reconciler creates for a claim with a
-// listener-class annotation. A claim that uses none is refused with
-// FailedPrecondition saying what to fix. The caller (csi-provisioner,
+// listener-class annotation; once bound to pv (nil: not yet), the one
+// recorded on the volume (claims.Bound). A claim that uses none is refused
+// with FailedPrecondition saying what to fix. The caller (csi-provisioner,
 // kubelet) asks only about volumes of this driver's storage class.
-func listenerOfClaim(claim *corev1.PersistentVolumeClaim) (claims.Use, error) {
-	use := claims.Of(claim.Name, claim.Annotations)
+func listenerOfClaim(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (claims.Use, error) {
+	use := claims.Bound(claim, claims.Of(claim.Name, claim.Annotations), pv)
 	if use.Listener == "" {
 		return use, status.Errorf(codes.FailedPrecondition, "PersistentVolumeClaim %s/%s %s", claim.Namespace, claim.Name, use.Problem)
 	}

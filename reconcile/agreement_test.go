@@ -29,7 +29,7 @@ func agreementClient(s agreement.Shape) client.Client {
 // every claim of the agreement table: the Listener it makes (the claim's
 // own, and its class), the Listener its watches and index map the claim to,
 // and that it records NoListener exactly for the listener claims that use
-// none.
+// none and ListenerBindingKept for the bound ones whose annotations changed.
 func TestAgreementClaimReconciler(t *testing.T) {
 	agreement.Check(t, "the claim reconciler", agreement.AskListener|agreement.AskOwn|agreement.AskClass, func(t *testing.T, s agreement.Shape) (agreement.Answer, bool) {
 		c := agreementClient(s)
@@ -51,16 +51,20 @@ func TestAgreementClaimReconciler(t *testing.T) {
 				got.Class = *l.Spec.ClassName
 			}
 		}
-		noListener := false
+		noListener, kept := false, false
 		for len(rec.Events) > 0 {
-			if e := <-rec.Events; strings.Contains(e, EventNoListener) {
-				noListener = true
-			}
+			e := <-rec.Events
+			noListener = noListener || strings.Contains(e, EventNoListener)
+			kept = kept || strings.Contains(e, EventBindingKept)
 		}
 		if want := s.Want.IsListener && s.Want.Listener == ""; noListener != want {
 			t.Errorf("recorded %s: %v, want %v", EventNoListener, noListener, want)
 		}
-		return got, true
+		if kept != s.Rebound {
+			t.Errorf("recorded %s: %v, want %v", EventBindingKept, kept, s.Rebound)
+		}
+		// Its index and watches go by the annotations (agreement.Shape.Rebound).
+		return got, !s.Rebound
 	})
 }
 

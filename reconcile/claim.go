@@ -196,20 +196,10 @@ func boundVolume(ctx context.Context, c client.Reader, pvc *corev1.PersistentVol
 		}
 		return nil, fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
 	}
-	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
+	if !claims.IsVolumeOf(pvc, pv) {
 		return nil, nil
 	}
 	return pv, nil
-}
-
-// boundListener is the Listener recorded on the volume of a bound claim
-// (v1alpha1.LabelVolumeListener), or "".
-func boundListener(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim) (string, error) {
-	pv, err := boundVolume(ctx, c, pvc)
-	if pv == nil || err != nil {
-		return "", err
-	}
-	return pv.Labels[v1alpha1.LabelVolumeListener], nil
 }
 
 // keepBinding records, on the volume of a bound claim, the Listener it was

@@ -143,14 +143,13 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 		if !ok {
 			continue
 		}
-		name := use.Listener
 		// A bound volume keeps the Listener it was provisioned for,
 		// whatever the claim's annotations say since.
-		if bound, err := boundListener(ctx, c, pvc); err != nil {
+		pv, err := boundVolume(ctx, c, pvc)
+		if err != nil {
 			return nil, false, err
-		} else if bound != "" {
-			name = bound
 		}
+		name := claims.Bound(pvc, use, pv).Listener
 		if name == "" {
 			pending = true
 			continue
@@ -161,22 +160,14 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 }
 
 // statefulSetPod is the pod that the Listener named listener, of claim
-// pvc, selects by name, if the claim says it does: then the Listener's
-// annotation once it exists (it decides its Service's selector), the
-// claim's until then (the Listener is made from it).
+// pvc, selects by name (claims.SelectedPod), reading the Listener from c.
 func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim, listener string) string {
-	pod := claims.StatefulSetPod(pvc.Name, pvc.Annotations)
-	if pod == "" {
-		// Selecting by the label: a pod labelled for a Listener that
-		// selects by name loses nothing.
-		return ""
-	}
-	l := &v1alpha1.Listener{}
-	// Read only, from the cache: no deep copy.
-	if err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l, client.UnsafeDisableDeepCopy); err == nil {
-		return l.Annotations[v1alpha1.AnnotationStatefulSetPod]
-	}
-	return pod
+	return claims.SelectedPod(pvc.Name, pvc.Annotations, func() (map[string]string, bool) {
+		l := &v1alpha1.Listener{}
+		// Read only, from the cache: no deep copy.
+		err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l, client.UnsafeDisableDeepCopy)
+		return l.Annotations, err == nil
+	})
 }
 
 // missingLabels are the labels a pod with listener volumes lacks

@@ -234,27 +234,34 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (listene
 	if !ok {
 		return "", "", "", false, nil
 	}
-	listener = use.Listener
-	if statefulSetPod = claims.StatefulSetPod(name, c.Annotations); statefulSetPod != "" && listener != "" {
+	var pv *corev1.PersistentVolume
+	if c.Spec.VolumeName != "" {
+		pv = &corev1.PersistentVolume{}
+		if err = m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, pv); err != nil {
+			if apierrors.IsNotFound(err) {
+				err = nil
+			} else {
+				err = fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
+			}
+			pv = nil
+		}
+	}
+	// A bound volume keeps the Listener it was provisioned for.
+	listener = claims.Bound(&c, use, pv).Listener
+	if listener != "" {
 		// The Listener, once it exists, decides how its Service selects
 		// (the reconciler makes it from the claim). Read from the cache
 		// only: a Listener made a moment ago was made from this claim.
-		var l v1alpha1.Listener
-		if err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: listener}, &l, client.UnsafeDisableDeepCopy); err == nil {
-			statefulSetPod = l.Annotations[v1alpha1.AnnotationStatefulSetPod]
-		}
+		statefulSetPod = claims.SelectedPod(name, c.Annotations, func() (map[string]string, bool) {
+			var l v1alpha1.Listener
+			err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: listener}, &l, client.UnsafeDisableDeepCopy)
+			return l.Annotations, err == nil
+		})
 	}
-	if c.Spec.VolumeName == "" {
-		return listener, "", statefulSetPod, true, nil
+	if pv != nil {
+		node = addresses.PinnedNode(pv)
 	}
-	var pv corev1.PersistentVolume
-	if err := m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, &pv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return listener, "", statefulSetPod, true, nil
-		}
-		return listener, "", statefulSetPod, true, fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
-	}
-	return listener, addresses.PinnedNode(&pv), statefulSetPod, true, nil
+	return listener, node, statefulSetPod, true, err
 }
 
 // ephemeralVolume is the listener volume added to opted-in bare pods.

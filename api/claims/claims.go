@@ -108,6 +108,34 @@ func OfClaim(pvc *corev1.PersistentVolumeClaim) (Use, bool) {
 	return Of(pvc.Name, pvc.Annotations), true
 }
 
+// IsVolumeOf reports whether pv is the listener volume of the claim pvc:
+// a volume of this driver bound to this claim (not to an earlier claim of
+// its name).
+func IsVolumeOf(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
+	return pv != nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID == pvc.UID &&
+		pv.Spec.CSI != nil && pv.Spec.CSI.Driver == v1alpha1.DriverName
+}
+
+// Bound is which Listener the volume of a listener claim publishes, and
+// so the one its pods are labelled for: once the claim is bound to pv, the
+// one the volume was provisioned for, as the claim reconciler recorded it
+// on the volume (v1alpha1.LabelVolumeListener), whatever the claim's
+// annotations say since (admission refuses changing them once bound; they
+// can change while the webhooks are down: it is then the claim's own
+// Listener if it is named after the claim, and its class is not known);
+// until then, and while nothing is recorded, the one the claim uses (use,
+// from Of). pv may be nil.
+func Bound(pvc *corev1.PersistentVolumeClaim, use Use, pv *corev1.PersistentVolume) Use {
+	if !IsVolumeOf(pvc, pv) {
+		return use
+	}
+	bound := pv.Labels[v1alpha1.LabelVolumeListener]
+	if bound == "" || bound == use.Listener {
+		return use
+	}
+	return Use{Listener: bound, Own: bound == names.ClaimListenerName(pvc.Name)}
+}
+
 // Named are the ListenerClass and the shared Listener the annotations name
 // (each "" when absent or empty), as written: for the lookups and messages
 // of admission, which checks both even when one would win.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -246,6 +247,65 @@ func TestSetsStorageClass(t *testing.T) {
 	} {
 		if got, err := SetsStorageClass(tc.sc, isDefault); err != nil || got != tc.want {
 			t.Errorf("SetsStorageClass(%v) = %v, %v; want %v", tc.sc, got, err, tc.want)
+		}
+	}
+}
+
+// TestBound: a bound volume keeps the Listener recorded on it; a volume of
+// another claim or driver, or with nothing recorded, changes nothing.
+func TestBound(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", UID: "u1"}}
+	shared := Use{Listener: "kafka"}
+	pv := func(uid, driver, recorded string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelVolumeListener: recorded}},
+			Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{UID: types.UID(uid)},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pv   *corev1.PersistentVolume
+		want Use
+	}{
+		{"not bound", nil, shared},
+		{"nothing recorded", pv("u1", v1alpha1.DriverName, ""), shared},
+		{"recorded the same", pv("u1", v1alpha1.DriverName, "kafka"), shared},
+		{"recorded its own", pv("u1", v1alpha1.DriverName, "data"), Use{Listener: "data", Own: true}},
+		{"recorded another shared one", pv("u1", v1alpha1.DriverName, "zk"), Use{Listener: "zk"}},
+		{"an earlier claim's volume", pv("u0", v1alpha1.DriverName, "data"), shared},
+		{"another driver's volume", pv("u1", "other.csi", "data"), shared},
+	} {
+		if got := Bound(pvc, shared, tc.pv); got != tc.want {
+			t.Errorf("%s: Bound = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSelectedPod: the Listener decides once it exists, and is read only
+// when the claim says its Listener selects by name.
+func TestSelectedPod(t *testing.T) {
+	ann := map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: "listener", v1alpha1.AnnotationListenerClass: "x"}
+	missing := func() (map[string]string, bool) { return nil, false }
+	byLabel := func() (map[string]string, bool) { return map[string]string{}, true }
+	byName := func() (map[string]string, bool) {
+		return map[string]string{v1alpha1.AnnotationStatefulSetPod: "web-0"}, true
+	}
+	unread := func() (map[string]string, bool) {
+		t.Error("read the Listener of a claim that selects by label")
+		return nil, false
+	}
+	for _, tc := range []struct {
+		name     string
+		ann      map[string]string
+		listener func() (map[string]string, bool)
+		want     string
+	}{
+		{"Listener not made yet", ann, missing, "web-0"},
+		{"Listener selects by label", ann, byLabel, ""},
+		{"Listener selects by name", ann, byName, "web-0"},
+		{"claim of an older template", map[string]string{v1alpha1.AnnotationListenerClass: "x"}, unread, ""},
+	} {
+		if got := SelectedPod("listener-web-0", tc.ann, tc.listener); got != tc.want {
+			t.Errorf("%s: SelectedPod = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

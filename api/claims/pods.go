@@ -17,6 +17,25 @@ type PodListener struct {
 	Listener, StatefulSetPod string
 }
 
+// SelectedPod is the StatefulSet pod the Listener of a claim (named
+// claimName, with these annotations) selects by name, if the claim says it
+// does (StatefulSetPod): then the Listener's v1alpha1.AnnotationStatefulSetPod
+// once it exists (it decides its Service's selector), the claim's until
+// then (the Listener is made from it). listener reads the Listener's
+// annotations, and whether it exists; it is called only when the claim
+// says so. "" means by label: a pod labelled for a Listener that selects by
+// name loses nothing.
+func SelectedPod(claimName string, annotations map[string]string, listener func() (map[string]string, bool)) string {
+	pod := StatefulSetPod(claimName, annotations)
+	if pod == "" {
+		return ""
+	}
+	if ann, found := listener(); found {
+		return ann[v1alpha1.AnnotationStatefulSetPod]
+	}
+	return pod
+}
+
 // PodLabels are the labels the operator gives a pod (named podName, with
 // labels podLabels) that mounts listener volumes of these Listeners: the
 // listener-volume label, which puts it in the reconcilers' cache, and the

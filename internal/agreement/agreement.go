@@ -42,6 +42,14 @@ type Shape struct {
 	Pod *corev1.Pod
 	// Want is the one answer.
 	Want Answer
+	// Rebound: the claim is bound and its listener annotations name
+	// another Listener than the one recorded on its volume. Which Listener
+	// the volume publishes is Want.Listener; the claim reconciler (its
+	// index and watches) and node loss still go by the annotations, which
+	// the volume no longer follows: they are not asked about such a shape
+	// (a known difference, left open: an index of claims cannot read
+	// their volumes).
+	Rebound bool
 }
 
 // Answer is what a consumer says about a shape. Each consumer answers the

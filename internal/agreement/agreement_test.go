@@ -11,7 +11,9 @@ import (
 // shape: the table and the rules it pins say the same.
 func TestClaimsAgree(t *testing.T) {
 	Check(t, "api/claims", AskIsListener|AskListener|AskOwn|AskClass|AskLabels, func(t *testing.T, s Shape) (Answer, bool) {
-		use, ok := claims.OfClaim(s.StoredClaim())
+		pvc := s.StoredClaim()
+		use, ok := claims.OfClaim(pvc)
+		use = claims.Bound(pvc, use, s.Volume)
 		got := Answer{IsListener: ok, Listener: use.Listener, Own: use.Own, Class: use.Class}
 		if ok {
 			var listeners []claims.PodListener

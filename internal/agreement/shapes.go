@@ -59,6 +59,15 @@ func Shapes() []Shape {
 	migrated := claim("data", ours, map[string]string{cls: Class})
 	add(Shape{Name: "migrated", Claim: migrated, Volume: volume(migrated, "", ""), Want: own("data", Class)})
 
+	// Bound, and its annotations changed since (while the webhooks were
+	// down: admission refuses that): the volume keeps publishing the
+	// Listener it was provisioned for, and the pod is labelled for it.
+	// Asked of the consumers that label or publish (the pod webhook, the
+	// pod reconciler, the CSI node plugin); see Rebound.
+	rebound := claim("data", ours, map[string]string{name: Shared})
+	add(Shape{Name: "annotations changed after binding", Claim: rebound, Volume: volume(rebound, "", "data"), Rebound: true,
+		Want: Answer{IsListener: true, Listener: "data", Own: true, Labels: labelled("data")}})
+
 	// Ephemeral volumes: the claim is "<pod>-listener".
 	eph := func(n string, sc *string, ann map[string]string, want Answer) {
 		src := ephemeral(sc, ann)

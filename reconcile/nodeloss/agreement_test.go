@@ -32,6 +32,10 @@ func TestAgreement(t *testing.T) {
 		if !got.IsListener {
 			return got, true
 		}
+		if s.Rebound {
+			// It decides by the annotations (agreement.Shape.Rebound).
+			return got, false
+		}
 		info, err := r.claimInfo(t.Context(), pvc, agreement.Node)
 		if err != nil {
 			t.Fatalf("claimInfo: %v", err)
