@@ -44,11 +44,11 @@ type Shape struct {
 	Want Answer
 	// Rebound: the claim is bound and its listener annotations name
 	// another Listener than the one recorded on its volume. Which Listener
-	// the volume publishes is Want.Listener; the claim reconciler (its
-	// index and watches) and node loss still go by the annotations, which
-	// the volume no longer follows: they are not asked about such a shape
-	// (a known difference, left open: an index of claims cannot read
-	// their volumes).
+	// the volume publishes is Want.Listener; the claim reconciler's index
+	// and watches (which the Listener controller lists a Listener's claims
+	// by) still go by the annotations, which the volume no longer follows:
+	// it is not asked about such a shape (a known difference, left open:
+	// an index of claims cannot read their volumes).
 	Rebound bool
 }
 

@@ -62,8 +62,7 @@ func Shapes() []Shape {
 	// Bound, and its annotations changed since (while the webhooks were
 	// down: admission refuses that): the volume keeps publishing the
 	// Listener it was provisioned for, and the pod is labelled for it.
-	// Asked of the consumers that label or publish (the pod webhook, the
-	// pod reconciler, the CSI node plugin); see Rebound.
+	// See Shape.Rebound.
 	rebound := claim("data", ours, map[string]string{name: Shared})
 	add(Shape{Name: "annotations changed after binding", Claim: rebound, Volume: volume(rebound, "", "data"), Rebound: true,
 		Want: Answer{IsListener: true, Listener: "data", Own: true, Labels: labelled("data")}})

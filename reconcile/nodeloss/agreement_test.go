@@ -32,24 +32,23 @@ func TestAgreement(t *testing.T) {
 		if !got.IsListener {
 			return got, true
 		}
-		if s.Rebound {
-			// It decides by the annotations (agreement.Shape.Rebound).
-			return got, false
+		node, use, err := r.pinnedNodeOf(t.Context(), pvc)
+		if err != nil {
+			t.Fatalf("pinnedNodeOf: %v", err)
 		}
-		info, err := r.claimInfo(t.Context(), pvc, agreement.Node)
+		info, err := r.claimInfo(t.Context(), pvc, use, agreement.Node)
 		if err != nil {
 			t.Fatalf("claimInfo: %v", err)
 		}
-		l, err := r.ownListener(t.Context(), pvc)
+		l, err := r.ownListener(t.Context(), pvc, use)
 		if err != nil {
 			t.Fatalf("ownListener: %v", err)
 		}
-		got.Listener, got.Own = info.listener, l != nil
-		if got.Own {
+		got.Listener, got.Own, got.Pinned = info.listener, l != nil, node
+		if got.Own && use.Class != "" {
+			// The class the claim names (when it names none, node loss
+			// reads the Listener's).
 			got.Class = info.class
-		}
-		if got.Pinned, err = r.pinnedNodeOf(t.Context(), pvc); err != nil {
-			t.Fatalf("pinnedNodeOf: %v", err)
 		}
 		return got, true
 	})

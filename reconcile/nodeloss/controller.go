@@ -249,12 +249,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // node the claim is pinned to after the reconcile ("" when none, released).
 func (r *reconciler) claim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pods []corev1.Pod, now time.Time) (ctrl.Result, string, error) {
 	key := client.ObjectKeyFromObject(pvc)
-	node, err := r.pinnedNodeOf(ctx, pvc)
+	node, use, err := r.pinnedNodeOf(ctx, pvc)
 	if err != nil || node == "" {
 		clearLost(key.Namespace, key.Name)
 		return ctrl.Result{}, "", err
 	}
-	info, err := r.claimInfo(ctx, pvc, node)
+	info, err := r.claimInfo(ctx, pvc, use, node)
 	if err != nil {
 		return ctrl.Result{}, node, err
 	}
@@ -267,7 +267,7 @@ func (r *reconciler) claim(ctx context.Context, pvc *corev1.PersistentVolumeClai
 	}
 	d := decide(info, stateOf(n), now)
 	res := ctrl.Result{RequeueAfter: d.recheck}
-	listener, err := r.ownListener(ctx, pvc)
+	listener, err := r.ownListener(ctx, pvc, use)
 	if err != nil {
 		return res, node, err
 	}
@@ -561,28 +561,31 @@ func (r *reconciler) handover(ctx context.Context, key types.NamespacedName, pod
 }
 
 // pinnedNodeOf is the node a claim's volume is pinned to ("" when it is not
-// bound or not pinned).
-func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+// bound or not pinned), and the Listener the claim uses (claims.Bound: a
+// bound volume keeps the one recorded on it).
+func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, claims.Use, error) {
+	use := claims.Of(pvc.Name, pvc.Annotations)
 	if pvc.Spec.VolumeName == "" {
-		return "", nil
+		return "", use, nil
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return "", client.IgnoreNotFound(err)
+		return "", use, client.IgnoreNotFound(err)
 	}
 	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID != "" && ref.UID != pvc.UID {
-		return "", nil // bound to an earlier claim of this name
+		return "", use, nil // bound to an earlier claim of this name
 	}
-	return addresses.PinnedNode(pv), nil
+	return addresses.PinnedNode(pv), claims.Bound(pvc, use, pv), nil
 }
 
-// claimInfo gathers what decide needs about a pinned claim.
-func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolumeClaim, node string) (claimInfo, error) {
+// claimInfo gathers what decide needs about a pinned claim that uses use
+// (pinnedNodeOf).
+func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use, node string) (claimInfo, error) {
 	info := claimInfo{namespace: pvc.Namespace, name: pvc.Name, node: node, manual: pvc.Annotations[AnnotationReleasePinnedNode]}
-	use := claims.Of(pvc.Name, pvc.Annotations)
 	info.class, info.listener = use.Class, use.Listener
-	if named := use.Listener; named != "" && !use.Own {
-		// A shared Listener's class decides.
+	if named := use.Listener; named != "" && use.Class == "" {
+		// A shared Listener's class decides (and that of the claim's own
+		// one when the claim no longer names it: claims.Bound).
 		l := &v1alpha1.Listener{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: named}, l); err != nil && !apierrors.IsNotFound(err) {
 			return info, fmt.Errorf("get listener %s/%s: %w", pvc.Namespace, named, err)
@@ -612,10 +615,10 @@ func (r *reconciler) policy(ctx context.Context, class string) (v1alpha1.PinnedN
 	return release, timeout, nil
 }
 
-// ownListener is the claim's own Listener if it exists and the claim
-// controls it (shared Listeners are not the claim's to hand over).
-func (r *reconciler) ownListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*v1alpha1.Listener, error) {
-	use := claims.Of(pvc.Name, pvc.Annotations)
+// ownListener is the claim's own Listener (of use, from pinnedNodeOf) if it
+// exists and the claim controls it (shared Listeners are not the claim's to
+// hand over).
+func (r *reconciler) ownListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use) (*v1alpha1.Listener, error) {
 	if !use.Own {
 		return nil, nil
 	}
