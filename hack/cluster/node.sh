@@ -70,15 +70,11 @@ import_images() {
   done
 }
 
-node_kubelet() {
-  local i=$1 d n ip cgroot="" NS
-  node_ns "$i"
-  d=$(node_dir "$i") n=$(node_name "$i") ip=$(node_ip "$i")
+# kubelet_config writes node i's kubelet configuration.
+kubelet_config() {
+  local i=$1 d ip cgroot=""
+  d=$(node_dir "$i") ip=$(node_ip "$i")
   [ "$i" = 1 ] || cgroot="cgroupRoot: /$(node_cgroup "$i")"
-  cert "kubelet-$n" "system:node:$n" system:nodes
-  kubeconfig "$d/kubelet.kubeconfig" "kubelet-$n"
-  mkdir -p "$KUBELET_DIR" "$d/pod-logs" "$work/volume-plugins"
-  echo "nameserver $HOST_IP" | put "$work/resolv.conf"
   put "$d/kubelet.yaml" <<EOS
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -111,6 +107,12 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
 EOS
+}
+
+# kube_proxy_config writes node i's kube-proxy configuration.
+kube_proxy_config() {
+  local i=$1 d n ip
+  d=$(node_dir "$i") n=$(node_name "$i") ip=$(node_ip "$i")
   put "$d/kube-proxy.yaml" <<EOS
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
@@ -125,6 +127,18 @@ nodePortAddresses: ["$ip/32"]
 iptables: {localhostNodePorts: false}
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOS
+}
+
+node_kubelet() {
+  local i=$1 d n ip NS
+  node_ns "$i"
+  d=$(node_dir "$i") n=$(node_name "$i") ip=$(node_ip "$i")
+  cert "kubelet-$n" "system:node:$n" system:nodes
+  kubeconfig "$d/kubelet.kubeconfig" "kubelet-$n"
+  mkdir -p "$KUBELET_DIR" "$d/pod-logs" "$work/volume-plugins"
+  echo "nameserver $HOST_IP" | put "$work/resolv.conf"
+  kubelet_config "$i"
+  kube_proxy_config "$i"
   start "$(node_pid "$i" kubelet)" "${NS[@]}" "$k8sbin/kubelet" --config "$d/kubelet.yaml" \
     --kubeconfig "$d/kubelet.kubeconfig" --root-dir "$KUBELET_DIR" --node-ip "$ip" --hostname-override "$n" --v 1
   start "$(node_pid "$i" kube-proxy)" "${NS[@]}" "$k8sbin/kube-proxy" --config "$d/kube-proxy.yaml" --v 1

@@ -9,21 +9,10 @@ require_cluster() {
   running kube-apiserver && running kubelet || die "the cluster is not running: make cluster-up"
 }
 
-# deploy installs the operator with the project's own manifests (the
-# config/selfsigned install through the overlay in hack/cluster/deploy), as
-# images, not as host processes, so the install itself is tested.
-deploy() {
-  require_cluster
-  build_operator_binaries
-  local out built
-  out=$(build_images operator 2>&1)
-  printf '%s\n' "$out" >&2
-  built=$(grep -c 'built$' <<<"$out" || true)
-  local i
-  say "importing images into the nodes' containerd"
-  for i in $(nodes_present); do
-    ! running "$(node_pid "$i" containerd)" || import_images "$i"
-  done
+# render_install writes $work/deploy.yaml: the overlay hack/cluster/deploy
+# (config/selfsigned for this cluster) with the CSI node's kubelet paths
+# moved to this cluster's kubelet directory.
+render_install() {
   say "rendering hack/cluster/deploy (config/selfsigned for this cluster) into $work/deploy.yaml"
   # kubelet's directory depends on where the repository is: an overlay of the
   # committed one, written here, moves the CSI node's paths there (docs/csi.md).
@@ -47,8 +36,26 @@ patches:
 EOF
   kubectl kustomize "$work/deploy" >"$work/deploy.yaml"
   if grep -n /var/lib/kubelet "$work/deploy.yaml" >&2; then
-    die "the rendered install still names /var/lib/kubelet (above): config/csi changed shape; update the patch in hack/cluster/operator.sh (deploy)"
+    die "the rendered install still names /var/lib/kubelet (above): config/csi changed shape; update the patch in render_install (hack/cluster/operator.sh)"
   fi
+}
+
+# deploy installs the operator with the project's own manifests (the
+# config/selfsigned install through the overlay in hack/cluster/deploy), as
+# images, not as host processes, so the install itself is tested.
+deploy() {
+  require_cluster
+  build_operator_binaries
+  local out built
+  out=$(build_images operator 2>&1)
+  printf '%s\n' "$out" >&2
+  built=$(grep -c 'built$' <<<"$out" || true)
+  local i
+  say "importing images into the nodes' containerd"
+  for i in $(nodes_present); do
+    ! running "$(node_pid "$i" containerd)" || import_images "$i"
+  done
+  render_install
   say "applying the operator's manifests"
   kc apply --server-side --force-conflicts -f "$work/deploy.yaml" >/dev/null
   if [ "$built" -gt 0 ]; then

@@ -24,7 +24,10 @@ import (
 // .work/cluster/pids, and waiting for the operator to settle afterwards.
 
 // clusterScript runs hack/cluster/cluster.sh with args from the
-// repository's root and returns what it printed.
+// repository's root and returns what it printed. It passes the cluster
+// domain the running kubelets were configured with (`make e2e` sets one):
+// `up` writes every kubelet's configuration again, and a kubelet restarted
+// after an `up` without it would come back in cluster.local.
 func clusterScript(ctx context.Context, args ...string) (string, error) {
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
@@ -32,11 +35,30 @@ func clusterScript(ctx context.Context, args ...string) (string, error) {
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", "cluster.sh"), args...)
 	cmd.Dir = root
+	cmd.Env = os.Environ()
+	if domain := runningClusterDomain(root); domain != "" {
+		cmd.Env = append(cmd.Env, "CLUSTER_DOMAIN="+domain)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("cluster.sh %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// runningClusterDomain is the clusterDomain of node 1's kubelet
+// configuration (written by cluster.sh up); empty without one.
+func runningClusterDomain(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, ".work", "cluster", "kubelet.yaml"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "clusterDomain: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // clusterPid is the pid cluster.sh recorded for one of node 1's processes
