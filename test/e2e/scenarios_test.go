@@ -248,7 +248,7 @@ func TestLoadBalancer(t *testing.T) {
 	}
 
 	// In the cluster's pod subnet but outside the range pods get (see
-	// hack/cluster/cluster.sh); nothing is sent there.
+	// POD_RANGE_END in hack/cluster/settings.sh); nothing is sent there.
 	const lbIP = "10.88.0.250"
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":[{"ip":"`+lbIP+`"}]}}}`))
 	if err := k8s.client.Status().Patch(ctx, &svc, patch); err != nil {
