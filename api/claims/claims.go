@@ -23,9 +23,12 @@ func IsListenerStorageClass(storageClassName *string) bool {
 // this (the claim webhook completes the storage class of such a claim, or
 // refuses it); a stored claim is a listener claim by IsListenerClaim.
 func Requested(annotations map[string]string, storageClassName *string) bool {
-	if IsListenerStorageClass(storageClassName) {
-		return true
-	}
+	return IsListenerStorageClass(storageClassName) || hasListenerAnnotation(annotations)
+}
+
+// hasListenerAnnotation reports whether either listener annotation is
+// present, empty or not.
+func hasListenerAnnotation(annotations map[string]string) bool {
 	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
 	_, hasName := annotations[v1alpha1.AnnotationListenerName]
 	return hasClass || hasName
@@ -147,9 +150,7 @@ func Named(annotations map[string]string) (class, listener string) {
 // annotations names neither a class nor a Listener, so that the claim
 // webhook gives it the default ListenerClass when it is created.
 func NeedsDefaultClass(annotations map[string]string) bool {
-	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
-	_, hasName := annotations[v1alpha1.AnnotationListenerName]
-	return !hasClass && !hasName
+	return !hasListenerAnnotation(annotations)
 }
 
 // StatefulSetPod is the StatefulSet pod whose per-claim Listener selects

@@ -27,5 +27,6 @@
 // refuses both; such a claim got in while the webhooks were down), uses no
 // Listener: the reconciler makes none and records why on the claim, and
 // the CSI driver refuses its volume with FailedPrecondition (Use.Problem
-// says what to fix).
+// says what to fix). Once bound, a claim's volume keeps the Listener it was
+// provisioned for (Bound), whatever its annotations say since.
 package claims
