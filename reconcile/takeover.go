@@ -80,6 +80,7 @@ func takeoverDelay(attempts int) time.Duration {
 type takeoverBackoff struct {
 	mu       sync.Mutex
 	attempts map[types.NamespacedName]int
+	until    map[types.NamespacedName]time.Time
 }
 
 // wait records one more wait for key and returns how long it is.
@@ -88,10 +89,19 @@ func (b *takeoverBackoff) wait(key types.NamespacedName) time.Duration {
 	defer b.mu.Unlock()
 	if b.attempts == nil {
 		b.attempts = map[types.NamespacedName]int{}
+		b.until = map[types.NamespacedName]time.Time{}
 	}
 	d := takeoverDelay(b.attempts[key])
 	b.attempts[key]++
+	b.until[key] = time.Now().Add(d)
 	return d
+}
+
+// remaining is what is left at now of key's current wait.
+func (b *takeoverBackoff) remaining(key types.NamespacedName, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.until[key].Sub(now), 0)
 }
 
 // after is the current wait of key (the one wait last returned).
@@ -106,6 +116,7 @@ func (b *takeoverBackoff) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.attempts, key)
+	delete(b.until, key)
 }
 
 // sweeps remembers the Services whose pods were listed live and labelled,
@@ -193,6 +204,13 @@ func (r *takeoverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil || svc == nil {
 		r.backoff.forget(req.NamespacedName)
 		return ctrl.Result{}, err
+	}
+	if r.sweeps.swept(svc) && !cacheDecides(svc.Spec.Selector, want) {
+		// Only a live list can tell: not before the current wait is over,
+		// whatever events come meanwhile.
+		if left := r.backoff.remaining(req.NamespacedName, time.Now()); left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
 	}
 	pods, check, err := r.selectedPods(ctx, svc, want)
 	if err != nil {
