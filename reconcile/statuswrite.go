@@ -139,7 +139,8 @@ func (r *listenerReconciler) applyStatus(ctx context.Context, l *v1alpha1.Listen
 		"status":   status,
 	}}
 	err = r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
-	if countWrite(controllerListener, "Listener", "update-status", err) // the verb dashboards know for a status write != nil {
+	// "update-status": the verb dashboards know for a status write.
+	if countWrite(controllerListener, "Listener", "update-status", err) != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil, nil // gone, or replaced by a Listener of another UID
 		}

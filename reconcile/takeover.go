@@ -272,34 +272,51 @@ func (r *takeoverReconciler) selectedPods(ctx context.Context, svc *corev1.Servi
 		if err := r.client.List(ctx, &pods, client.InNamespace(svc.Namespace), client.MatchingLabels(cached)); err != nil {
 			return nil, nil, fmt.Errorf("list cached pods selected by service %s/%s: %w", svc.Namespace, svc.Name, err)
 		}
-		return pods.Items, cachedSelector(want), nil
+		// A pod that got the other operator's label after the sweep.
+		live, err := r.label(ctx, pods.Items, want)
+		return live, cachedSelector(want), err
 	}
 	var pods corev1.PodList
 	if err := r.live.List(ctx, &pods, client.InNamespace(svc.Namespace), client.MatchingLabels(cached)); err != nil {
 		return nil, nil, fmt.Errorf("list pods selected by service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
+	live, err := r.label(ctx, pods.Items, want)
+	if err != nil {
+		return nil, nil, err
+	}
 	var selected []corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range live {
+		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(p.Labels)) {
+			selected = append(selected, p)
+		}
+	}
+	r.sweeps.record(svc)
+	return selected, want, nil
+}
+
+// label gives each pod that can still be an endpoint the labels it lacks
+// for the switch to want (takeoverLabels) and returns those pods, as
+// labelled.
+func (r *takeoverReconciler) label(ctx context.Context, pods []corev1.Pod, want map[string]string) ([]corev1.Pod, error) {
+	var live []corev1.Pod
+	for i := range pods {
+		p := &pods[i]
 		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		missing := takeoverLabels(want, p.Labels)
 		if err := addPodLabels(ctx, r.client, controllerTakeover, p, missing); err != nil {
-			return nil, nil, fmt.Errorf("label pod %s/%s for the takeover of its Service: %w", p.Namespace, p.Name, err)
+			return nil, fmt.Errorf("label pod %s/%s for the takeover of its Service: %w", p.Namespace, p.Name, err)
+		}
+		if len(missing) > 0 && p.Labels == nil {
+			p.Labels = map[string]string{}
 		}
 		for k, v := range missing {
-			if p.Labels == nil {
-				p.Labels = map[string]string{}
-			}
 			p.Labels[k] = v
 		}
-		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(p.Labels)) {
-			selected = append(selected, *p)
-		}
+		live = append(live, *p)
 	}
-	r.sweeps.record(svc)
-	return selected, want, nil
+	return live, nil
 }
 
 // cachedSelector is the part of a selector the cached pods' labels can
