@@ -98,7 +98,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	// Our last status write may not have reached the cache yet.
-	l.Status = r.written.latest(req.NamespacedName, l.Status, time.Now())
+	l.Status = r.written.latest(req.NamespacedName, l.ResourceVersion, l.Status, time.Now())
 	o, err := r.reconcileService(ctx, l)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -18,47 +19,54 @@ import (
 // ClassNotFound: no later event wakes it, since status writes do not change
 // the generation). So the reconcile compares with the last write instead.
 //
-// The record is about the controller's own fields only: another writer of
-// the Listener's status (node loss, with its own condition and field
-// manager) changes the resourceVersion, not these fields, so it is neither
-// mistaken for a lagging cache nor waited for. A record also ends after
-// ownWriteTTL, which covers someone else writing these fields after us.
+// Whether the cache has shown the write is told by comparing resource
+// versions (resourceversion.CompareResourceVersion):
+// a cached Listener at the written version or later (another writer's, e.g.
+// node loss applying its condition) is current, and nothing waits. Where
+// versions cannot be compared, the record ends when the cache shows the
+// written fields, or after ownWriteTTL.
 type ownWrites struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]ownWrite
 }
 
 type ownWrite struct {
-	status v1alpha1.ListenerStatus
-	at     time.Time
+	resourceVersion string
+	status          v1alpha1.ListenerStatus
+	at              time.Time
 }
 
 // ownWriteTTL bounds how long a cache may lag our own write before the
 // record is dropped; informers deliver within milliseconds normally.
 const ownWriteTTL = 10 * time.Second
 
-// wrote records the fields of st the controller owns, as written.
-func (w *ownWrites) wrote(key types.NamespacedName, st v1alpha1.ListenerStatus, now time.Time) {
+// wrote records the fields of st the controller owns, as written at
+// resourceVersion.
+func (w *ownWrites) wrote(key types.NamespacedName, resourceVersion string, st v1alpha1.ListenerStatus, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[types.NamespacedName]ownWrite{}
 	}
-	w.pending[key] = ownWrite{status: ownedStatus(st), at: now}
+	w.pending[key] = ownWrite{resourceVersion: resourceVersion, status: ownedStatus(st), at: now}
 }
 
 // latest is the status of the Listener as the API server holds it, as far
-// as the controller's own fields go: the cached one, with those fields of
-// the last write while the cache has not shown it. It forgets records the
-// cache has caught up with, or that are older than ownWriteTTL.
-func (w *ownWrites) latest(key types.NamespacedName, cached v1alpha1.ListenerStatus, now time.Time) v1alpha1.ListenerStatus {
+// as the controller's own fields go: the cached one (at resourceVersion
+// cachedRV), with those fields of the last write while the cache has not
+// shown it. It forgets records the cache has caught up with.
+func (w *ownWrites) latest(key types.NamespacedName, cachedRV string, cached v1alpha1.ListenerStatus, now time.Time) v1alpha1.ListenerStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.pending[key]
 	if !ok {
 		return cached
 	}
-	if now.Sub(p.at) > ownWriteTTL || statusEqual(ownedStatus(cached), p.status) {
+	caughtUp := now.Sub(p.at) > ownWriteTTL || statusEqual(ownedStatus(cached), p.status)
+	if cmp, err := resourceversion.CompareResourceVersion(cachedRV, p.resourceVersion); err == nil {
+		caughtUp = cmp >= 0
+	}
+	if caughtUp {
 		delete(w.pending, key)
 		return cached
 	}

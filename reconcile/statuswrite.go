@@ -113,7 +113,7 @@ func (r *listenerReconciler) publish(ctx context.Context, l *v1alpha1.Listener, 
 	if err != nil || got == nil {
 		return err
 	}
-	r.written.wrote(client.ObjectKeyFromObject(l), got.Status, time.Now())
+	r.written.wrote(client.ObjectKeyFromObject(l), got.ResourceVersion, got.Status, time.Now())
 	// A Listener becoming ready for the first time already got a
 	// ServiceCreated event; every other change of reason is news.
 	if oldReason != v.reason && (oldReason != "" || !v.ready) {
