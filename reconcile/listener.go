@@ -124,9 +124,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return judged(verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
 			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}), nil
 	}
-	class, problem, err := r.classOf(ctx, l)
-	if err != nil || problem != nil {
-		return judged(ptr.Deref(problem, verdict{})), err
+	class, end, err := r.classOf(ctx, l)
+	if err != nil || end != nil {
+		return ptr.Deref(end, outcome{}), err
 	}
 	// The class is policy, and one rule (overrides.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
@@ -135,12 +135,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
-	svc, problem, err := r.ensureService(ctx, l, class, want, refused)
-	if err != nil || problem != nil || svc == nil {
-		if problem == nil && svc == nil && err == nil {
-			return cacheBehind(), nil
-		}
-		return judged(ptr.Deref(problem, verdict{})), err
+	svc, end, err := r.ensureService(ctx, l, class, want, refused)
+	if err != nil || end != nil {
+		return ptr.Deref(end, outcome{}), err
 	}
 	var nodes []*corev1.Node
 	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
@@ -160,17 +157,17 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 }
 
 // classOf reads the Listener's class and checks both. A problem with them
-// (a missing class, objects the webhooks would have refused) is the
-// Listener's verdict.
-func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, *verdict, error) {
+// (a missing class, objects the webhooks would have refused) ends the
+// reconcile with the Listener's verdict (the outcome returned).
+func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, *outcome, error) {
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Only possible while the webhooks were down (the in-use guard
 			// refuses the delete, counting status.className): the Service
 			// stays as last made, and so do its addresses.
-			return nil, &verdict{reason: v1alpha1.ReasonClassNotFound,
-				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)}, nil
+			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonClassNotFound,
+				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)})), nil
 		}
 		return nil, nil, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 	}
@@ -195,20 +192,18 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
 	}
 	if len(errs) > 0 {
-		return nil, &verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
+		return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()})), nil
 	}
 	if len(l.Spec.Ports) == 0 {
-		v := portless(l)
-		return nil, &v, nil
+		return nil, ptr.To(judged(portless(l))), nil
 	}
 	return class, nil, nil
 }
 
 // ensureService makes the Listener's Service what want says (creating,
 // applying, deleting stale ones) and returns it. A problem the user has to
-// fix is returned as the verdict; no Service, no verdict and no error means
-// the cache is behind (cacheBehind).
-func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, refused field.ErrorList) (*corev1.Service, *verdict, error) {
+// fix, or a cache found behind, ends the reconcile (the outcome returned).
+func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, refused field.ErrorList) (*corev1.Service, *outcome, error) {
 	svcName := want.GetName()
 	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
 		return nil, nil, err
@@ -218,8 +213,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 		return nil, nil, err
 	}
 	if svc != nil && !metav1.IsControlledBy(svc, l) {
-		v := foreignServiceVerdict(svcName)
-		return nil, &v, nil
+		return nil, ptr.To(judged(foreignServiceVerdict(svcName))), nil
 	}
 	// A Service another operator made selects pods its own way: its
 	// selector stays until the takeover controller switches it (adopt.go).
@@ -244,17 +238,17 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 	}
 	if err != nil {
 		if v, ok := asForeignService(err); ok {
-			return nil, &v, nil
+			return nil, ptr.To(judged(v)), nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			// The API server rejected what the class and overrides make:
 			// retrying will not help until someone edits them.
-			return nil, &verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)}, nil
+			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)})), nil
 		}
 		return nil, nil, err
 	}
 	if svc == nil {
-		return nil, nil, nil // cacheBehind
+		return nil, ptr.To(cacheBehind()), nil
 	}
 	if created {
 		if svc, err = r.awaitAllocations(ctx, svc, class); err != nil {
