@@ -38,8 +38,9 @@ import (
 // the listener-volume label and this operator's selector labels: from then
 // on the cache holds them, and their events (and the Service's and
 // Listener's) wake the controller. Pods labelled later by the other
-// operator alone do not exist once it is uninstalled; pods that mount a
-// listener volume without the label are the relabel scan's (relabel.go).
+// operator alone do not exist once it is uninstalled; should one appear
+// without the listener-volume label, the relabel scan (relabel.go) gives it
+// that label, and its event brings the takeover back.
 // Only a selector the cache cannot decide (the operator's wants a label the
 // pods' cached copies drop and the foreign one does not select by, e.g.
 // spec.extraPodSelectorLabels added since) is read live again, after a
@@ -184,6 +185,17 @@ func listenerOfForeignService(svc *corev1.Service) []ctrl.Request {
 		}
 	}
 	return nil
+}
+
+// foreignListenerPod reports whether a pod carries another operator's
+// listener label (listener.stackable.tech/mnt.<uid>=<Listener name>): one
+// that a Service may select it by until the takeover switches it (finished
+// and terminating pods do not count).
+func foreignListenerPod(pod *corev1.Pod) bool {
+	if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return len(listenersOfForeignPod(pod)) > 0
 }
 
 // listenersOfForeignPod maps a pod to the Listeners another operator's
