@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 )
@@ -248,6 +249,16 @@ func (r *takeoverReconciler) pending(ctx context.Context, key types.NamespacedNa
 	if err := r.client.Get(ctx, key, l); err != nil || !l.DeletionTimestamp.IsZero() || l.Spec.ClassName == nil {
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
+	// Most Listeners have nothing to take over: found out from the cached
+	// Service before their desired one is computed.
+	svc := &corev1.Service{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: names.ServiceName(l.Name)}, svc); err != nil {
+		return nil, nil, nil, client.IgnoreNotFound(err)
+	}
+	if len(listenerOfForeignService(svc)) == 0 {
+		r.sweeps.forget(svc.UID)
+		return nil, nil, nil, nil
+	}
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		return nil, nil, nil, client.IgnoreNotFound(err) // the Listener controller says why
@@ -260,11 +271,7 @@ func (r *takeoverReconciler) pending(ctx context.Context, key types.NamespacedNa
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	svc := &corev1.Service{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: want.GetName()}, svc); err != nil {
-		return nil, nil, nil, client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(svc, l) || len(foreignSelectorKeys(svc.Spec.Selector, sel)) == 0 {
+	if want.GetName() != svc.Name || !metav1.IsControlledBy(svc, l) || len(foreignSelectorKeys(svc.Spec.Selector, sel)) == 0 {
 		r.sweeps.forget(svc.UID)
 		return nil, nil, nil, nil
 	}
