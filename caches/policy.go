@@ -136,7 +136,7 @@ func operatorAnnotations(in map[string]string) map[string]string {
 func podLabelsRead(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		if strings.HasPrefix(k, operatorAnnotationPrefix) || strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) || k == v1alpha1.LabelStatefulSetPodName {
+		if PodLabelKept(k) {
 			if out == nil {
 				out = make(map[string]string, 4)
 			}
@@ -144,6 +144,12 @@ func podLabelsRead(in map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// PodLabelKept reports whether the reconcilers' cache keeps a pod label of
+// key k (TrimPod): the operator's own labels and the StatefulSet pod name.
+func PodLabelKept(k string) bool {
+	return strings.HasPrefix(k, operatorAnnotationPrefix) || strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) || k == v1alpha1.LabelStatefulSetPodName
 }
 
 // operatorAnnotationPrefix is the prefix of the operator's annotations.

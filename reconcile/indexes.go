@@ -20,8 +20,10 @@ import (
 const (
 	// indexListenerClass: Listeners by spec.className.
 	indexListenerClass = "spec.className"
-	// indexListenerService: Listeners by the name of their Service.
-	indexListenerService = "status.serviceName"
+	// indexListenerServiceName: Listeners by status.serviceName, the
+	// Service they publish, and by the name their Service gets
+	// (names.ServiceName), which a Listener not yet published waits for.
+	indexListenerServiceName = "status.serviceName"
 	// indexServiceOwner: Services by the name of the Listener that controls them.
 	indexServiceOwner = "listener.controller"
 	// indexSliceService: EndpointSlices by the Service they belong to.
@@ -49,8 +51,8 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 			}
 			return nil
 		}},
-		{&v1alpha1.Listener{}, indexListenerService, func(o client.Object) []string {
-			return []string{names.ServiceName(o.GetName())}
+		{&v1alpha1.Listener{}, indexListenerServiceName, func(o client.Object) []string {
+			return listenerServiceNames(o.(*v1alpha1.Listener))
 		}},
 		{&corev1.Service{}, indexServiceOwner, func(o client.Object) []string {
 			if owner := controlledByListener(o); owner != "" {
@@ -83,6 +85,17 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 		}
 	}
 	return nil
+}
+
+// listenerServiceNames are the Service names a Listener is found by: the
+// one its status publishes and the one it would get (they differ only when
+// the naming changed, or before the first status).
+func listenerServiceNames(l *v1alpha1.Listener) []string {
+	own := names.ServiceName(l.Name)
+	if s := l.Status.ServiceName; s != "" && s != own {
+		return []string{s, own}
+	}
+	return []string{own}
 }
 
 // claimListener is the Listener a listener claim uses (claims.OfClaim):

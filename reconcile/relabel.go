@@ -70,7 +70,8 @@ func (r *podRelabeler) Start(ctx context.Context) error {
 }
 
 // scan labels every pod that lacks the listener-volume label and mounts (or
-// waits for a claim that may be) a listener volume.
+// waits for a claim that may be) a listener volume, or carries another
+// operator's listener label (foreignListenerPod).
 func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err error) {
 	defer observeReconcile(controllerRelabel, time.Now())
 	unlabelled, err := labels.NewRequirement(v1alpha1.LabelListenerVolume, selection.NotEquals, []string{"true"})
@@ -89,6 +90,10 @@ func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err err
 			missing, err := r.labelsFor(ctx, pod)
 			if err != nil {
 				return scanned, labelled, err
+			}
+			if len(missing) == 0 && foreignListenerPod(pod) {
+				// Into the cache, for the takeover controller (takeover.go).
+				missing = map[string]string{v1alpha1.LabelListenerVolume: "true"}
 			}
 			if len(missing) == 0 {
 				continue

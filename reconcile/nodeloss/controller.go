@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -33,7 +34,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=nodes;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch;update;delete
-// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=update
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=patch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -668,22 +669,40 @@ func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, sta
 	if old != nil && old.Status == status && old.Reason == reason && old.Message == message {
 		return nil
 	}
-	updated := l.DeepCopy()
-	meta.RemoveStatusCondition(&updated.Status.Conditions, ConditionPinnedNodesAvailable)
 	t := metav1.NewTime(r.now())
 	if old != nil && old.Status == status && old.Reason == reason {
 		t = old.LastTransitionTime
 	}
-	updated.Status.Conditions = append(updated.Status.Conditions, metav1.Condition{
+	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&metav1.Condition{
 		Type: ConditionPinnedNodesAvailable, Status: status, Reason: reason, Message: truncate(message),
 		ObservedGeneration: l.Generation, LastTransitionTime: t,
 	})
-	if err := r.client.Status().Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
-		return fmt.Errorf("update status of listener %s/%s: %w", l.Namespace, l.Name, err)
+	if err != nil {
+		return fmt.Errorf("condition of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	// Server-side apply of this condition alone, under this controller's
+	// own field manager: the Listener controller's fields and conditions
+	// are left as they are, whatever this reconcile's copy of them says.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
+		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
+		"status":   map[string]any{"conditions": []any{cond}},
+	}}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply condition %s of listener %s/%s: %w", ConditionPinnedNodesAvailable, l.Namespace, l.Name, err)
+	}
+	updated := &v1alpha1.Listener{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, updated); err != nil {
+		return fmt.Errorf("read back listener %s/%s: %w", l.Namespace, l.Name, err)
 	}
 	updated.DeepCopyInto(l)
 	return nil
 }
+
+// StatusFieldManager is the field manager of the condition this controller
+// writes on Listeners (server-side apply), distinct from the Listener
+// controller's.
+const StatusFieldManager = v1alpha1.FieldManager + "-node-loss"
 
 // truncate keeps a condition message within the API's 32768 bytes.
 func truncate(s string) string {
