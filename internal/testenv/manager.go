@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,6 +33,10 @@ type ManagerOptions struct {
 	Prepare func(e *Env) error
 	// Cache is the manager's cache.
 	Cache cache.Options
+	// Controller configures the manager's controllers (a test that runs a
+	// controller in a second manager of the same process, as a new leader,
+	// sets SkipNameValidation).
+	Controller config.Controller
 	// Setup registers the controllers with mgr and returns the manager
 	// whose cache must have synced before the tests run (mgr itself, or a
 	// view of it with a cache of its own).
@@ -101,9 +106,10 @@ func runWithManager(m *testing.M, env **Env, opts Options, mo ManagerOptions) in
 // error. mo.LogVariable and mo.Prepare are not used here.
 func (e *Env) StartManager(cfg *rest.Config, mo ManagerOptions) (stop func() error, err error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  e.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   mo.Cache,
+		Scheme:     e.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      mo.Cache,
+		Controller: mo.Controller,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)

@@ -36,9 +36,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, loss *v1alpha1.PinnedNodeLoss) *fixture {
 	t.Helper()
+	return newFixtureIn(t, "nl-", loss)
+}
+
+// newFixtureIn is newFixture in a namespace named prefix and random
+// characters.
+func newFixtureIn(t *testing.T, prefix string, loss *v1alpha1.PinnedNodeLoss) *fixture {
+	t.Helper()
 	e := testenv.Require(t, env)
 	ctx := t.Context()
-	ns := e.Namespace(t, ctx, "nl-")
+	ns := e.Namespace(t, ctx, prefix)
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-pinned"}, Spec: v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeNodePort, PinnedNodePorts: ptr.To(true), PinnedNodeLoss: loss,
 	}}

@@ -1,11 +1,14 @@
 package nodeloss
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -48,6 +51,15 @@ func setupControllers(mgr manager.Manager) (manager.Manager, error) {
 	}
 	opts := DefaultOptions()
 	opts.HandoverTimeout = testHandoverTimeout
+	// The leader-change test runs its own leaders in its namespace.
+	opts.Wrap = func(_ string, r crreconcile.Reconciler) crreconcile.Reconciler {
+		return crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+			if strings.HasPrefix(req.Namespace, leaderTestPrefix) {
+				return crreconcile.Result{}, nil
+			}
+			return r.Reconcile(ctx, req)
+		})
+	}
 	if err := SetupWithManager(leader, opts); err != nil {
 		return nil, fmt.Errorf("set up node-loss controller: %w", err)
 	}

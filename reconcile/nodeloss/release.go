@@ -105,10 +105,13 @@ func (r *reconciler) markReleased(ctx context.Context, pods []corev1.Pod, node s
 		if p.Spec.NodeName != "" || !p.DeletionTimestamp.IsZero() || p.Annotations[AnnotationReleasedFromNode] == node {
 			continue
 		}
-		err := r.client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+		// The patch's answer is the whole pod; this reconcile's copy
+		// (trimmed by the cache) only needs the mark.
+		err := r.client.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("mark pod %s/%s released from node %s: %w", p.Namespace, p.Name, node, err)
 		}
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, AnnotationReleasedFromNode, node)
 	}
 	return nil
 }
