@@ -25,5 +25,21 @@
 // the node the pod lands on. Pods are never force-deleted. A handed-over
 // Listener whose claim does not come back is deleted after a timeout.
 //
-// The package is wired by cmd (SetupWithManager); it imports api/ only.
+// It keeps nothing in process memory, so that a new leader carries on
+// where the last one stopped: before deleting the claim, the release marks
+// the claim's Pending pods (AnnotationReleasedFromNode), and a NodeLost
+// explanation is recorded only when the object's latest NodeLost event
+// (read from the API server) does not already say it; the events of what
+// was done follow the one delete that did it.
+//
+// Files by job: mapping.go (watches, indexes, event to request),
+// observe.go (reads), policy.go (decide: pure), release.go (acting on
+// claims), pods.go (deleting pods), handover.go (expiring hand-overs),
+// report.go (the condition and events), metrics.go; controller.go is the
+// reconciler's flow.
+//
+// The package is wired by cmd (SetupWithManager). It imports api/ for the
+// rules and caches for the pod-by-claim index it shares with reconcile
+// (caches.IndexPodClaim, registered by caches.ReconcilerView); never
+// webhooks/ or csi/.
 package nodeloss
