@@ -16,7 +16,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=nodes;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch;update;delete
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=patch
@@ -82,48 +82,54 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, pin, err := r.converge(ctx, req.NamespacedName, pvc, pods)
+	res, st, err := r.converge(ctx, req.NamespacedName, pvc, pods)
 	if err != nil {
 		return res, err
 	}
-	return res, r.pods(ctx, req.NamespacedName, pvc, pin, pods)
+	return res, r.pods(ctx, req.NamespacedName, pvc, st, pods)
+}
+
+// claimState is what the claim step leaves to the pod step.
+type claimState struct {
+	// pin is the node the claim is pinned to ("" none, pinTerminating).
+	pin string
+	// releasedFrom is the node this reconcile released the claim from.
+	releasedFrom string
 }
 
 // converge handles the claim named key as it is: gone (its hand-over),
-// live, or on its way out. It returns the node the claim is pinned to
-// afterwards ("" none, pinTerminating).
-func (r *reconciler) converge(ctx context.Context, key types.NamespacedName, pvc *corev1.PersistentVolumeClaim, pods []corev1.Pod) (ctrl.Result, string, error) {
+// live, or on its way out.
+func (r *reconciler) converge(ctx context.Context, key types.NamespacedName, pvc *corev1.PersistentVolumeClaim, pods []corev1.Pod) (ctrl.Result, claimState, error) {
 	switch {
 	case pvc == nil:
 		clearLost(key.Namespace, key.Name)
 		res, err := r.handover(ctx, key, pods, r.now())
-		return res, "", err
+		return res, claimState{}, err
 	case pvc.DeletionTimestamp.IsZero():
 		return r.claim(ctx, pvc, pods)
 	default:
 		res, err := r.terminating(ctx, pvc, pods)
-		return res, pinTerminating, err
+		return res, claimState{pin: pinTerminating}, err
 	}
 }
 
 // claim handles a listener claim that is not being deleted: it decides
-// about its pin and reports, or releases it. It returns the node the claim
-// is pinned to after the reconcile ("" when none, released).
-func (r *reconciler) claim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pods []corev1.Pod) (ctrl.Result, string, error) {
+// about its pin and reports, or releases it.
+func (r *reconciler) claim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pods []corev1.Pod) (ctrl.Result, claimState, error) {
 	node, d, listener, err := r.assess(ctx, pvc)
 	if err != nil || node == "" {
-		return ctrl.Result{}, node, err
+		return ctrl.Result{}, claimState{pin: node}, err
 	}
 	res := ctrl.Result{RequeueAfter: d.recheck}
 	switch {
 	case !d.lost && !d.release:
 		clearLost(pvc.Namespace, pvc.Name)
-		return res, node, r.reportAvailable(ctx, pvc, listener, node)
+		return res, claimState{pin: node}, r.reportAvailable(ctx, pvc, listener, node)
 	case !d.release:
 		setLost(pvc.Namespace, pvc.Name, node, d.remedy)
-		return res, node, r.reportLost(ctx, pvc, listener, pods, d)
+		return res, claimState{pin: node}, r.reportLost(ctx, pvc, listener, pods, d)
 	}
-	return r.release(ctx, pvc, listener, pods, node, d)
+	return r.release(ctx, pvc, listener, node, d)
 }
 
 // assess reads what decide needs about a live claim and decides: the node

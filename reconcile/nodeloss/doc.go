@@ -26,8 +26,8 @@
 // Listener whose claim does not come back is deleted after a timeout.
 //
 // It keeps nothing in process memory, so that a new leader carries on
-// where the last one stopped: before deleting the claim, the release marks
-// the claim's Pending pods (AnnotationReleasedFromNode), and a NodeLost
+// where the last one stopped: the release records the node on the
+// Listener it hands over (AnnotationReleasedFromNode), and a NodeLost
 // explanation is recorded only when the object's latest NodeLost event
 // (read from the API server) does not already say it; the events of what
 // was done follow the one delete that did it.

@@ -15,45 +15,43 @@ import (
 )
 
 // This file acts on listener claims: it releases a claim from its lost
-// node (hand the Listener over, mark the claim's Pending pods, delete the
-// claim) and explains a released claim that a pod on a NotReady node
-// still holds.
+// node (hand the Listener over, delete the claim) and explains a released
+// claim that a pod on a NotReady node still holds.
 
-// AnnotationReleasedFromNode on a pod records that node-loss recovery
-// released one of its listener claims from the node named in the value.
-// It is written before the claim is deleted, so that whichever replica
-// leads next knows the pod may be deleted for its controller to recreate
-// it without that node, even when the claim's class can no longer be read.
+// AnnotationReleasedFromNode on a claim's own Listener records the node
+// node-loss recovery last released the claim from. It is written with the
+// handover annotation, before the claim is deleted, and stays after the
+// recreated claim adopts the Listener: whichever replica leads next knows
+// that a Pending pod of the claim that still requires that node may be
+// deleted for its controller to recreate it, even when the claim's class
+// can no longer be read.
 const AnnotationReleasedFromNode = "listeners.stackable.tech/released-from-node"
 
-// release hands the claim's own Listener over, marks its Pending pods and
-// deletes the claim (d says why). It returns the node the claim is pinned
-// to afterwards: "" once it is released.
-func (r *reconciler) release(ctx context.Context, pvc *corev1.PersistentVolumeClaim, listener *v1alpha1.Listener, pods []corev1.Pod, node string, d decision) (ctrl.Result, string, error) {
-	res := ctrl.Result{RequeueAfter: d.recheck}
+// release hands the claim's own Listener over and deletes the claim (d
+// says why). Once it is released, the claim pins nothing and the pod step
+// knows the node it was released from.
+func (r *reconciler) release(ctx context.Context, pvc *corev1.PersistentVolumeClaim, listener *v1alpha1.Listener, node string, d decision) (ctrl.Result, claimState, error) {
+	res, pinned := ctrl.Result{RequeueAfter: d.recheck}, claimState{pin: node}
 	if listener != nil {
-		if err := r.handOver(ctx, listener, pvc); err != nil {
+		if err := r.handOver(ctx, listener, pvc, node); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, node, nil
+				return ctrl.Result{RequeueAfter: conflictRetry}, pinned, nil
 			}
-			return res, node, err
+			return res, pinned, err
 		}
-	}
-	if err := r.markReleased(ctx, pods, node); err != nil {
-		return res, node, err
 	}
 	deleted, err := r.deleteClaim(ctx, pvc)
 	switch {
 	case apierrors.IsConflict(err):
-		return ctrl.Result{RequeueAfter: conflictRetry}, node, nil
+		return ctrl.Result{RequeueAfter: conflictRetry}, pinned, nil
 	case err != nil:
-		return res, node, err
+		return res, pinned, err
 	case !deleted:
-		return ctrl.Result{}, "", nil
+		return ctrl.Result{}, claimState{}, nil
 	}
 	releasesTotal.WithLabelValues(d.trigger).Inc()
 	clearLost(pvc.Namespace, pvc.Name)
-	return res, "", r.reportReleased(ctx, pvc, listener, d)
+	return res, claimState{releasedFrom: node}, r.reportReleased(ctx, pvc, listener, d)
 }
 
 // deleteClaim deletes the claim as it was read (UID and resourceVersion
@@ -78,9 +76,10 @@ func (r *reconciler) deleteClaim(ctx context.Context, pvc *corev1.PersistentVolu
 // handOver names the claim in the Listener's handover annotation, so that
 // the claim recreated under the same name adopts it once the claim's
 // deletion (with orphan propagation) has removed the claim's controller
-// reference. While the old claim controls it, nobody adopts it.
-func (r *reconciler) handOver(ctx context.Context, l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) error {
-	if l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name {
+// reference, and the node it is released from (AnnotationReleasedFromNode).
+// While the old claim controls it, nobody adopts it.
+func (r *reconciler) handOver(ctx context.Context, l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim, node string) error {
+	if l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name && l.Annotations[AnnotationReleasedFromNode] == node {
 		return nil
 	}
 	updated := l.DeepCopy()
@@ -88,31 +87,11 @@ func (r *reconciler) handOver(ctx context.Context, l *v1alpha1.Listener, pvc *co
 		updated.Annotations = map[string]string{}
 	}
 	updated.Annotations[v1alpha1.AnnotationHandoverToClaim] = pvc.Name
+	updated.Annotations[AnnotationReleasedFromNode] = node
 	if err := r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("hand listener %s/%s over: %w", l.Namespace, l.Name, err)
 	}
 	updated.DeepCopyInto(l)
-	return nil
-}
-
-// markReleased records on each Pending, unscheduled pod of the claim that
-// the claim is released from node (AnnotationReleasedFromNode): what the
-// pod step reads, on this replica or the next leader.
-func (r *reconciler) markReleased(ctx context.Context, pods []corev1.Pod, node string) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, AnnotationReleasedFromNode, node)
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName != "" || !p.DeletionTimestamp.IsZero() || p.Annotations[AnnotationReleasedFromNode] == node {
-			continue
-		}
-		// The patch's answer is the whole pod; this reconcile's copy
-		// (trimmed by the cache) only needs the mark.
-		err := r.client.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("mark pod %s/%s released from node %s: %w", p.Namespace, p.Name, node, err)
-		}
-		metav1.SetMetaDataAnnotation(&p.ObjectMeta, AnnotationReleasedFromNode, node)
-	}
 	return nil
 }
 
