@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,29 +26,17 @@ import (
 type listenerValidator struct{ lookup *lookup }
 
 func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	var l v1alpha1.Listener
-	if err := json.Unmarshal(req.Object.Raw, &l); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Listener: %w", err))
+	var l, old *v1alpha1.Listener
+	l, err := decodeListener(req.Object.Raw)
+	if err == nil && req.Operation == admissionv1.Update {
+		old, err = decodeListener(req.OldObject.Raw)
 	}
-	var want []string
-	if l.Spec.ClassName != nil {
-		want = append(want, *l.Spec.ClassName)
+	if err != nil {
+		return malformed(err)
 	}
-	classes, err := v.lookup.classNames(ctx, want...)
+	classes, class, err := v.classes(ctx, l)
 	if err != nil {
 		return lookupFailed(err)
-	}
-	// The class is policy: overrides may not change what it decides.
-	var class *v1alpha1.ListenerClass
-	if l.Spec.ClassName != nil && *l.Spec.ClassName != "" && len(l.Spec.ObjectOverrides) > 0 {
-		var lc v1alpha1.ListenerClass
-		err := v.lookup.get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, &lc)
-		switch {
-		case err == nil:
-			class = &lc
-		case !apierrors.IsNotFound(err):
-			return lookupFailed(err)
-		}
 	}
 	check := func(l *v1alpha1.Listener) field.ErrorList {
 		errs := validation.Listener(l, classes)
@@ -57,35 +44,74 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 		// the class and the overrides keeps what the class decides.
 		return append(errs, validation.ListenerOverrides(l, class)...)
 	}
-	errs := check(&l)
-	var old *v1alpha1.Listener
-	if req.Operation == admissionv1.Update {
-		old = &v1alpha1.Listener{}
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode Listener: %w", err))
-		}
+	errs := check(l)
+	if old != nil {
 		errs = ratchet(errs, check(old))
 	}
-	// The statefulset-pod annotation is the operator's: judged when it is
-	// set or changed (the webhook is called for annotation changes too).
+	others, err := v.relations(ctx, req, l, old)
+	if err != nil {
+		return lookupFailed(err)
+	}
+	if errs = append(errs, others...); len(errs) > 0 {
+		return invalid(req, errs)
+	}
+	return admission.Allowed("").WithWarnings(ListenerWarnings(l, classes)...)
+}
+
+func decodeListener(raw []byte) (*v1alpha1.Listener, error) {
+	var l v1alpha1.Listener
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, fmt.Errorf("decode Listener: %w", err)
+	}
+	return &l, nil
+}
+
+// classes are the names of the ListenerClasses (with the one l names,
+// read live if the cache lacks it) and, when l has overrides, its class
+// (nil when it does not exist): the class is policy, overrides may not
+// change what it decides.
+func (v *listenerValidator) classes(ctx context.Context, l *v1alpha1.Listener) (validation.ClassNames, *v1alpha1.ListenerClass, error) {
+	var want []string
+	if l.Spec.ClassName != nil {
+		want = append(want, *l.Spec.ClassName)
+	}
+	classes, err := v.lookup.classNames(ctx, want...)
+	if err != nil || l.Spec.ClassName == nil || *l.Spec.ClassName == "" || len(l.Spec.ObjectOverrides) == 0 {
+		return classes, nil, err
+	}
+	var lc v1alpha1.ListenerClass
+	err = v.lookup.get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, &lc)
+	switch {
+	case err == nil:
+		return classes, &lc, nil
+	case apierrors.IsNotFound(err):
+		return classes, nil, nil
+	}
+	return nil, nil, err
+}
+
+// relations are the errors of l (old: as stored, nil on CREATE) with
+// other objects: the statefulset-pod annotation, which is the operator's,
+// judged against the claim that controls l when it is set or changed (the
+// webhook is called for annotation changes too); on CREATE, a name that
+// collides with another Listener's.
+func (v *listenerValidator) relations(ctx context.Context, req admission.Request, l, old *v1alpha1.Listener) (field.ErrorList, error) {
+	var errs field.ErrorList
 	if pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; ok && (old == nil || old.Annotations[v1alpha1.AnnotationStatefulSetPod] != pod) {
-		claim, err := v.controllingClaim(ctx, &l)
+		claim, err := v.controllingClaim(ctx, l)
 		if err != nil {
-			return lookupFailed(err)
+			return nil, err
 		}
-		errs = append(errs, validation.StatefulSetPodAnnotation(&l, claim)...)
+		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
 	}
 	if old == nil {
 		others, err := v.listenerNames(ctx, req.Namespace)
 		if err != nil {
-			return lookupFailed(err)
+			return nil, err
 		}
 		errs = append(errs, validation.NameCollisions(l.Name, others, field.NewPath("metadata", "name"))...)
 	}
-	if len(errs) > 0 {
-		return invalid(req, errs)
-	}
-	return admission.Allowed("").WithWarnings(ListenerWarnings(&l, classes)...)
+	return errs, nil
 }
 
 // controllingClaim is the claim that controls l, or nil.

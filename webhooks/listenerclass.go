@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,13 +35,13 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 	}
 	var lc v1alpha1.ListenerClass
 	if err := json.Unmarshal(req.Object.Raw, &lc); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode ListenerClass: %w", err))
+		return malformed(fmt.Errorf("decode ListenerClass: %w", err))
 	}
 	errs := validation.ListenerClass(&lc)
 	if req.Operation == admissionv1.Update {
 		var old v1alpha1.ListenerClass
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode ListenerClass: %w", err))
+			return malformed(fmt.Errorf("decode ListenerClass: %w", err))
 		}
 		errs = ratchet(errs, validation.ListenerClass(&old))
 	}
