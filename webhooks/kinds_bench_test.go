@@ -25,8 +25,8 @@ const stsManifest = `{"apiVersion": "apps/v1", "kind": "StatefulSet",
 
 // stsStored is stsManifest as stored after the webhook injected its claim
 // template.
-var stsStored = strings.Replace(stsManifest, `"volumeClaimTemplates": [`,
-	`"volumeClaimTemplates": [{"metadata": {"name": "listener", "annotations": {"listeners.stackable.tech/listener-class": "external-stable", "listeners.stackable.tech/statefulset-claim-template": "listener"}}, "spec": {"storageClassName": "listeners.stackable.tech", "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1"}}}}, `, 1)
+var stsStored = strings.Replace(stsManifest, `"storage": "1Gi"}}}}]`,
+	`"storage": "1Gi"}}}}, {"metadata": {"name": "listener", "annotations": {"listeners.stackable.tech/listener-class": "external-stable", "listeners.stackable.tech/statefulset-claim-template": "listener"}}, "spec": {"storageClassName": "listeners.stackable.tech", "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1"}}}}]`, 1)
 
 // BenchmarkAdmissionByKind is each kind's handler on the admission that
 // reads most of its object: a pod with an ephemeral listener volume (which

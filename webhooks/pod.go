@@ -65,14 +65,18 @@ func (pod *podView) workload() *workloadView {
 
 // podVolumes is what the walk over a pod's volumes found.
 type podVolumes struct {
-	validate   bool            // volumes the validator checks: inline CSI volumes of the driver, ephemeral listener volumes
-	mayMount   bool            // a claim that may be a listener claim could not be looked up
-	listenerOf map[string]bool // volume name → is a listener volume
-	named      int             // the volume named like the listener volume, or -1
-	hasNamed   bool            // the volume named like the listener volume is taken for it
-	listeners  []claims.PodListener
-	nodes      []string // the nodes pinned listener volumes live on
+	validate  bool // volumes the validator checks: inline CSI volumes of the driver, ephemeral listener volumes
+	mayMount  bool // a claim that may be a listener claim could not be looked up
+	named     int  // the volume named like the listener volume, or -1
+	hasNamed  bool // the volume named like the listener volume is taken for it
+	listeners []claims.PodListener
+	nodes     []string // the nodes pinned listener volumes live on
 }
+
+// listenerVolumes says which of a pod's volumes (by name) are listener
+// volumes. It is kept apart from podVolumes so that it stays on the
+// handler's stack.
+type listenerVolumes map[string]bool
 
 func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var pod podView
@@ -83,7 +87,8 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if name == "" {
 		name = req.Name
 	}
-	vs := m.walk(ctx, req.Namespace, name, &pod.Spec)
+	listenerOf := make(listenerVolumes, 2)
+	vs := m.walk(ctx, req.Namespace, name, &pod.Spec, listenerOf)
 	var warnings []string
 	if vs.validate {
 		resp := m.validator.check(ctx, req, pod.workload())
@@ -95,25 +100,25 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 	var p patch
 	optedIn := pod.Metadata.Labels[v1alpha1.LabelEnabled] == "true"
 	if optedIn {
-		if resp, denied := m.optIn(ctx, req, name, &pod, &vs, &p); denied {
+		if resp, denied := m.optIn(ctx, req, name, &pod, &vs, listenerOf, &p); denied {
 			return resp
 		}
 	}
-	if spread := vs.spread(optedIn, &pod.Spec); spread != "" {
+	if spread := vs.spread(optedIn, &pod.Spec, listenerOf); spread != "" {
 		mountEverywhere(&p, "/spec", pod.Metadata.Annotations, &pod.Spec, spread)
 	}
-	if len(vs.listenerOf) > 0 || vs.mayMount {
+	if len(listenerOf) > 0 || vs.mayMount {
 		label(&p, name, pod.Metadata.Labels, vs.listeners)
 	}
 	warnings = append(warnings, pin(&p, pod.Spec.Affinity, vs.nodes)...)
 	return respond(p, warnings)
 }
 
-// walk finds the pod's listener volumes: the claims it mounts that are
-// listener claims (looked up), with their Listeners and pinned nodes, and
-// its ephemeral listener volumes.
-func (m *podMutator) walk(ctx context.Context, namespace, podName string, spec *podSpecView) podVolumes {
-	vs := podVolumes{listenerOf: make(map[string]bool, 2), named: -1}
+// walk finds the pod's listener volumes (into listenerOf): the claims it
+// mounts that are listener claims (looked up), with their Listeners and
+// pinned nodes, and its ephemeral listener volumes.
+func (m *podMutator) walk(ctx context.Context, namespace, podName string, spec *podSpecView, listenerOf listenerVolumes) podVolumes {
+	vs := podVolumes{named: -1}
 	for i := range spec.Volumes {
 		v := &spec.Volumes[i]
 		if v.Name == v1alpha1.VolumeName {
@@ -121,12 +126,12 @@ func (m *podMutator) walk(ctx context.Context, namespace, podName string, spec *
 		}
 		switch t := v.ephemeralClaim(); {
 		case v.PersistentVolumeClaim != nil:
-			m.addClaim(ctx, namespace, v, &vs)
+			m.addClaim(ctx, namespace, v, &vs, listenerOf)
 		case v.CSI != nil && v.CSI.Driver == v1alpha1.DriverName:
 			vs.validate = true
 		case t != nil && claims.Requested(t.Annotations, t.Spec.StorageClassName):
 			vs.validate = true
-			vs.listenerOf[v.Name] = true
+			listenerOf[v.Name] = true
 			if l := claims.EphemeralListener(t.Annotations, podName, v.Name); l != "" {
 				vs.listeners = append(vs.listeners, claims.PodListener{Listener: l})
 			}
@@ -134,12 +139,12 @@ func (m *podMutator) walk(ctx context.Context, namespace, podName string, spec *
 	}
 	// A volume named like the listener volume is taken for it when it is
 	// one, or a claim (whose class a failed or early lookup may not know).
-	vs.hasNamed = vs.named >= 0 && (vs.listenerOf[v1alpha1.VolumeName] || spec.Volumes[vs.named].PersistentVolumeClaim != nil)
+	vs.hasNamed = vs.named >= 0 && (listenerOf[v1alpha1.VolumeName] || spec.Volumes[vs.named].PersistentVolumeClaim != nil)
 	return vs
 }
 
 // addClaim adds the claim volume v to what the walk found.
-func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeView, vs *podVolumes) {
+func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeView, vs *podVolumes, listenerOf listenerVolumes) {
 	c, err := m.claim(ctx, namespace, v.PersistentVolumeClaim.ClaimName)
 	switch {
 	case errors.Is(err, errNoClaimYet):
@@ -154,7 +159,7 @@ func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeVi
 	if !c.ok {
 		return
 	}
-	vs.listenerOf[v.Name] = true
+	listenerOf[v.Name] = true
 	if c.listener != "" {
 		vs.listeners = append(vs.listeners, claims.PodListener{Listener: c.listener, StatefulSetPod: c.statefulSetPod})
 	}
@@ -167,7 +172,7 @@ func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeVi
 // (of the class or Listener its annotations name), or refuses it: a volume
 // of its own named like the listener volume, no class to use, no ports for
 // a Listener of its own. A failed lookup admits it without the volume.
-func (m *podMutator) optIn(ctx context.Context, req admission.Request, name string, pod *podView, vs *podVolumes, p *patch) (admission.Response, bool) {
+func (m *podMutator) optIn(ctx context.Context, req admission.Request, name string, pod *podView, vs *podVolumes, listenerOf listenerVolumes, p *patch) (admission.Response, bool) {
 	if vs.hasNamed {
 		return admission.Response{}, false
 	}
@@ -190,7 +195,7 @@ func (m *podMutator) optIn(ctx context.Context, req admission.Request, name stri
 	n := length(pod.Spec.Volumes)
 	p.appendTo("/spec/volumes", &n, ephemeralVolume(ann))
 	vs.hasNamed = true
-	vs.listenerOf[v1alpha1.VolumeName] = true
+	listenerOf[v1alpha1.VolumeName] = true
 	if l := claims.EphemeralListener(ann, name, v1alpha1.VolumeName); l != "" {
 		vs.listeners = append(vs.listeners, claims.PodListener{Listener: l})
 	}
@@ -201,14 +206,14 @@ func (m *podMutator) optIn(ctx context.Context, req admission.Request, name stri
 // a listener volume that some container already mounts at the well-known
 // path (a container injected later by another webhook lacks it); "" for
 // none.
-func (vs *podVolumes) spread(optedIn bool, spec *podSpecView) string {
+func (vs *podVolumes) spread(optedIn bool, spec *podSpecView, listenerOf listenerVolumes) string {
 	if optedIn && vs.hasNamed {
 		return v1alpha1.VolumeName
 	}
 	spread := ""
 	for _, c := range spec.Containers {
 		for _, vm := range c.VolumeMounts {
-			if vm.MountPath == v1alpha1.MountPath && vs.listenerOf[vm.Name] {
+			if vm.MountPath == v1alpha1.MountPath && listenerOf[vm.Name] {
 				spread = vm.Name
 			}
 		}
