@@ -277,7 +277,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
 			svcName, class.Name, refused.ToAggregate().Error())}
 	}
-	st = withAddressFeatures(st, l, class) // hostname.go
+	st = r.withAddressFeatures(st, l, class) // hostname.go
 	return st, v, takeover
 }
 
