@@ -11,13 +11,12 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -33,40 +32,11 @@ func TestMain(m *testing.M) {
 
 const benchNamespace = "cache-memory"
 
-// ordinaryPod is a pod like the issue's: two containers with 15 env vars,
-// probes and resources, on a node, using no listener volume.
+// ordinaryPod is ordinary pod i (internal/ordinary), on one of 50 nodes.
 func ordinaryPod(i int) *corev1.Pod {
-	container := func(name string) corev1.Container {
-		c := corev1.Container{
-			Name:  name,
-			Image: "registry.example/app/" + name + ":1.2.3",
-			Args:  []string{"--config=/etc/app/config.yaml", "--log-level=info"},
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-			},
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, PeriodSeconds: 5},
-			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/live", Port: intstr.FromString("http")}}, PeriodSeconds: 10},
-			VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}},
-		}
-		for e := 0; e < 15; e++ {
-			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("APP_SETTING_%02d", e), Value: fmt.Sprintf("value-of-setting-%02d-for-%s", e, name)})
-		}
-		return c
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("app-%05d", i), Namespace: benchNamespace,
-			Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100), "pod-template-hash": "5d8f7c9b6"},
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:   fmt.Sprintf("node-%02d", i%50),
-			Containers: []corev1.Container{container("app"), container("sidecar")},
-			Volumes:    []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}},
-		},
-	}
+	p := ordinary.Pod(i, benchNamespace)
+	p.Spec.NodeName = fmt.Sprintf("node-%02d", i%50)
+	return p
 }
 
 // ensurePods creates pods 0..n-1 (those not there yet) with a few workers.

@@ -2,12 +2,10 @@ package caches
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,14 +14,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -35,15 +31,8 @@ import (
 
 const unrelatedNamespace = "cache-unrelated"
 
-// lastApplied is kubectl's copy of obj, padded to the 1.8 KB of the issue's
-// claims.
-func lastApplied(obj any) string {
-	raw, _ := json.Marshal(obj)
-	s := strings.TrimSuffix(string(raw), "}")
-	return s + `,"x-pad":"` + strings.Repeat("x", max(0, 1800-len(raw))) + `"}`
-}
-
-// unrelatedKinds are the kinds measured, each with object i of the kind.
+// unrelatedKinds are the kinds measured, each with object i of the kind
+// (internal/ordinary: the objects make scale creates too).
 var unrelatedKinds = []struct {
 	name string
 	make func(i int) client.Object
@@ -53,95 +42,13 @@ var unrelatedKinds = []struct {
 		p.Namespace = unrelatedNamespace
 		return p
 	}},
-	{"claim", func(i int) client.Object {
-		c := &corev1.PersistentVolumeClaim{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%05d", i), Namespace: unrelatedNamespace,
-				Labels:      map[string]string{"app.kubernetes.io/name": "db", "app.kubernetes.io/instance": fmt.Sprintf("db-%d", i/100)},
-				Annotations: map[string]string{"backup.example.com/schedule": "daily"}},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				StorageClassName: ptr.To("standard"),
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
-			},
-		}
-		c.Annotations[annotationLastApplied] = lastApplied(c)
-		return c
-	}},
-	{"volume", func(i int) client.Object {
-		// A static volume of another CSI driver, pinned to a zone.
-		return &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pv-static-%05d", i),
-				Labels:      map[string]string{"topology.kubernetes.io/zone": "zone-a"},
-				Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				StorageClassName:              "standard",
-				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-					Driver: "ebs.csi.aws.com", VolumeHandle: fmt.Sprintf("vol-0a1b2c3d4e5f%05d", i), FSType: "ext4",
-					VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-ebs.csi.aws.com"}}},
-				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-					{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}}}}}},
-			},
-		}
-	}},
-	{"service", func(i int) client.Object {
-		return &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%05d", i), Namespace: unrelatedNamespace,
-				Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100)},
-				Annotations: map[string]string{"prometheus.io/scrape": "true"}},
-			Spec: corev1.ServiceSpec{
-				// Headless: the test control plane's service range holds
-				// a few hundred addresses; the object is the same size.
-				ClusterIP: corev1.ClusterIPNone,
-				Selector:  map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100)},
-				Ports:     []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
-			},
-		}
-	}},
+	{"claim", func(i int) client.Object { return ordinary.Claim(i, unrelatedNamespace, "standard") }},
+	{"volume", func(i int) client.Object { return ordinary.StaticVolume(i) }},
+	{"service", func(i int) client.Object { return ordinary.Service(i, unrelatedNamespace) }},
 	{"endpointslice", func(i int) client.Object {
-		// As the EndpointSlice controller writes it for such a Service
-		// (its labels copied) with one endpoint.
-		return &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%05d-abcde", i), Namespace: unrelatedNamespace,
-				Labels: map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100),
-					discoveryv1.LabelServiceName: fmt.Sprintf("svc-%05d", i), discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints: []discoveryv1.Endpoint{{
-				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", i/65536%256, i/256%256, i%256)},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
-				NodeName:   ptr.To(fmt.Sprintf("node-%02d", i%50)), Zone: ptr.To("zone-a"),
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: unrelatedNamespace, Name: fmt.Sprintf("app-%05d", i), UID: "0b9f3c1e-6a4d-4c59-9a9e-3b8f1e2d7c6a"},
-			}},
-			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
-		}
+		return ordinary.EndpointSlice(i, unrelatedNamespace, fmt.Sprintf("node-%02d", i%50))
 	}},
-	{"node", func(i int) client.Object {
-		name := fmt.Sprintf("unrelated-node-%05d", i)
-		n := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name,
-				Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-					"node.kubernetes.io/instance-type": "m5.xlarge", "topology.kubernetes.io/zone": "zone-a", "topology.kubernetes.io/region": "region-1"},
-				Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-					"csi.volume.kubernetes.io/nodeid": `{"ebs.csi.aws.com":"i-0123456789abcdef0","listeners.stackable.tech":"` + name + `"}`}},
-			Spec: corev1.NodeSpec{PodCIDR: "10.244.0.0/24", ProviderID: "aws:///zone-a/i-0123456789abcdef0"},
-			Status: corev1.NodeStatus{
-				Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.0.1"}, {Type: corev1.NodeHostName, Address: name}},
-				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")},
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("15Gi"), corev1.ResourcePods: resource.MustParse("110")},
-				NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.36.3", OSImage: "Ubuntu 24.04", ContainerRuntimeVersion: "containerd://2.0.0", KernelVersion: "6.8.0"},
-			},
-		}
-		for _, c := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady} {
-			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: c, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficient" + string(c), Message: "kubelet has sufficient " + string(c)})
-		}
-		for k := range 10 {
-			n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{fmt.Sprintf("registry.example/image-%d@sha256:%064d", k, k)}, SizeBytes: 100 << 20})
-		}
-		return n
-	}},
+	{"node", func(i int) client.Object { return ordinary.Node(fmt.Sprintf("unrelated-node-%05d", i)) }},
 }
 
 // ensureObjects creates objects [from, n) of a kind with a few workers.

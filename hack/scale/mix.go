@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -14,14 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 )
 
 // The realistic mix (issue 23): besides ordinary pods, a cluster holds
@@ -32,56 +29,18 @@ import (
 // serves it: the claims stay Pending, as many do (WaitForFirstConsumer).
 const ordinaryClass = "scale-standard"
 
-// ordinaryClaim is ordinary claim i: another storage class, labels, and
-// kubectl's last-applied annotation (about 1.8 KB, as `kubectl apply`
-// leaves it).
+// ordinaryClaim is ordinary claim i (internal/ordinary: another storage
+// class, labels, kubectl's last-applied annotation of about 1.8 KB).
 func ordinaryClaim(i int) *corev1.PersistentVolumeClaim {
-	c := &corev1.PersistentVolumeClaim{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("data-%05d", i), Namespace: namespaceName(i),
-			Labels: map[string]string{"app.kubernetes.io/name": "db", "app.kubernetes.io/instance": fmt.Sprintf("db-%d", i/100), "app.kubernetes.io/part-of": "storefront"},
-			Annotations: map[string]string{
-				"backup.example.com/schedule":                   "daily",
-				"backup.example.com/retention":                  "7d",
-				"volume.beta.kubernetes.io/storage-provisioner": "example.com/block",
-			},
-		},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(ordinaryClass),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
-		},
-	}
-	applied, _ := json.Marshal(c)
-	// Pad to the size of a real one (kubectl copies the whole manifest,
-	// comments of templating tools included).
-	pad := strings.Repeat("x", max(0, 1800-len(applied)))
-	c.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = strings.TrimSuffix(string(applied), "}") + `,"x-pad":"` + pad + `"}`
-	return c
+	return ordinary.Claim(i, namespaceName(i), ordinaryClass)
 }
-
-// labelPod names an ordinary pod, for the Service that selects it.
-const labelPod = "scale.example.com/pod"
 
 // ordinaryService is ordinary Service i: it selects ordinary pod i (one
 // endpoint, as a per-instance Service has), so the EndpointSlice
 // controller gives it a slice. It is headless: the project's cluster has a
-// service range of about 4,000 addresses (the object differs from a
-// ClusterIP Service by its cluster IPs only).
+// service range of about 4,000 addresses.
 func ordinaryService(i int) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("svc-%05d", i), Namespace: namespaceName(i),
-			Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100), "app.kubernetes.io/part-of": "storefront"},
-			Annotations: map[string]string{"prometheus.io/scrape": "true"},
-		},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{labelPod: fmt.Sprintf("app-%05d", i)},
-			Ports:     []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
-		},
-	}
+	return ordinary.Service(i, namespaceName(i))
 }
 
 // floorPod is pod i of the floor burst: a pod like a listener workload's

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 )
 
 // The ordinary objects look like the issue's: a claim of another class with
@@ -32,7 +34,7 @@ func TestMixObjects(t *testing.T) {
 			t.Errorf("service selects %s=%s, pod has %q", k, want, pod.Labels[k])
 		}
 	}
-	if other := ordinaryPod(43); other.Labels[labelPod] == svc.Spec.Selector[labelPod] {
+	if other := ordinaryPod(43); other.Labels[ordinary.LabelPod] == svc.Spec.Selector[ordinary.LabelPod] {
 		t.Errorf("service selects more than one pod")
 	}
 	if svc.Labels["app.kubernetes.io/name"] == "listener" {

@@ -10,11 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 )
 
 // namespaces is how many namespaces the pods are spread over.
@@ -22,35 +22,10 @@ const namespaces = 10
 
 func namespaceName(i int) string { return fmt.Sprintf("scale-%d", i%namespaces) }
 
-// ordinaryPod is pod i of the cluster: two containers with 15 env
-// vars each, probes and resources, and no listener volume.
+// ordinaryPod is pod i of the cluster (internal/ordinary), on the
+// fake nodes.
 func ordinaryPod(i int) *corev1.Pod {
-	container := func(name string) corev1.Container {
-		c := corev1.Container{
-			Name:  name,
-			Image: "registry.example/app/" + name + ":1.2.3",
-			Args:  []string{"--config=/etc/app/config.yaml", "--log-level=info"},
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-			},
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, PeriodSeconds: 5},
-			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/live", Port: intstr.FromString("http")}}, PeriodSeconds: 10},
-		}
-		for e := range 15 {
-			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("APP_SETTING_%02d", e), Value: fmt.Sprintf("value-of-setting-%02d-for-%s", e, name)})
-		}
-		return c
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("app-%05d", i), Namespace: namespaceName(i),
-			Labels:      map[string]string{"app.kubernetes.io/name": "app", "app.kubernetes.io/instance": fmt.Sprintf("app-%d", i/100), labelPod: fmt.Sprintf("app-%05d", i)},
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
-		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{container("app"), container("sidecar")}},
-	}
+	p := ordinary.Pod(i, namespaceName(i))
 	kwokPlacement(&p.Spec)
 	return p
 }

@@ -1,0 +1,336 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// BenchmarkTimeToAddress measures, on the project's real nodes, how long a
+// burst of pods with a listener volume takes until each pod can read its
+// address, against the floor measured in the same run: the same burst of
+// pods without a listener volume. kwok pods (make scale) never call
+// NodePublish, so this is where "the pod reads its address" is measured.
+//
+// A container starts only after the kubelet mounted all of its pod's
+// volumes, the listener volume included (NodePublish wrote the address
+// tree), so the start of the container is when the pod can read its
+// address. Each stage is the time its watch first saw it, from the pod's
+// creation (client clock, sub-second):
+//
+//	claim created      the ephemeral volume controller made the claim
+//	pod scheduled      the scheduler bound the pod (with WaitForFirstConsumer,
+//	                   after its volume is bound)
+//	volume provisioned the PersistentVolume exists
+//	claim bound        the claim is Bound
+//	Listener Ready     the claim's Listener is Ready
+//	address readable   the container started (volumes mounted)
+//
+// BENCH_PODS sets the burst (default 100, over the cluster's real nodes);
+// run it with `make bench-address`.
+func BenchmarkTimeToAddress(b *testing.B) {
+	n := 100
+	if v := os.Getenv("BENCH_PODS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("BENCH_PODS=%q: want a positive number", v)
+		}
+	}
+	ctx := b.Context()
+	for range b.N {
+		floor := burst(b, ctx, n, false)
+		listener := burst(b, ctx, n, true)
+		var out strings.Builder
+		fmt.Fprintf(&out, "time to address, burst of %d pods on the real nodes, from pod creation:\n", n)
+		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  stage\tn\tp50\tp99\tmax")
+		for _, s := range stageOrder {
+			if d := listener[s]; len(d) > 0 {
+				fmt.Fprintf(tw, "  %s (listener volume)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
+			}
+		}
+		for _, s := range []string{stageScheduled, stageStarted} {
+			if d := floor[s]; len(d) > 0 {
+				fmt.Fprintf(tw, "  floor: %s (no listener volume)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
+			}
+		}
+		tw.Flush()
+		if l, f := listener[stageStarted], floor[stageStarted]; len(l) == n && len(f) == n {
+			ratio := pct(l, 99).Seconds() / max(pct(f, 99).Seconds(), 0.001)
+			fmt.Fprintf(&out, "  address readable p99 / floor p99 = %.2f\n", ratio)
+			b.ReportMetric(pct(l, 99).Seconds(), "s-p99-address")
+			b.ReportMetric(pct(f, 99).Seconds(), "s-p99-floor")
+			b.ReportMetric(ratio, "p99-ratio")
+		} else {
+			b.Errorf("%d of %d listener pods and %d of %d floor pods started", len(l), n, len(f), n)
+		}
+		b.Log("\n" + out.String())
+	}
+}
+
+// The stages, in the order they usually happen.
+const (
+	stageClaim       = "claim created"
+	stageScheduled   = "pod scheduled"
+	stageProvisioned = "volume provisioned"
+	stageBound       = "claim bound"
+	stageListener    = "Listener Ready"
+	stageStarted     = "address readable"
+)
+
+var stageOrder = []string{stageClaim, stageProvisioned, stageBound, stageScheduled, stageListener, stageStarted}
+
+// burstTimeout bounds one burst; a stage not reached by then is missing
+// from its row (and the benchmark fails).
+const burstTimeout = 10 * time.Minute
+
+// burst creates n pods (with a listener volume of the preset
+// cluster-internal class, or without) in a namespace of its own, waits
+// until every container started and returns the time of each stage per
+// pod, from the pod's creation.
+func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[string][]time.Duration {
+	b.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-address-" + rand.String(5)}}
+	if err := k8s.client.Create(ctx, ns); err != nil {
+		b.Fatalf("create namespace: %v", err)
+	}
+	defer func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), ns) }()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", k8s.kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, burstTimeout)
+	defer cancel()
+
+	rec := &stageRecorder{created: map[string]time.Time{}, seen: map[string]map[string]time.Time{}}
+	var wg sync.WaitGroup
+	watchAll := func(list client.ObjectList, opts []client.ListOption, each func(obj any, now time.Time)) {
+		w, err := wc.Watch(ctx, list, opts...)
+		if err != nil {
+			b.Fatalf("watch %T: %v", list, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					if ev.Type == watch.Added || ev.Type == watch.Modified {
+						each(ev.Object, time.Now())
+					}
+				}
+			}
+		}()
+	}
+	// A pod's ephemeral claim is <pod>-listener, and its per-claim Listener
+	// has the claim's name (api/names).
+	podOf := func(claim string) string { return strings.TrimSuffix(claim, "-listener") }
+	in := []client.ListOption{client.InNamespace(ns.Name)}
+	watchAll(&corev1.PodList{}, in, func(obj any, now time.Time) {
+		p := obj.(*corev1.Pod)
+		if p.Spec.NodeName != "" {
+			rec.saw(p.Name, stageScheduled, now)
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Running != nil {
+				rec.saw(p.Name, stageStarted, now)
+			}
+		}
+	})
+	if withListener {
+		watchAll(&corev1.PersistentVolumeClaimList{}, in, func(obj any, now time.Time) {
+			c := obj.(*corev1.PersistentVolumeClaim)
+			rec.saw(podOf(c.Name), stageClaim, now)
+			if c.Status.Phase == corev1.ClaimBound {
+				rec.saw(podOf(c.Name), stageBound, now)
+			}
+		})
+		watchAll(&corev1.PersistentVolumeList{}, nil, func(obj any, now time.Time) {
+			pv := obj.(*corev1.PersistentVolume)
+			if r := pv.Spec.ClaimRef; r != nil && r.Namespace == ns.Name {
+				rec.saw(podOf(r.Name), stageProvisioned, now)
+			}
+		})
+		watchAll(&v1alpha1.ListenerList{}, in, func(obj any, now time.Time) {
+			l := obj.(*v1alpha1.Listener)
+			if meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady) {
+				rec.saw(podOf(l.Name), stageListener, now)
+			}
+		})
+	}
+
+	// Create the burst with a few workers, as a StatefulSet controller or
+	// a Helm install would.
+	const workers = 10
+	next := make(chan int)
+	var cw sync.WaitGroup
+	for range workers {
+		cw.Add(1)
+		go func() {
+			defer cw.Done()
+			for i := range next {
+				p := addressPod(ns.Name, fmt.Sprintf("p-%04d", i), withListener)
+				rec.create(p.Name, time.Now())
+				if err := k8s.client.Create(ctx, p); err != nil {
+					b.Errorf("create pod %s: %v", p.Name, err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	cw.Wait()
+
+	// Wait until every container started (or the burst timed out).
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for rec.count(stageStarted) < n {
+		select {
+		case <-ctx.Done():
+			b.Errorf("burst (listener volume: %v): %d of %d pods started within %s", withListener, rec.count(stageStarted), n, burstTimeout)
+			cancel()
+			wg.Wait()
+			return rec.durations()
+		case <-tick.C:
+		}
+	}
+	cancel()
+	wg.Wait()
+	return rec.durations()
+}
+
+// addressPod is a pod whose container only sleeps; with a listener volume
+// (an ephemeral claim of the cluster-internal class) mounted where the
+// operator mounts it.
+func addressPod(ns, name string, withListener bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{
+				Name: "app", Image: demoImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "exec sleep 3600"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("4Mi")}},
+			}},
+		},
+	}
+	if withListener {
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "listener", MountPath: treeRoot}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					StorageClassName: ptr.To(v1alpha1.StorageClassName),
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+				},
+			},
+		}}}}
+	}
+	return p
+}
+
+// stageRecorder keeps when each pod was created and first reached each
+// stage.
+type stageRecorder struct {
+	mu      sync.Mutex
+	created map[string]time.Time
+	seen    map[string]map[string]time.Time
+}
+
+func (r *stageRecorder) create(pod string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.created[pod] = at
+}
+
+func (r *stageRecorder) saw(pod, stage string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.seen[pod]
+	if s == nil {
+		s = map[string]time.Time{}
+		r.seen[pod] = s
+	}
+	if _, ok := s[stage]; !ok {
+		s[stage] = at
+	}
+}
+
+func (r *stageRecorder) count(stage string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.seen {
+		if _, ok := s[stage]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// durations are, per stage, the sorted times from each pod's creation.
+func (r *stageRecorder) durations() map[string][]time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]time.Duration{}
+	for pod, stages := range r.seen {
+		created, ok := r.created[pod]
+		if !ok {
+			continue
+		}
+		for stage, at := range stages {
+			out[stage] = append(out[stage], max(at.Sub(created), 0))
+		}
+	}
+	for _, d := range out {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	}
+	return out
+}
+
+// pct is the p-th percentile of sorted durations, to the 10 ms.
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	i = min(max(i-1, 0), len(sorted)-1)
+	return sorted[i].Round(10 * time.Millisecond)
+}
