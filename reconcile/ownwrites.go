@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // ownWrites remembers, per object, the resourceVersion of the last status
@@ -15,9 +16,11 @@ import (
 // the cache saw the ClassNotFound write, would stay ClassNotFound: no later
 // event wakes it, since status writes do not change the generation).
 //
-// Resource versions are opaque, so "older" cannot be told from "newer": a
-// record also ends after ownWriteTTL, which covers someone else writing the
-// object after us.
+// A cache at a later resourceVersion (someone else wrote the object after
+// us: the certificate controller's condition, a user) has seen our write
+// too. Resource versions compare as integers on current API servers
+// (resourceversion.CompareResourceVersion); where they do not, a record
+// ends after ownWriteTTL.
 type ownWrites struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]ownWrite
@@ -52,7 +55,8 @@ func (w *ownWrites) cacheBehind(key types.NamespacedName, cached string, now tim
 	if !ok {
 		return false
 	}
-	if p.resourceVersion == cached || now.Sub(p.at) > ownWriteTTL {
+	newer, err := resourceversion.CompareResourceVersion(cached, p.resourceVersion)
+	if (err == nil && newer >= 0) || p.resourceVersion == cached || now.Sub(p.at) > ownWriteTTL {
 		delete(w.pending, key)
 		return false
 	}

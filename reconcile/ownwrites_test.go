@@ -8,7 +8,7 @@ import (
 )
 
 // TestOwnWrites: a cache that has not shown our last write is behind until
-// it shows that version, or until the record expires.
+// it shows that version or a later one, or until the record expires.
 func TestOwnWrites(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
 	other := types.NamespacedName{Namespace: "ns", Name: "other"}
@@ -23,7 +23,9 @@ func TestOwnWrites(t *testing.T) {
 		{"never written", other, "5", t0, false},
 		{"cache still at the version before our write", key, "5", t0.Add(time.Second), true},
 		{"cache shows our write", key, "6", t0.Add(time.Second), false},
-		{"cache at another version after the record expired", key, "7", t0.Add(ownWriteTTL + time.Second), false},
+		{"cache at another version after the record expired", key, "x7", t0.Add(ownWriteTTL + time.Second), false},
+		{"cache at a later version: someone wrote after us", key, "7", t0.Add(time.Second), false},
+		{"cache at a version that does not compare", key, "x7", t0.Add(time.Second), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w ownWrites
