@@ -277,9 +277,9 @@ func (r *certificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return r.withCondition(ctx, l, nil, ctrl.Result{})
 	}
-	managed := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCertificateManaged,
-		Message: fmt.Sprintf("Certificate %s names the Listener's addresses; its issuer (%s %s) writes Secret %s (status.certificateSecretName)", key.Name, class.Spec.Certificate.IssuerRef.Kind, class.Spec.Certificate.IssuerRef.Name, key.Name)}
 	want := desiredCertificate(l, class, r.clusterDomain)
+	managed := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCertificateManaged,
+		Message: fmt.Sprintf("Certificate %s names the Listener's addresses; its issuer (%s %s) writes Secret %s (status.certificateSecretName)", key.Name, want.Spec.IssuerRef.Kind, want.Spec.IssuerRef.Name, want.Spec.SecretName)}
 	if existing == nil {
 		err := r.client.Create(ctx, want, client.FieldOwner(v1alpha1.FieldManager))
 		if countWrite(controllerCertificate, "Certificate", "create", err) != nil {
