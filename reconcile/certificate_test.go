@@ -117,6 +117,7 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		return nil
 	})
 	cert := waitCertificate(t, c, ns, "lb", svcNames("lb"), nil)
+	waitCertificateCondition(t, c, ns, "lb", metav1.ConditionTrue, v1alpha1.ReasonCertificateManaged)
 	if ref := metav1.GetControllerOf(cert); ref == nil || ref.UID != l.UID {
 		t.Errorf("certificate controller %+v, want Listener lb (%s)", ref, l.UID)
 	}
@@ -182,8 +183,26 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		if l.Status.CertificateSecretName != "" {
 			return fmt.Errorf("status.certificateSecretName %q, want none", l.Status.CertificateSecretName)
 		}
+		if cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionCertificateManaged); cond != nil {
+			return fmt.Errorf("condition %+v, want none once the class asks for no certificate", cond)
+		}
 		return nil
 	})
+}
+
+// waitCertificateCondition waits until the Listener's CertificateManaged
+// condition has status and reason.
+func waitCertificateCondition(t *testing.T, c client.Client, ns, listener string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	waitStatus(t, t.Context(), c, ns, listener, func(l *v1alpha1.Listener) error {
+		cond = meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionCertificateManaged)
+		if cond == nil || cond.Status != status || cond.Reason != reason {
+			return fmt.Errorf("condition %s %+v, want %s %s", v1alpha1.ConditionCertificateManaged, cond, status, reason)
+		}
+		return nil
+	})
+	return cond
 }
 
 func TestForeignCertificateIsLeftAlone(t *testing.T) {
@@ -199,6 +218,9 @@ func TestForeignCertificateIsLeftAlone(t *testing.T) {
 	}
 	testenv.Create(t, ctx, c, mine, listener(ns, "web", class.Name, port("http", 80)))
 	waitEvent(t, ctx, c, ns, "web", EventCertificateConflict)
+	if cond := waitCertificateCondition(t, c, ns, "web", metav1.ConditionFalse, v1alpha1.ReasonCertificateConflict); !strings.Contains(cond.Message, "delete or rename it") {
+		t.Errorf("condition message %q, want the fix", cond.Message)
+	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(mine), mine); err != nil {
 		t.Fatal(err)
 	}
