@@ -9,5 +9,7 @@
 //     does; its module versions are refused by the module proxy).
 //   - images: writes OCI image tarballs for `ctr images import`.
 //
-// cluster.sh starts and stops the cluster itself.
+// cluster.sh starts and stops the cluster itself: a short dispatcher that
+// sources one file per job (settings, processes, build, pki, host,
+// namespaces, node, up, operator, down; its header lists them).
 package cluster

@@ -7,12 +7,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -829,107 +826,4 @@ func TestFaultClassVanishesAndComesBack(t *testing.T) {
 	if fmt.Sprint(back.Status.IngressAddresses) != fmt.Sprint(published) {
 		t.Errorf("with its class back the Listener publishes %+v, want %+v", back.Status.IngressAddresses, published)
 	}
-}
-
-// restartClusterProcess restarts one of the cluster's host processes on
-// node 1: SIGTERM to the pid in .work/cluster/pids/<name> (SIGKILL after
-// 10 s, as `cluster.sh down` does: a kube-apiserver can hang in its
-// shutdown), then `hack/cluster/cluster.sh up`, which starts what is not
-// running. Whatever happens later in the test, the process runs again at
-// its end.
-func restartClusterProcess(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pidFile := filepath.Join(root, ".work", "cluster", "pids", name)
-	pid := func() int {
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			return 0
-		}
-		p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return p
-	}
-	up := func(ctx context.Context) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", "cluster.sh"), "up")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("cluster.sh up after stopping %s: %w\n%s", name, err, out)
-		}
-		return nil
-	}
-	old := pid()
-	if old == 0 || !processAlive(old) {
-		t.Fatalf("%s: no running %s (is the cluster started from this tree?)", pidFile, name)
-	}
-	t.Cleanup(func() {
-		ctx := context.WithoutCancel(ctx)
-		if p := pid(); p == 0 || !processAlive(p) {
-			if err := up(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-		operatorSettled(t, ctx)
-	})
-	if err := syscall.Kill(old, syscall.SIGTERM); err != nil {
-		t.Fatalf("stop %s (pid %d): %v", name, old, err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); processAlive(old); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(old, syscall.SIGKILL)
-		}
-	}
-	if err := up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if p := pid(); p == old || !processAlive(p) {
-		t.Fatalf("%s did not start again (pid %d, was %d)", name, p, old)
-	}
-}
-
-// operatorSettled waits until every pod of the operator's namespace (but
-// finished ones) has been Running and Ready for 15 s. Replicas that lost the API server restart
-// (their lease could not be renewed) and may back off for a while; the
-// scenarios after a restart need their webhooks.
-func operatorSettled(t *testing.T, ctx context.Context) {
-	t.Helper()
-	var since time.Time
-	eventually(t, ctx, 4*time.Minute, "the operator's pods settled", func(context.Context) (bool, string) {
-		var pods corev1.PodList
-		err := k8s.client.List(ctx, &pods, client.InNamespace(operatorNamespace))
-		if err == nil && len(pods.Items) == 0 {
-			err = fmt.Errorf("no pods in %s", operatorNamespace)
-		}
-		for i := range pods.Items {
-			if p := &pods.Items[i]; err == nil && p.Status.Phase != corev1.PodSucceeded && (p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !isReady(p)) {
-				err = fmt.Errorf("%s %s", p.Name, podState(p))
-			}
-		}
-		if err != nil {
-			since = time.Time{}
-			return false, err.Error()
-		}
-		if since.IsZero() {
-			since = time.Now()
-		}
-		return time.Since(since) >= 15*time.Second, "ready since " + since.Format(time.TimeOnly)
-	})
-}
-
-// processAlive: the process exists and is not a zombie (the cluster's
-// processes are re-parented to a pid 1 that may never reap them, so an
-// exited one can stay a zombie that kill(pid, 0) still finds).
-func processAlive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }

@@ -32,7 +32,6 @@ var (
 	repoRoot     = filepath.Join("..", "..")
 	helmBinary   = filepath.Join(repoRoot, "bin", "tools", "helm")
 	helmChart    = filepath.Join(repoRoot, "deploy", "helm", "listener-operator")
-	clusterSh    = filepath.Join(repoRoot, "hack", "cluster", "cluster.sh")
 	listenerCRDs = []string{"listenerclasses.listeners.stackable.tech", "listeners.listeners.stackable.tech", "podlisteners.listeners.stackable.tech"}
 )
 
@@ -68,8 +67,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("helm is not built: run `make deploy-tools`: %v", err)
 	}
 	// Replace the kustomize install; put it back whatever happens.
-	if out, err := exec.CommandContext(ctx, clusterSh, "undeploy").CombinedOutput(); err != nil {
-		t.Fatalf("cluster.sh undeploy: %v\n%s", err, out)
+	if _, err := clusterScript(ctx, "undeploy"); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx := context.WithoutCancel(ctx)
@@ -77,8 +76,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
 		_, _, _ = k8s.run(ctx, "", "delete", "namespace", helmNamespace, "--ignore-not-found", "--wait=true", "--timeout=120s")
-		if out, err := exec.CommandContext(ctx, clusterSh, "deploy").CombinedOutput(); err != nil {
-			t.Errorf("cluster.sh deploy (restoring the kustomize install): %v\n%s", err, out)
+		if _, err := clusterScript(ctx, "deploy"); err != nil {
+			t.Errorf("restoring the kustomize install: %v", err)
 			return
 		}
 		webhooksAnswer(t, ctx)
@@ -205,8 +204,8 @@ spec:
 		} {
 			t.Run(c.file, func(t *testing.T) {
 				for dst, src := range c.images {
-					if out, err := exec.CommandContext(ctx, clusterSh, "tag-image", src, dst).CombinedOutput(); err != nil {
-						t.Fatalf("cluster.sh tag-image %s %s: %v\n%s", src, dst, err, out)
+					if _, err := clusterScript(ctx, "tag-image", src, dst); err != nil {
+						t.Fatal(err)
 					}
 				}
 				// Whatever happens, the next file starts from no release.

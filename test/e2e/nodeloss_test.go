@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -259,9 +257,8 @@ func nlNodeReachable(t *testing.T, ctx context.Context, node string) {
 // nlClusterSh runs hack/cluster/cluster.sh with args (stop-node/start-node).
 func nlClusterSh(t *testing.T, ctx context.Context, args ...string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "hack", "cluster", "cluster.sh"), args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	if _, err := clusterScript(ctx, args...); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,11 +5,9 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -32,44 +30,34 @@ func TestOperatorRolloutKeepsAdmitting(t *testing.T) {
 	// the webhook Service and dials new ones as replicas go away.
 	const clients = 4
 	probe := listenerClass("e2e-rollout-probe", v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	stop := make(chan struct{})
-	var (
-		mu       sync.Mutex
-		admitted int
-		failed   []string
-		wg       sync.WaitGroup
-	)
-	for range clients {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-				err := k8s.client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-				mu.Lock()
-				switch {
-				case err == nil || apierrors.IsAlreadyExists(err):
-					admitted++
-				case ctx.Err() == nil:
-					failed = append(failed, err.Error())
-				}
-				mu.Unlock()
-			}
-		})
-	}
+	admissions := startAdmissionProbe(ctx, clients, 50*time.Millisecond, func(int, int) client.Object { return probe.DeepCopy() })
+	defer admissions.Stop()
 
+	old := map[string]bool{}
+	for _, pod := range operatorPods(t, ctx) {
+		old[pod.Name] = true
+	}
 	start := time.Now()
 	k8s.kubectlOK(t, ctx, "", "rollout", "restart", "-n", operatorNamespace, "deployment/listener-operator")
 	k8s.kubectlOK(t, ctx, "", "rollout", "status", "-n", operatorNamespace, "deployment/listener-operator", "--timeout=3m")
 	// The last old replica stops once the rollout is complete: keep asking
-	// while it goes and the nodes' rules catch up.
-	time.Sleep(15 * time.Second)
-	close(stop)
-	wg.Wait()
+	// until every old replica is gone, and then for a few hundred more
+	// answers while the nodes' rules catch up.
+	eventually(t, ctx, 3*time.Minute, "every replica of before the rollout gone", func(context.Context) (bool, string) {
+		for _, pod := range operatorPods(t, ctx) {
+			if old[pod.Name] {
+				return false, pod.Name + " " + podState(&pod)
+			}
+		}
+		return true, ""
+	})
+	const after = 200
+	admissions.waitAnswers(t, ctx, after, "after the old replicas are gone")
+	admissions.Stop()
 
-	t.Logf("%d admissions during the rollout (%s) and the 15 s after it, %d failed", admitted, time.Since(start).Round(time.Second), len(failed))
+	_, admitted, failed := admissions.counts()
+	t.Logf("%d admissions during the rollout and until %d answers after its old replicas were gone (%s), %d failed",
+		admitted, after, time.Since(start).Round(time.Second), len(failed))
 	if len(failed) > 0 {
 		t.Errorf("the API server failed %d admissions while the operator rolled out; first: %s", len(failed), failed[0])
 		seen := map[string]bool{}

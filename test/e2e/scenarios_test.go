@@ -223,8 +223,22 @@ func TestLoadBalancer(t *testing.T) {
 		}
 		return p.Spec.NodeName != "" && podState(&p) == "ContainerCreating", podState(&p)
 	})
-	// Still waiting a few seconds later: it does not start without an address.
-	time.Sleep(5 * time.Second)
+	// kubelet asked for the volume and was told why the pod waits (what
+	// `kubectl describe pod` shows); after that answer the pod is still not
+	// Running: it does not start without an address.
+	const waiting = "waiting for the load balancer of its Service to get an address"
+	eventually(t, ctx, podTimeout, "a FailedMount event of lb-0 saying it waits for the load balancer", func(ctx context.Context) (bool, string) {
+		var evs corev1.EventList
+		if err := k8s.client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == "lb-0" && e.Reason == "FailedMount" && strings.Contains(e.Message, waiting) {
+				return true, ""
+			}
+		}
+		return false, lastEvent(ctx, ns, "lb-0")
+	})
 	var p corev1.Pod
 	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lb-0"}, &p); err != nil {
 		t.Fatal(err)
@@ -234,7 +248,7 @@ func TestLoadBalancer(t *testing.T) {
 	}
 
 	// In the cluster's pod subnet but outside the range pods get (see
-	// hack/cluster/cluster.sh); nothing is sent there.
+	// POD_RANGE_END in hack/cluster/settings.sh); nothing is sent there.
 	const lbIP = "10.88.0.250"
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"loadBalancer":{"ingress":[{"ip":"`+lbIP+`"}]}}}`))
 	if err := k8s.client.Status().Patch(ctx, &svc, patch); err != nil {

@@ -231,36 +231,12 @@ func TestCARotationRefusesNothing(t *testing.T) {
 	}
 	oldCA := secret.Data[certs.KeyCACert]
 
-	var mu sync.Mutex
-	var failures []string
-	var admitted int
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for c := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%d-%d", c, i)},
-					Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(class.Name), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
-				err := k8s.client.Create(ctx, l, client.DryRunAll)
-				mu.Lock()
-				if err != nil {
-					failures = append(failures, err.Error())
-				} else {
-					admitted++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
-	time.Sleep(time.Second)
+	admissions := startAdmissionProbe(ctx, 4, 100*time.Millisecond, func(c, i int) client.Object {
+		return &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%d-%d", c, i)},
+			Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(class.Name), Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}
+	})
+	defer admissions.Stop()
+	admissions.waitAnswers(t, ctx, 4, "before the CA changes")
 
 	// Replace the CA key; a change of a webhook configuration wakes the
 	// leader at once (it would look at its next resync otherwise).
@@ -298,9 +274,10 @@ func TestCARotationRefusesNothing(t *testing.T) {
 		}
 		return true, ""
 	})
-	time.Sleep(3 * time.Second) // and a little after
-	mu.Lock()
-	defer mu.Unlock()
+	// And a little after: a hundred more answers.
+	admissions.waitAnswers(t, ctx, 100, "once every replica serves the new CA")
+	admissions.Stop()
+	_, admitted, failures := admissions.counts()
 	t.Logf("%d dry-run creates admitted during the CA change", admitted)
 	if len(failures) > 0 || admitted == 0 {
 		t.Errorf("%d requests failed during the CA change (%d admitted), e.g. %v", len(failures), admitted, failures[:min(len(failures), 3)])

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -195,6 +196,7 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 	// Create the burst with a few workers, as a StatefulSet controller or
 	// a Helm install would.
 	const workers = 10
+	var failed atomic.Int32
 	next := make(chan int)
 	var cw sync.WaitGroup
 	for range workers {
@@ -205,7 +207,9 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 				p := addressPod(ns.Name, fmt.Sprintf("p-%04d", i), withListener)
 				rec.create(p.Name, time.Now())
 				if err := k8s.client.Create(ctx, p); err != nil {
-					b.Errorf("create pod %s: %v", p.Name, err)
+					if failed.Add(1) == 1 {
+						b.Errorf("create pod %s: %v", p.Name, err)
+					}
 				}
 			}
 		}()
@@ -215,6 +219,9 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 	}
 	close(next)
 	cw.Wait()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d pods were not created", f, n)
+	}
 
 	// Wait until every container started (or the burst timed out).
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -245,6 +252,9 @@ func addressPod(ns, name string, withListener bool) *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name: "app", Image: demoImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"sh", "-c", "exec sleep 3600"},
+				// A per-claim Listener's ports are its pod's (a pod
+				// without one is refused).
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("4Mi")}},
 			}},

@@ -27,7 +27,7 @@ import (
 )
 
 // hostAddress is the host on the cluster bridge, which every node's pods
-// reach (hack/cluster/cluster.sh).
+// reach (HOST_IP in hack/cluster/settings.sh).
 const hostAddress = "10.88.0.1"
 
 // span is what the receiver keeps of an exported span.

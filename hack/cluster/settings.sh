@@ -1,0 +1,72 @@
+# shellcheck shell=bash disable=SC2034
+# Sourced first by hack/cluster/cluster.sh: where the cluster lives, its
+# addresses and images, every setting a user can change by environment
+# variable (NODES, CLUSTER_DOMAIN, CLUSTER_DNS, CLUSTER_WORK, K8S_VERSION), and
+# the helpers every other file uses (say, die, kc).
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
+k8sbin=$root/bin/k8s/$K8S_VERSION
+work=${CLUSTER_WORK:-$root/.work/cluster}
+pki=$work/pki
+logs=$work/logs
+pids=$work/pids
+images=$work/images
+export CGO_ENABLED=0
+export PATH=$k8sbin:$PATH
+
+NODES=${NODES:-1}
+BRIDGE=listener0
+# The host on the cluster network: the API server's address, and node 1's.
+HOST_IP=10.88.0.1
+# The host's address on the subnet of nodes 2..N (10.88.1.i), their gateway.
+NODES_GW=10.88.1.1
+# Node 1's pods get .2–.239 of 10.88.0.0/24; .240–.254 are never given out, so
+# tests can play a load balancer with those addresses (test/e2e).
+POD_RANGE_END=10.88.0.239
+# Every pod and node address: kube-proxy's cluster CIDR.
+CLUSTER_CIDR=10.88.0.0/17
+SERVICE_CIDR=10.88.128.0/20
+SERVICE_IP=10.88.128.1
+# Every kubelet's cluster domain and DNS address (pods' resolv.conf: search
+# <ns>.svc.$CLUSTER_DOMAIN svc.$CLUSTER_DOMAIN $CLUSTER_DOMAIN). No DNS server
+# runs; the address is the one pods were given anyway. `make e2e` sets a
+# domain other than cluster.local, which the operator must detect.
+CLUSTER_DOMAIN=${CLUSTER_DOMAIN:-cluster.local}
+CLUSTER_DNS=${CLUSTER_DNS:-$HOST_IP}
+APISERVER=https://$HOST_IP:6443
+ETCD_URL=http://127.0.0.1:23790
+KUBECONFIG_OUT=$work/kubeconfig
+# Every kubelet's root directory has this path in its node's mount namespace:
+# the CSI node DaemonSet's hostPaths are the same on every node.
+KUBELET_DIR=$work/kubelet
+ISOLATION_CHAIN=LISTENER-LOCAL-ISOLATION
+# Lines of /etc/hosts this cluster adds end with this marker; down removes them.
+HOSTS_MARK="# listener-operator local cluster"
+
+# Images the cluster runs, all built here. The operator's manifests are pointed
+# at these names by the overlay in hack/cluster/deploy.
+IMG_PAUSE=localhost/pause:dev
+IMG_OPERATOR=docker.io/library/listener-operator:dev
+IMG_PROVISIONER=localhost/csi-provisioner:v6.3.0
+IMG_REGISTRAR=localhost/csi-node-driver-registrar:dev
+IMG_DEMO=localhost/listener-demo:dev
+
+# sysctls changed by this script, kubelet or kube-proxy; restored by `down`.
+SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
+  vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.conf.all.route_localnet
+  net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established
+  net.netfilter.nf_conntrack_tcp_timeout_close_wait)
+# Host paths containerd/kubelet create outside the work dir; removed by `down`
+# only if they did not exist before `up`.
+HOST_PATHS=(/run/containerd /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/netns
+  /var/lib/containerd /opt/containerd /usr/libexec/kubernetes)
+
+# The namespace of the operator this cluster deploys (hack/cluster/deploy).
+OPERATOR_NS=listener-operator
+
+t0=$SECONDS
+say() { printf '>> [%3ds] %s\n' $((SECONDS - t0)) "$*" >&2; }
+die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
+
+kc() { kubectl --kubeconfig "$KUBECONFIG_OUT" "$@"; }
