@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // annotationLastApplied is kubectl's copy of the whole applied object; no
@@ -41,7 +41,7 @@ func Webhooks() cache.Options {
 // there), spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
 // nothing writes a claim back from the cache.
 //
-// A claim that is not a listener claim (validation.IsListenerClaim) keeps
+// A claim that is not a listener claim (claims.Requested) keeps
 // only its name, namespace, UID, resourceVersion and storage class: enough
 // for the pod webhook to know it exists and is not a listener claim, which
 // is all anything asks of it. Its labels, annotations (kubectl's
@@ -51,7 +51,7 @@ func TrimClaim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if !validation.IsListenerClaim(c.Annotations, c.Spec.StorageClassName) {
+	if !claims.Requested(c.Annotations, c.Spec.StorageClassName) {
 		out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta)}
 		out.Spec.StorageClassName = c.Spec.StorageClassName
 		return out, nil
@@ -136,7 +136,7 @@ func operatorAnnotations(in map[string]string) map[string]string {
 func podLabelsRead(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		if strings.HasPrefix(k, operatorAnnotationPrefix) || strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) || k == v1alpha1.LabelStatefulSetPodName {
+		if PodLabelKept(k) {
 			if out == nil {
 				out = make(map[string]string, 4)
 			}
@@ -144,6 +144,12 @@ func podLabelsRead(in map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// PodLabelKept reports whether the reconcilers' cache keeps a pod label of
+// key k (TrimPod): the operator's own labels and the StatefulSet pod name.
+func PodLabelKept(k string) bool {
+	return strings.HasPrefix(k, operatorAnnotationPrefix) || strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) || k == v1alpha1.LabelStatefulSetPodName
 }
 
 // operatorAnnotationPrefix is the prefix of the operator's annotations.

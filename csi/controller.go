@@ -65,14 +65,14 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err := s.live.Get(ctx, claimKey, claim); err != nil {
 		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", claimKey))
 	}
-	ref, err := listenerOfClaim(claim)
+	ref, err := listenerOfClaim(claim, nil)
 	if err != nil {
 		return nil, err
 	}
 	className := ref.Class
-	if className == "" {
+	if !ref.Own {
 		listener := &v1alpha1.Listener{}
-		key := client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}
+		key := client.ObjectKey{Namespace: claim.Namespace, Name: ref.Listener}
 		if err := s.reader.Get(ctx, key, listener); err != nil {
 			return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("listener %s (named by claim %s)", key, claimKey))
 		}
@@ -92,9 +92,9 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		VolumeContext: map[string]string{
 			ContextClaimNamespace: claim.Namespace,
 			ContextClaimName:      claim.Name,
-			ContextListenerName:   ref.Name,
+			ContextListenerName:   ref.Listener,
 			ContextClaimUID:       string(claim.UID),
-			ContextPerClaim:       strconv.FormatBool(ref.Class != ""),
+			ContextPerClaim:       strconv.FormatBool(ref.Own),
 		},
 	}
 	if class.Spec.IsPinned() {

@@ -179,11 +179,11 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 		if err := s.live.Get(ctx, ref.claim, claim); err != nil {
 			return volumeRef{}, apiError(ctx, err, codes.NotFound, fmt.Sprintf("PersistentVolumeClaim %s", ref.claim))
 		}
-		cl, err := listenerOfClaim(claim)
+		cl, err := listenerOfClaim(claim, nil)
 		if err != nil {
 			return volumeRef{}, err
 		}
-		ref.claimUID, ref.perClaim = claim.UID, cl.Class != ""
+		ref.claimUID, ref.perClaim = claim.UID, cl.Own
 		return ref, nil
 	}
 	pv := &corev1.PersistentVolume{}
@@ -204,15 +204,15 @@ func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[st
 	if uid := pv.Spec.ClaimRef.UID; uid != "" && uid != claim.UID {
 		return volumeRef{}, status.Errorf(codes.Unavailable, "PersistentVolume %s is bound to an earlier claim %s (uid %s): waiting for it to be released", volumeID, claimKey, uid)
 	}
-	cl, err := listenerOfClaim(claim)
+	cl, err := listenerOfClaim(claim, pv)
 	if err != nil {
 		return volumeRef{}, err
 	}
 	return volumeRef{
-		listener: client.ObjectKey{Namespace: claim.Namespace, Name: cl.Name},
+		listener: client.ObjectKey{Namespace: claim.Namespace, Name: cl.Listener},
 		claim:    claimKey,
 		claimUID: claim.UID,
-		perClaim: cl.Class != "",
+		perClaim: cl.Own,
 		volumeID: pv.Name,
 	}, nil
 }

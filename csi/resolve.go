@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
-	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -31,30 +31,19 @@ const (
 	ContextPerClaim = "listeners.stackable.tech/per-claim-listener"
 )
 
-// claimListener is the Listener a claim's volume publishes: the one named by
-// the listener-name annotation, or the per-claim Listener that the
-// reconciler creates for a claim with a listener-class annotation.
-type claimListener struct {
-	// Name is the Listener's name, in the claim's namespace.
-	Name string
-	// Class is the class named by the claim; empty when the claim names a
-	// Listener (whose spec then decides the class).
-	Class string
-}
-
-// listenerOfClaim reads the claim's listener annotations. listener-name
-// wins when both are set (the webhook refuses such claims; older ones may
-// exist).
-func listenerOfClaim(claim *corev1.PersistentVolumeClaim) (claimListener, error) {
-	if name := claim.Annotations[v1alpha1.AnnotationListenerName]; name != "" {
-		return claimListener{Name: name}, nil
+// listenerOfClaim is the Listener a claim's volume publishes
+// (claims.Of): the one named by the listener-name annotation, or the
+// per-claim Listener that the reconciler creates for a claim with a
+// listener-class annotation; once bound to pv (nil: not yet), the one
+// recorded on the volume (claims.Bound). A claim that uses none is refused
+// with FailedPrecondition saying what to fix. The caller (csi-provisioner,
+// kubelet) asks only about volumes of this driver's storage class.
+func listenerOfClaim(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) (claims.Use, error) {
+	use := claims.Bound(claim, claims.Of(claim.Name, claim.Annotations), pv)
+	if use.Listener == "" {
+		return use, status.Errorf(codes.FailedPrecondition, "PersistentVolumeClaim %s/%s %s", claim.Namespace, claim.Name, use.Problem)
 	}
-	if class := claim.Annotations[v1alpha1.AnnotationListenerClass]; class != "" {
-		return claimListener{Name: names.ClaimListenerName(claim.Name), Class: class}, nil
-	}
-	return claimListener{}, status.Errorf(codes.FailedPrecondition,
-		"PersistentVolumeClaim %s/%s has neither the %s nor the %s annotation: say which ListenerClass or Listener the volume is for",
-		claim.Namespace, claim.Name, v1alpha1.AnnotationListenerClass, v1alpha1.AnnotationListenerName)
+	return use, nil
 }
 
 // podAddresses is what a pod on node advertises for listener of class: its

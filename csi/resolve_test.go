@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -76,15 +77,15 @@ func TestListenerOfClaim(t *testing.T) {
 	claim := func(ann map[string]string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-0", Annotations: ann}}
 	}
-	got, err := listenerOfClaim(claim(map[string]string{v1alpha1.AnnotationListenerClass: "external"}))
-	if err != nil || got != (claimListener{Name: "data-0", Class: "external"}) {
+	got, err := listenerOfClaim(claim(map[string]string{v1alpha1.AnnotationListenerClass: "external"}), nil)
+	if err != nil || got != (claims.Use{Listener: "data-0", Own: true, Class: "external"}) {
 		t.Errorf("class claim: %+v, %v; want the per-claim listener data-0 of class external", got, err)
 	}
-	got, err = listenerOfClaim(claim(map[string]string{v1alpha1.AnnotationListenerName: "shared", v1alpha1.AnnotationListenerClass: "external"}))
-	if err != nil || got != (claimListener{Name: "shared"}) {
+	got, err = listenerOfClaim(claim(map[string]string{v1alpha1.AnnotationListenerName: "shared", v1alpha1.AnnotationListenerClass: "external"}), nil)
+	if err != nil || got != (claims.Use{Listener: "shared"}) {
 		t.Errorf("claim naming a listener: %+v, %v; want listener shared", got, err)
 	}
-	_, err = listenerOfClaim(claim(nil))
+	_, err = listenerOfClaim(claim(nil), nil)
 	wantCode(t, err, codes.FailedPrecondition, "ns/data-0 has neither")
 }
 

@@ -1,25 +1,16 @@
 package reconcile
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -33,77 +24,9 @@ import (
 // listener.stackable.tech/mnt.<Listener name>=true (names.PodSelectorLabel),
 // which the pod reconciler adds to every pod of a listener volume. Switching
 // the selector before every pod carries our label would drop those pods out
-// of the endpoints, so the switch waits: label first (labelSelectedPods,
-// besides the pod reconciler), switch second.
-
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;patch
-
-// errTakeoverPending says the Service still selects pods by another
-// operator's label that not all of them carry ours yet: reconcile again
-// after the Listener's takeover backoff (takeoverBackoff.after).
-var errTakeoverPending = errors.New("waiting for the pods the Service selects to carry this operator's selector label")
-
-// takeoverRecheck is the first wait of a Listener whose Service still has a
-// foreign selector. The pod reconciler labels pods within moments, and label
-// changes on pods do not wake the Listener controller. Each further wait
-// doubles, up to takeoverMaxRecheck: a tenant whose Service can never
-// switch (extra selector labels its pods lack) costs one live LIST of pods
-// every few minutes, not every 2 s forever.
-const (
-	takeoverRecheck    = 2 * time.Second
-	takeoverMaxRecheck = 5 * time.Minute
-)
-
-// EventTakeoverPending is recorded on a Listener each time its Service's
-// switch to the operator's selector has to wait again.
-const EventTakeoverPending = "TakeoverPending"
-
-// takeoverDelay is the wait after attempts earlier waits: takeoverRecheck
-// doubled each time, capped at takeoverMaxRecheck.
-func takeoverDelay(attempts int) time.Duration {
-	d := takeoverRecheck
-	for range attempts {
-		if d >= takeoverMaxRecheck/2 {
-			return takeoverMaxRecheck
-		}
-		d *= 2
-	}
-	return d
-}
-
-// takeoverBackoff counts, per Listener, the takeover waits since its last
-// progress. Entries go when the switch happens, the Listener no longer
-// needs one, or it is deleted.
-type takeoverBackoff struct {
-	mu       sync.Mutex
-	attempts map[types.NamespacedName]int
-}
-
-// wait records one more wait for key and returns how long it is.
-func (b *takeoverBackoff) wait(key types.NamespacedName) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.attempts == nil {
-		b.attempts = map[types.NamespacedName]int{}
-	}
-	d := takeoverDelay(b.attempts[key])
-	b.attempts[key]++
-	return d
-}
-
-// after is the current wait of key (the one wait last returned).
-func (b *takeoverBackoff) after(key types.NamespacedName) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return takeoverDelay(max(b.attempts[key]-1, 0))
-}
-
-// forget drops key's count.
-func (b *takeoverBackoff) forget(key types.NamespacedName) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.attempts, key)
-}
+// of the endpoints, so the switch waits: label first, switch second. The
+// takeover controller (takeover.go) does both; the Listener controller
+// leaves the selector alone meanwhile (leaveForeignSelector).
 
 // lackingLabels are the labels of want (key=value) that labels lacks.
 func lackingLabels(want, labels map[string]string) []string {
@@ -166,89 +89,6 @@ func wantedSelector(want *unstructured.Unstructured) (map[string]string, error) 
 	return sel, nil
 }
 
-// takeOverSelector makes the switch from a foreign selector gapless. While
-// some pod the existing selector matches lacks the operator's label, want
-// keeps the existing selector (the rest of the Service is still applied) and
-// errTakeoverPending is returned. Once all carry it, the existing selector
-// is replaced with exactly the wanted one, guarded by the resourceVersion
-// the decision was made on (a pod labelled or a selector changed since is
-// looked at again first).
-//
-// Each wait is longer than the one before (takeoverBackoff) and recorded as
-// an event on the Listener l that says which pod lacks which labels.
-func (r *listenerReconciler) takeOverSelector(ctx context.Context, l *v1alpha1.Listener, existing *corev1.Service, want *unstructured.Unstructured) error {
-	key := client.ObjectKeyFromObject(l)
-	if existing == nil {
-		r.takeover.forget(key)
-		return nil
-	}
-	sel, err := wantedSelector(want)
-	if err != nil {
-		return err
-	}
-	if len(foreignSelectorKeys(existing.Spec.Selector, sel)) == 0 {
-		r.takeover.forget(key)
-		return nil
-	}
-	var pods corev1.PodList
-	if err := r.live.List(ctx, &pods, client.InNamespace(existing.Namespace), client.MatchingLabels(existing.Spec.Selector)); err != nil {
-		return fmt.Errorf("list pods selected by service %s/%s: %w", existing.Namespace, existing.Name, err)
-	}
-	if waiting := waitingPod(sel, pods.Items); waiting != nil {
-		log.FromContext(ctx).V(1).Info("service keeps its foreign selector until its pods carry ours", "service", existing.Name, "pod", waiting.Name)
-		missing := lackingLabels(sel, waiting.Labels)
-		if err := r.labelSelectedPods(ctx, sel, pods.Items); err != nil {
-			return err
-		}
-		if err := keepSelector(want, existing.Spec.Selector); err != nil {
-			return err
-		}
-		delay := r.takeover.wait(key)
-		r.recorder.Eventf(l, existing, corev1.EventTypeWarning, EventTakeoverPending, "Adopt",
-			"Service %s keeps selecting pods by another operator's label until every pod it selects matches %v; pod %s lacks %s (the operator adds only its own listener labels: add the others to the pod, e.g. spec.extraPodSelectorLabels the pods do not carry); looking again in %s",
-			existing.Name, sel, waiting.Name, strings.Join(missing, ", "), delay)
-		return errTakeoverPending
-	}
-	r.takeover.forget(key)
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/resourceVersion", "value": existing.ResourceVersion},
-		{"op": "replace", "path": "/spec/selector", "value": sel},
-	})
-	if err != nil {
-		return fmt.Errorf("build selector patch for service %s/%s: %w", existing.Namespace, existing.Name, err)
-	}
-	err = r.client.Patch(ctx, existing, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-	if countWrite(controllerListener, "Service", "patch", err) != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return errRetrySoon // the Service changed since it was read
-		}
-		return fmt.Errorf("switch selector of service %s/%s: %w", existing.Namespace, existing.Name, err)
-	}
-	r.recorder.Eventf(existing, nil, corev1.EventTypeNormal, EventServiceAdopted, "Adopt",
-		"Switched the selector of Service %s to %v: every pod it selected carries that label", existing.Name, sel)
-	return nil
-}
-
-// labelSelectedPods adds the operator's selector labels to the pods the
-// foreign selector matches that lack them. The pod reconciler does the same
-// for every pod of a listener volume, but its cache may not hold pods
-// admitted before this operator was installed; the pods a Service of this
-// Listener selects are this Listener's by definition (the other operator's
-// node plugin labelled them when it published their volume). The merge
-// patch names only those labels.
-func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[string]string, pods []corev1.Pod) error {
-	for i := range pods {
-		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if err := addPodLabels(ctx, r.client, controllerListener, p, takeoverLabels(sel, p.Labels)); err != nil {
-			return fmt.Errorf("label pod %s/%s for the takeover of its Service: %w", p.Namespace, p.Name, err)
-		}
-	}
-	return nil
-}
-
 // takeoverLabels are the labels a pod with labels has to get before a
 // Service may switch to selector sel: the operator's own selector labels it
 // lacks, and the listener-volume label, so that the reconcilers' cache holds
@@ -256,29 +96,31 @@ func (r *listenerReconciler) labelSelectedPods(ctx context.Context, sel map[stri
 // pod name, the ones a Listener's extraPodSelectorLabels name) are not the
 // operator's to write, and the pod label policy refuses them.
 func takeoverLabels(sel, labels map[string]string) map[string]string {
-	missing := map[string]string{}
-	for k, v := range sel {
-		if strings.HasPrefix(k, v1alpha1.PodSelectorLabelPrefix) && labels[k] != v {
-			missing[k] = v
-		}
-	}
-	if labels[v1alpha1.LabelListenerVolume] != "true" {
-		missing[v1alpha1.LabelListenerVolume] = "true"
-	}
-	return missing
+	return claims.Missing(claims.SelectorPodLabels(sel), labels)
 }
 
 // EventServiceAdopted is recorded when a Service made by another operator
 // switches to this operator's pod selector.
 const EventServiceAdopted = "ServiceAdopted"
 
-// keepSelector replaces the selector in the Service the operator applies,
-// and the hash that records what was applied, so that the switch later is
-// seen as a change.
-func keepSelector(want *unstructured.Unstructured, selector map[string]string) error {
-	if err := unstructured.SetNestedStringMap(want.Object, maps.Clone(selector), "spec", "selector"); err != nil {
-		return fmt.Errorf("keep selector of service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
+// leaveForeignSelector leaves the selector out of the Service the Listener
+// controller applies while the existing Service still selects pods by
+// another operator's label (the takeover controller switches it, once every
+// pod carries the operator's labels), and hashes what is left, so that the
+// switch later is seen as a change. An apply without the selector leaves it
+// to the manager that set it.
+func leaveForeignSelector(want *unstructured.Unstructured, existing *corev1.Service) error {
+	if existing == nil {
+		return nil
 	}
+	sel, err := wantedSelector(want)
+	if err != nil {
+		return err
+	}
+	if len(foreignSelectorKeys(existing.Spec.Selector, sel)) == 0 {
+		return nil
+	}
+	unstructured.RemoveNestedField(want.Object, "spec", "selector")
 	ann := want.GetAnnotations()
 	delete(ann, AnnotationServiceHash)
 	want.SetAnnotations(ann)

@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -334,30 +336,45 @@ func changed(l *v1alpha1.Listener, cond *metav1.Condition) bool {
 	return old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message || old.ObservedGeneration != l.Generation
 }
 
+// CertificateStatusFieldManager is the field manager of the condition the
+// certificate controller writes on Listeners (server-side apply), distinct
+// from the Listener controller's, which leaves it alone.
+const CertificateStatusFieldManager = v1alpha1.FieldManager + "-certificate"
+
 // withCondition writes the Listener's CertificateManaged condition (nil
-// removes it) when it changed, and returns res; a write that lost a race
-// looks again shortly. The Listener reconciler keeps conditions it does
-// not own, so the two writers do not undo each other.
+// removes it) when it changed, and returns res. It is a server-side apply
+// of that condition alone under CertificateStatusFieldManager: the Listener
+// controller's fields and conditions are left as they are, and neither
+// writer has to retry on the other's write.
 func (r *certificateReconciler) withCondition(ctx context.Context, l *v1alpha1.Listener, cond *metav1.Condition, res ctrl.Result) (ctrl.Result, error) {
 	if !changed(l, cond) {
 		return res, nil
 	}
-	updated := l.DeepCopy()
-	if cond == nil {
-		meta.RemoveStatusCondition(&updated.Status.Conditions, v1alpha1.ConditionCertificateManaged)
-	} else {
-		cond.ObservedGeneration = l.Generation
-		meta.SetStatusCondition(&updated.Status.Conditions, *cond)
-	}
-	err := r.client.Status().Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
-	if countWrite(controllerCertificate, "Listener", "update-status", err) != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return ctrl.Result{}, nil
-		case apierrors.IsConflict(err):
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	status := map[string]any{}
+	if cond != nil {
+		c := *cond
+		c.ObservedGeneration, c.LastTransitionTime = l.Generation, metav1.NewTime(r.now())
+		if old := meta.FindStatusCondition(l.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
 		}
-		return ctrl.Result{}, fmt.Errorf("update condition %s of listener %s/%s: %w", v1alpha1.ConditionCertificateManaged, l.Namespace, l.Name, err)
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("condition of listener %s/%s: %w", l.Namespace, l.Name, err)
+		}
+		status["conditions"] = []any{u}
+	}
+	// An apply without the condition removes the one this manager wrote.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
+		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
+		"status":   status,
+	}}
+	err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(CertificateStatusFieldManager), client.ForceOwnership)
+	if countWrite(controllerCertificate, "Listener", "patch-status", err) != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("apply condition %s of listener %s/%s: %w", v1alpha1.ConditionCertificateManaged, l.Namespace, l.Name, err)
 	}
 	return res, nil
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	listenerports "github.com/listener-operator/listener-operator/api/ports"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -30,6 +31,9 @@ const (
 	EventListenerUpdated = "ListenerUpdated"
 	EventForeignListener = "ForeignListener"
 	EventListenerAdopted = "ListenerAdopted"
+	// EventNoListener says a listener claim uses no Listener: it names
+	// neither a class nor a Listener, or an empty class (claims.Of).
+	EventNoListener = "NoListener"
 	// EventBindingKept says a bound claim's listener annotations changed
 	// (while the webhooks were down): the volume keeps its Listener.
 	EventBindingKept = "ListenerBindingKept"
@@ -71,14 +75,21 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.client.Get(ctx, req.NamespacedName, pvc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !pvc.DeletionTimestamp.IsZero() || !isListenerClaim(pvc) {
+	use, ok := claims.OfClaim(pvc)
+	if !pvc.DeletionTimestamp.IsZero() || !ok {
 		return ctrl.Result{}, nil
 	}
 	bound, err := r.keepBinding(ctx, pvc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !wantsOwnListener(pvc) {
+	if use.Problem != "" {
+		// Admission refuses such a claim; it got in while the webhooks
+		// were down.
+		r.recorder.Eventf(pvc, nil, corev1.EventTypeWarning, EventNoListener, "Reconcile", "PersistentVolumeClaim %s %s", pvc.Name, use.Problem)
+		return ctrl.Result{}, nil
+	}
+	if !use.Own {
 		return ctrl.Result{}, nil
 	}
 	var pods corev1.PodList
@@ -88,11 +99,11 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	ports := listenerports.FromPods(pods.Items)
 
 	existing := &v1alpha1.Listener{}
-	key := types.NamespacedName{Namespace: pvc.Namespace, Name: names.ClaimListenerName(pvc.Name)}
+	key := types.NamespacedName{Namespace: pvc.Namespace, Name: use.Listener}
 	err = r.client.Get(ctx, key, existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		l := claimListenerObject(pvc, ports)
+		l := claimListenerObject(pvc, use, ports)
 		err := r.client.Create(ctx, l, client.FieldOwner(v1alpha1.FieldManager))
 		if countWrite(controllerClaim, "Listener", "create", err) != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -134,7 +145,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			}
 		}
 	}
-	want := claimListenerObject(pvc, ports)
+	want := claimListenerObject(pvc, use, ports)
 	if bound != "" && metav1.IsControlledBy(existing, pvc) && existing.Spec.ClassName != nil && *existing.Spec.ClassName != "" {
 		// The volume was provisioned for the Listener of this class; a
 		// class annotation changed since (the webhook refuses that on a
@@ -185,20 +196,10 @@ func boundVolume(ctx context.Context, c client.Reader, pvc *corev1.PersistentVol
 		}
 		return nil, fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
 	}
-	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
+	if !claims.IsVolumeOf(pvc, pv) {
 		return nil, nil
 	}
 	return pv, nil
-}
-
-// boundListener is the Listener recorded on the volume of a bound claim
-// (v1alpha1.LabelVolumeListener), or "".
-func boundListener(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim) (string, error) {
-	pv, err := boundVolume(ctx, c, pvc)
-	if pv == nil || err != nil {
-		return "", err
-	}
-	return pv.Labels[v1alpha1.LabelVolumeListener], nil
 }
 
 // keepBinding records, on the volume of a bound claim, the Listener it was
@@ -242,19 +243,19 @@ func handedOver(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
 		l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name
 }
 
-// claimListenerObject is the Listener a claim asks for.
+// claimListenerObject is the claim's own Listener (use: claims.Of).
 // A claim made from an annotated StatefulSet claim template gets a Listener
-// that selects its pod by name (names.StatefulSetPodOfClaim); the
+// that selects its pod by name (claims.StatefulSetPod); the
 // annotation is set when the Listener is created and never changed, so that
 // the Service's selector never switches under running pods.
-func claimListenerObject(pvc *corev1.PersistentVolumeClaim, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
+func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
 	var ann map[string]string
-	if pod := names.StatefulSetPodOfClaim(pvc.Name, pvc.Annotations); pod != "" {
+	if pod := claims.StatefulSetPod(pvc.Name, pvc.Annotations); pod != "" {
 		ann = map[string]string{v1alpha1.AnnotationStatefulSetPod: pod}
 	}
 	return &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        names.ClaimListenerName(pvc.Name),
+			Name:        use.Listener,
 			Namespace:   pvc.Namespace,
 			Labels:      maps.Clone(pvc.Labels),
 			Annotations: ann,
@@ -268,7 +269,7 @@ func claimListenerObject(pvc *corev1.PersistentVolumeClaim, ports []v1alpha1.Lis
 			}},
 		},
 		Spec: v1alpha1.ListenerSpec{
-			ClassName: ptr.To(pvc.Annotations[v1alpha1.AnnotationListenerClass]),
+			ClassName: ptr.To(use.Class),
 			Ports:     ports,
 		},
 	}

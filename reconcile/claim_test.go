@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -267,5 +268,36 @@ func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
 	})
 	if v, ok := p.Labels[names.PodSelectorLabel(own.Name)]; ok {
 		t.Errorf("pod labelled %s=%s for a Listener that selects it by name", names.PodSelectorLabel(own.Name), v)
+	}
+}
+
+// TestClaimWithEmptyClassGetsNoListener: a listener claim with an empty
+// listener-class (admission refuses it; it got in while the webhooks were
+// down) gets no Listener, and the claim says why and how to fix it; once
+// it names a class, it gets its Listener.
+func TestClaimWithEmptyClassGetsNoListener(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	pvc := listenerClaim(ns, "empty", map[string]string{v1alpha1.AnnotationListenerClass: ""})
+	testenv.Create(t, ctx, c, pvc)
+	ev := waitEvent(t, ctx, c, ns, "empty", EventNoListener)
+	for _, want := range []string{"empty listeners.stackable.tech/listener-class annotation", "kubectl annotate --overwrite pvc empty listeners.stackable.tech/listener-class=<class>"} {
+		if !strings.Contains(ev.Note, want) {
+			t.Errorf("event note %q lacks %q", ev.Note, want)
+		}
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "empty"}, &v1alpha1.Listener{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a claim with an empty class got a Listener: err %v", err)
+	}
+
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationListenerClass, class.Name)
+	if err := c.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ctx, c, ns, "empty", EventListenerCreated)
+	l := &v1alpha1.Listener{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "empty"}, l); err != nil || ptr.Deref(l.Spec.ClassName, "") != class.Name {
+		t.Errorf("after naming class %s: Listener %+v, err %v", class.Name, l.Spec, err)
 	}
 }

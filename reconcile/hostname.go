@@ -31,7 +31,7 @@ func (r *listenerReconciler) withAddressFeatures(st v1alpha1.ListenerStatus, l *
 	if cond != nil && cond.Status == metav1.ConditionFalse && (old == nil || old.Status != cond.Status || old.Message != cond.Message) {
 		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, EventHostnameTooLong, "Reconcile", "%s", cond.Message)
 	}
-	st.Conditions = withFeatureCondition(l.Status.Conditions, v1alpha1.ConditionHostnamePublished, cond)
+	st.Conditions = withFeatureCondition(ownedStatus(l.Status).Conditions, v1alpha1.ConditionHostnamePublished, cond)
 	return st
 }
 
@@ -66,9 +66,10 @@ func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) *met
 	return cond
 }
 
-// withFeatureCondition returns a copy of conds with the condition of type
-// typ set to cond, or removed when cond is nil; never nil, so that the
-// status write takes it (withCondition).
+// withFeatureCondition returns a copy of conds (the Listener controller's
+// own conditions) with the condition of type typ set to cond, or removed
+// when cond is nil; never nil, so that the status write takes it
+// (withCondition).
 func withFeatureCondition(conds []metav1.Condition, typ string, cond *metav1.Condition) []metav1.Condition {
 	out := slices.Clone(conds)
 	if out == nil {

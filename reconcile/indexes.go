@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -19,8 +20,10 @@ import (
 const (
 	// indexListenerClass: Listeners by spec.className.
 	indexListenerClass = "spec.className"
-	// indexListenerService: Listeners by the name of their Service.
-	indexListenerService = "status.serviceName"
+	// indexListenerServiceName: Listeners by status.serviceName, the
+	// Service they publish, and by the name their Service gets
+	// (names.ServiceName), which a Listener not yet published waits for.
+	indexListenerServiceName = "status.serviceName"
 	// indexServiceOwner: Services by the name of the Listener that controls them.
 	indexServiceOwner = "listener.controller"
 	// indexSliceService: EndpointSlices by the Service they belong to.
@@ -48,8 +51,8 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 			}
 			return nil
 		}},
-		{&v1alpha1.Listener{}, indexListenerService, func(o client.Object) []string {
-			return []string{names.ServiceName(o.GetName())}
+		{&v1alpha1.Listener{}, indexListenerServiceName, func(o client.Object) []string {
+			return listenerServiceNames(o.(*v1alpha1.Listener))
 		}},
 		{&corev1.Service{}, indexServiceOwner, func(o client.Object) []string {
 			if owner := controlledByListener(o); owner != "" {
@@ -84,28 +87,20 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
-// isListenerClaim reports whether a claim is for a listener volume.
-func isListenerClaim(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName == v1alpha1.StorageClassName
+// listenerServiceNames are the Service names a Listener is found by: the
+// one its status publishes and the one it would get (they differ only when
+// the naming changed, or before the first status).
+func listenerServiceNames(l *v1alpha1.Listener) []string {
+	own := names.ServiceName(l.Name)
+	if s := l.Status.ServiceName; s != "" && s != own {
+		return []string{s, own}
+	}
+	return []string{own}
 }
 
-// claimListener is the Listener a listener claim uses: the one it names, or
-// its own per-claim Listener when it asks for a class.
+// claimListener is the Listener a listener claim uses (claims.OfClaim):
+// false when it is not a listener claim or uses none.
 func claimListener(pvc *corev1.PersistentVolumeClaim) (string, bool) {
-	if !isListenerClaim(pvc) {
-		return "", false
-	}
-	if name := pvc.Annotations[v1alpha1.AnnotationListenerName]; name != "" {
-		return name, true
-	}
-	if _, ok := pvc.Annotations[v1alpha1.AnnotationListenerClass]; ok {
-		return names.ClaimListenerName(pvc.Name), true
-	}
-	return "", false
-}
-
-// wantsOwnListener reports whether a claim gets a Listener of its own.
-func wantsOwnListener(pvc *corev1.PersistentVolumeClaim) bool {
-	_, hasClass := pvc.Annotations[v1alpha1.AnnotationListenerClass]
-	return isListenerClaim(pvc) && hasClass && pvc.Annotations[v1alpha1.AnnotationListenerName] == ""
+	use, ok := claims.OfClaim(pvc)
+	return use.Listener, ok && use.Listener != ""
 }

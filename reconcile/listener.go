@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,7 +65,6 @@ func portlessMessage(listener, claim string) string {
 }
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
-// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=update
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
@@ -73,7 +73,9 @@ func portlessMessage(listener, claim string) string {
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// listenerReconciler keeps a Listener's Service and status.
+// listenerReconciler keeps a Listener's Service and status. It never
+// writes pods: the takeover of another operator's Services is the takeover
+// controller's (takeover.go).
 type listenerReconciler struct {
 	client   client.Client // reads from the cache
 	live     client.Reader // reads from the API server
@@ -81,8 +83,6 @@ type listenerReconciler struct {
 	opts     Options
 	// written holds our status writes the cache has not shown yet.
 	written ownWrites
-	// takeover backs off Listeners whose Service waits to switch selectors.
-	takeover takeoverBackoff
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -91,92 +91,85 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
-			r.takeover.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !l.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if r.written.cacheBehind(req.NamespacedName, l.ResourceVersion, time.Now()) {
-		// Our last status write has not reached the cache: a status
-		// computed now would be compared with an older one.
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	st, v, err := r.reconcileService(ctx, l)
-	if errors.Is(err, errRetrySoon) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	takeover := errors.Is(err, errTakeoverPending) // st and v are valid
-	if takeover {
-		err = nil
-	}
+	// Our last status write may not have reached the cache yet.
+	l.Status = r.written.latest(req.NamespacedName, l.ResourceVersion, l.Status, time.Now())
+	o, err := r.reconcileService(ctx, l)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !v.ready && !v.unpublish {
-		st = keepPublished(l.Status, st)
+	if o.publish {
+		if err := r.publish(ctx, l, o); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	conflict, err := r.updateStatus(ctx, l, st, v)
-	if conflict {
-		// The cache has not caught up with a newer Listener (often our own
-		// last status write): look again once it has.
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	if err == nil && takeover {
-		return ctrl.Result{RequeueAfter: r.takeover.after(req.NamespacedName)}, nil
-	}
-	if err == nil && awaitsOthers(v) {
-		return ctrl.Result{RequeueAfter: awaitingRecheck}, nil
-	}
-	if err == nil && blockedOutsideCache(v) {
-		return ctrl.Result{RequeueAfter: foreignServiceRecheck}, nil
-	}
-	return ctrl.Result{}, err
-}
-
-// conflictRetry is how soon a reconcile that lost an optimistic-concurrency
-// race looks again.
-const conflictRetry = 50 * time.Millisecond
-
-// awaitingRecheck is how often a Listener that waits for other components
-// (endpoints, a load balancer) looks again on its own. Their events normally
-// wake it first; the recheck bounds the wait when one is missed, e.g. an
-// EndpointSlice event mapped while a new leader's Service cache still lagged
-// (seen in the leader-kill fault test: one of 200 Listeners stayed NoNodes
-// with a ready endpoint). It costs reads from the cache, and no write while
-// nothing changed.
-const awaitingRecheck = 30 * time.Second
-
-// awaitsOthers: the verdict waits for something other components provide,
-// not for a fix by the user.
-func awaitsOthers(v verdict) bool {
-	return !v.ready && (v.reason == v1alpha1.ReasonNoNodes || v.reason == v1alpha1.ReasonAwaitingLoadBalancer)
+	return o.result(), nil
 }
 
 // reconcileService brings the Listener's Service in line and computes the
 // status to publish. Problems with the user's objects become a verdict, not
 // an error: an error means "retry".
-func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerStatus, verdict, error) {
+func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.Listener) (outcome, error) {
 	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
 		// The user asked for no class: no Service, and no address stays
 		// published (status, PodListeners, the next volume publish).
 		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
-			return v1alpha1.ListenerStatus{}, verdict{}, err
+			return outcome{}, err
 		}
-		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
-			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}, nil
+		return judged(verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
+			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}), nil
 	}
+	class, end, err := r.classOf(ctx, l)
+	if err != nil || end != nil {
+		return ptr.Deref(end, outcome{}), err
+	}
+	// The class is policy, and one rule (overrides.Service) decides with the
+	// webhook what the overrides may change: what it refuses is left out
+	// of the Service, so exposure is never more than the class gives.
+	want, refused, err := desiredService(l, class)
+	if err != nil {
+		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
+	}
+	svc, end, err := r.ensureService(ctx, l, class, want, refused)
+	if err != nil || end != nil {
+		return ptr.Deref(end, outcome{}), err
+	}
+	var nodes []*corev1.Node
+	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
+		if nodes, err = r.servingNodes(ctx, l, svc.Name); err != nil {
+			return outcome{}, err
+		}
+	}
+	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	if len(refused) > 0 {
+		// The Service serves, but not as the Listener asked: say what was
+		// left out and how to fix it.
+		v = verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf(
+			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
+			svc.Name, class.Name, refused.ToAggregate().Error())}
+	}
+	return settled(r.withAddressFeatures(st, l, class), v), nil // hostname.go
+}
+
+// classOf reads the Listener's class and checks both. A problem with them
+// (a missing class, objects the webhooks would have refused) ends the
+// reconcile with the Listener's verdict (the outcome returned).
+func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, *outcome, error) {
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Only possible while the webhooks were down (the in-use guard
 			// refuses the delete, counting status.className): the Service
 			// stays as last made, and so do its addresses.
-			return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonClassNotFound,
-				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)}, nil
+			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonClassNotFound,
+				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)})), nil
 		}
-		return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+		return nil, nil, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 	}
 	// The webhooks refuse such objects at admission; these checks catch the
 	// ones admitted before the webhooks ran, or while they were down.
@@ -193,92 +186,80 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			case err == nil:
 				claim = c
 			case !apierrors.IsNotFound(err):
-				return v1alpha1.ListenerStatus{}, verdict{}, fmt.Errorf("get claim %s/%s of listener %s: %w", l.Namespace, owner.Name, l.Name, err)
+				return nil, nil, fmt.Errorf("get claim %s/%s of listener %s: %w", l.Namespace, owner.Name, l.Name, err)
 			}
 		}
 		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
 	}
 	if len(errs) > 0 {
-		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, nil
+		return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()})), nil
 	}
 	if len(l.Spec.Ports) == 0 {
-		return v1alpha1.ListenerStatus{}, portless(l), nil
+		return nil, ptr.To(judged(portless(l))), nil
 	}
-	// The class is policy, and one rule (overrides.Service) decides with the
-	// webhook what the overrides may change: what it refuses is left out
-	// of the Service, so exposure is never more than the class gives.
-	want, refused, err := desiredService(l, class)
-	if err != nil {
-		return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}, nil
-	}
+	return class, nil, nil
+}
+
+// ensureService makes the Listener's Service what want says (creating,
+// applying, deleting stale ones) and returns it. A problem the user has to
+// fix, or a cache found behind, ends the reconcile (the outcome returned).
+func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, refused field.ErrorList) (*corev1.Service, *outcome, error) {
 	svcName := want.GetName()
 	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
-		return v1alpha1.ListenerStatus{}, verdict{}, err
+		return nil, nil, err
 	}
-
 	svc, err := r.existingService(ctx, l.Namespace, svcName)
 	if err != nil {
-		return v1alpha1.ListenerStatus{}, verdict{}, err
+		return nil, nil, err
 	}
 	if svc != nil && !metav1.IsControlledBy(svc, l) {
-		return v1alpha1.ListenerStatus{}, foreignServiceVerdict(svcName), nil
+		return nil, ptr.To(judged(foreignServiceVerdict(svcName))), nil
 	}
-	// A Service another operator made selects pods its own way (adopt.go).
-	takeover := r.takeOverSelector(ctx, l, svc, want)
-	if takeover != nil && !errors.Is(takeover, errTakeoverPending) {
-		return v1alpha1.ListenerStatus{}, verdict{}, takeover
+	// A Service another operator made selects pods its own way: its
+	// selector stays until the takeover controller switches it (adopt.go).
+	if err := leaveForeignSelector(want, svc); err != nil {
+		return nil, nil, err
 	}
-	upToDate := false
 	if svc != nil {
-		if upToDate, err = serviceUpToDate(svc, want); err != nil {
-			return v1alpha1.ListenerStatus{}, verdict{}, err
+		upToDate, err := serviceUpToDate(svc, want)
+		if err != nil || upToDate {
+			return svc, nil, err
 		}
 	}
-	if !upToDate {
-		created := svc == nil
-		if created {
-			svc, err = r.createStickyService(ctx, l, class, want) // nodeports.go
-		} else {
-			svc, err = r.applyService(ctx, l, want, svc)
+	created := svc == nil
+	if created {
+		svc, err = r.createStickyService(ctx, l, class, want) // nodeports.go
+		if apierrors.IsAlreadyExists(err) {
+			svc, err = r.serviceOutsideCache(ctx, l, want) // servicecache.go
+			created = false
 		}
-		if err != nil {
-			if v, ok := asForeignService(err); ok {
-				return v1alpha1.ListenerStatus{}, v, nil
-			}
-			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-				// The API server rejected what the class and overrides make:
-				// retrying will not help until someone edits them.
-				return v1alpha1.ListenerStatus{}, verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)}, nil
-			}
-			return v1alpha1.ListenerStatus{}, verdict{}, err
+	} else {
+		svc, err = r.applyService(ctx, l, want, svc)
+	}
+	if err != nil {
+		if v, ok := asForeignService(err); ok {
+			return nil, ptr.To(judged(v)), nil
 		}
-		if created {
-			if svc, err = r.awaitAllocations(ctx, svc, class); err != nil {
-				return v1alpha1.ListenerStatus{}, verdict{}, err
-			}
+		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			// The API server rejected what the class and overrides make:
+			// retrying will not help until someone edits them.
+			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)})), nil
 		}
-		if len(refused) > 0 {
-			r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
-				"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
+		return nil, nil, err
+	}
+	if svc == nil {
+		return nil, ptr.To(cacheBehind()), nil
+	}
+	if created {
+		if svc, err = r.awaitAllocations(ctx, svc, class); err != nil {
+			return nil, nil, err
 		}
 	}
-
-	var nodes []*corev1.Node
-	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
-		if nodes, err = r.servingNodes(ctx, l, svcName); err != nil {
-			return v1alpha1.ListenerStatus{}, verdict{}, err
-		}
-	}
-	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
 	if len(refused) > 0 {
-		// The Service serves, but not as the Listener asked: say what was
-		// left out and how to fix it.
-		v = verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf(
-			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
-			svcName, class.Name, refused.ToAggregate().Error())}
+		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
+			"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
 	}
-	st = r.withAddressFeatures(st, l, class) // hostname.go
-	return st, v, takeover
+	return svc, nil, nil
 }
 
 // existingService reads the Service from the cache. A Service the cache has
@@ -296,10 +277,6 @@ func (r *listenerReconciler) existingService(ctx context.Context, namespace, nam
 	return svc, nil
 }
 
-// errRetrySoon says the cache is behind the API server: reconcile again
-// shortly instead of acting on what it shows.
-var errRetrySoon = errors.New("cache is behind the API server")
-
 // createService creates a new Service. Creating (not applying) fails if a
 // Service of that name exists that the cache has not seen yet, so a foreign
 // Service is never taken over through a lagging cache.
@@ -307,9 +284,8 @@ func (r *listenerReconciler) createService(ctx context.Context, l *v1alpha1.List
 	u := want.DeepCopy()
 	err := r.client.Create(ctx, u, client.FieldOwner(v1alpha1.FieldManager))
 	if countWrite(controllerListener, "Service", "create", err) != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return r.serviceOutsideCache(ctx, l, want)
-		}
+		// AlreadyExists (a Service the cache does not show) is decided by
+		// serviceOutsideCache.
 		return nil, fmt.Errorf("create service %s/%s for listener %s: %w", l.Namespace, want.GetName(), l.Name, err)
 	}
 	svc := &corev1.Service{}
@@ -334,7 +310,7 @@ func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Liste
 		err := r.client.Patch(ctx, existing.DeepCopy(), client.RawPatch(types.JSONPatchType, upgrade))
 		if countWrite(controllerListener, "Service", "patch", err) != nil {
 			if apierrors.IsConflict(err) {
-				return nil, errRetrySoon
+				return nil, nil
 			}
 			return nil, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", existing.Namespace, existing.Name, err)
 		}
@@ -461,44 +437,6 @@ func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Liste
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
-}
-
-// updateStatus writes the status when it changed, and tells the user (by an
-// event) when the Ready condition changed reason.
-func (r *listenerReconciler) updateStatus(ctx context.Context, l *v1alpha1.Listener, st v1alpha1.ListenerStatus, v verdict) (conflict bool, err error) {
-	st = withCondition(st, l.Status.Conditions, l.Generation, v)
-	if statusEqual(st, l.Status) {
-		return false, nil
-	}
-	var oldReason string
-	if old := findCondition(l.Status.Conditions, v1alpha1.ConditionReady); old != nil {
-		oldReason = old.Reason
-	}
-	updated := l.DeepCopy()
-	updated.Status = st
-	err = r.client.Status().Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
-	if err == nil {
-		r.written.wrote(client.ObjectKeyFromObject(l), updated.ResourceVersion, time.Now())
-	}
-	if countWrite(controllerListener, "Listener", "update-status", err) != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if apierrors.IsConflict(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("update status of listener %s/%s: %w", l.Namespace, l.Name, err)
-	}
-	// A Listener becoming ready for the first time already got a
-	// ServiceCreated event; every other change of reason is news.
-	if oldReason != v.reason && (oldReason != "" || !v.ready) {
-		typ := corev1.EventTypeWarning
-		if v.ready {
-			typ = corev1.EventTypeNormal
-		}
-		r.recorder.Eventf(l, nil, typ, v.reason, "Reconcile", "%s", v.message)
-	}
-	return false, nil
 }
 
 func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {

@@ -1,10 +1,12 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,10 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -30,10 +34,41 @@ var env *testenv.Env
 // operatorConfig is the restricted identity the manager runs as.
 var operatorConfig *rest.Config
 
+// leaderClient reads from the reconcilers' cache (as the controllers do).
+var leaderClient client.Client
+
+// reconciles counts the manager's reconciles, by controller and object.
+var reconciles reconcileCounts
+
+type reconcileCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *reconcileCounts) wrap(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
+	return crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+		c.mu.Lock()
+		if c.n == nil {
+			c.n = map[string]int{}
+		}
+		c.n[controller+"/"+req.String()]++
+		c.mu.Unlock()
+		return r.Reconcile(ctx, req)
+	})
+}
+
+// count is how many times controller reconciled key so far.
+func (c *reconcileCounts) count(controller string, key types.NamespacedName) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[controller+"/"+key.String()]
+}
+
 // testOptions are the controllers' options in tests: a cluster domain that
-// is not the default, to see it is used.
+// is not the default, to see it is used; every reconcile counted.
 func testOptions() Options {
 	o := DefaultOptions()
+	o.Wrap = reconciles.wrap
 	o.ClusterDomain = "example.test"
 	o.CreatePollInterval = 100 * time.Millisecond
 	o.CreateWaitDuration = 5 * time.Second
@@ -69,6 +104,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return nil, fmt.Errorf("reconcilers' cache: %w", err)
 			}
+			leaderClient = leader.GetClient()
 			return leader, SetupWithManager(leader, testOptions())
 		},
 	})

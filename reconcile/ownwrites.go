@@ -6,21 +6,25 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// ownWrites remembers, per object, the resourceVersion of the last status
-// the controller wrote, until its cache shows that version. Until then the
-// cached object is older than what the API server holds: comparing the
-// desired status with it could find them equal and skip a write the object
-// needs (a Listener marked ClassNotFound, then its class recreated before
-// the cache saw the ClassNotFound write, would stay ClassNotFound: no later
-// event wakes it, since status writes do not change the generation).
+// ownWrites remembers, per Listener, the status fields the controller last
+// wrote (ownedStatus, as the API server answered), until its cache shows
+// them. Until then the cached Listener is older than what the API server
+// holds: comparing the desired status with it could find them equal and
+// skip a write the Listener needs (a Listener marked ClassNotFound, then its
+// class recreated before the cache saw the ClassNotFound write, would stay
+// ClassNotFound: no later event wakes it, since status writes do not change
+// the generation). So the reconcile compares with the last write instead.
 //
-// A cache at a later resourceVersion (someone else wrote the object after
-// us: the certificate controller's condition, a user) has seen our write
-// too. Resource versions compare as integers on current API servers
-// (resourceversion.CompareResourceVersion); where they do not, a record
-// ends after ownWriteTTL.
+// Whether the cache has shown the write is told by comparing resource
+// versions (resourceversion.CompareResourceVersion):
+// a cached Listener at the written version or later (another writer's, e.g.
+// node loss applying its condition) is current, and nothing waits. Where
+// versions cannot be compared, the record ends when the cache shows the
+// written fields, or after ownWriteTTL.
 type ownWrites struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]ownWrite
@@ -28,6 +32,7 @@ type ownWrites struct {
 
 type ownWrite struct {
 	resourceVersion string
+	status          v1alpha1.ListenerStatus
 	at              time.Time
 }
 
@@ -35,35 +40,40 @@ type ownWrite struct {
 // record is dropped; informers deliver within milliseconds normally.
 const ownWriteTTL = 10 * time.Second
 
-// wrote records the resourceVersion the API server returned for our write.
-func (w *ownWrites) wrote(key types.NamespacedName, resourceVersion string, now time.Time) {
+// wrote records the fields of st the controller owns, as written at
+// resourceVersion.
+func (w *ownWrites) wrote(key types.NamespacedName, resourceVersion string, st v1alpha1.ListenerStatus, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[types.NamespacedName]ownWrite{}
 	}
-	w.pending[key] = ownWrite{resourceVersion: resourceVersion, at: now}
+	w.pending[key] = ownWrite{resourceVersion: resourceVersion, status: ownedStatus(st), at: now}
 }
 
-// cacheBehind says whether the cached object (of resourceVersion cached)
-// may predate our last write of it; it forgets records the cache has caught
-// up with, or that are older than ownWriteTTL.
-func (w *ownWrites) cacheBehind(key types.NamespacedName, cached string, now time.Time) bool {
+// latest is the status of the Listener as the API server holds it, as far
+// as the controller's own fields go: the cached one (at resourceVersion
+// cachedRV), with those fields of the last write while the cache has not
+// shown it. It forgets records the cache has caught up with.
+func (w *ownWrites) latest(key types.NamespacedName, cachedRV string, cached v1alpha1.ListenerStatus, now time.Time) v1alpha1.ListenerStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.pending[key]
 	if !ok {
-		return false
+		return cached
 	}
-	newer, err := resourceversion.CompareResourceVersion(cached, p.resourceVersion)
-	if (err == nil && newer >= 0) || p.resourceVersion == cached || now.Sub(p.at) > ownWriteTTL {
+	caughtUp := now.Sub(p.at) > ownWriteTTL || statusEqual(ownedStatus(cached), p.status)
+	if cmp, err := resourceversion.CompareResourceVersion(cachedRV, p.resourceVersion); err == nil {
+		caughtUp = cmp >= 0
+	}
+	if caughtUp {
 		delete(w.pending, key)
-		return false
+		return cached
 	}
-	return true
+	return withOwned(cached, p.status)
 }
 
-// forget drops the record of a deleted object.
+// forget drops the record of a deleted Listener.
 func (w *ownWrites) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

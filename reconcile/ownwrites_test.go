@@ -4,52 +4,68 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// TestOwnWrites: a cache that has not shown our last write is behind until
-// it shows that version or a later one, or until the record expires.
+// TestOwnWrites: while the cache is at a version before our last write, the
+// status compared with is that write (our fields; the other writers'
+// conditions as cached). A cache at that version or later, another writer's
+// included, is current. Versions that do not compare fall back to the
+// fields, or the record's expiry.
 func TestOwnWrites(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
 	other := types.NamespacedName{Namespace: "ns", Name: "other"}
 	t0 := time.Unix(1000, 0)
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady}
+	notFound := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonClassNotFound}
+	pinned := metav1.Condition{Type: "PinnedNodesAvailable", Status: metav1.ConditionTrue, Reason: "Available"}
+	before := v1alpha1.ListenerStatus{ServiceName: "web", Conditions: []metav1.Condition{ready}}
+	ours := v1alpha1.ListenerStatus{ServiceName: "web", Conditions: []metav1.Condition{notFound}}
 	for _, tc := range []struct {
-		name   string
-		key    types.NamespacedName
-		cached string
-		at     time.Time
-		want   bool
+		name     string
+		key      types.NamespacedName
+		cachedRV string
+		cached   v1alpha1.ListenerStatus
+		at       time.Time
+		want     v1alpha1.ListenerStatus
 	}{
-		{"never written", other, "5", t0, false},
-		{"cache still at the version before our write", key, "5", t0.Add(time.Second), true},
-		{"cache shows our write", key, "6", t0.Add(time.Second), false},
-		{"cache at another version after the record expired", key, "x7", t0.Add(ownWriteTTL + time.Second), false},
-		{"cache at a later version: someone wrote after us", key, "7", t0.Add(time.Second), false},
-		{"cache at a version that does not compare", key, "x7", t0.Add(time.Second), true},
+		{"never written", other, "5", before, t0, before},
+		{"cache still before our write", key, "5", before, t0.Add(time.Second), ours},
+		{"another writer's condition on the old cache is kept", key, "5",
+			v1alpha1.ListenerStatus{ServiceName: "web", Conditions: []metav1.Condition{ready, pinned}}, t0.Add(time.Second),
+			v1alpha1.ListenerStatus{ServiceName: "web", Conditions: []metav1.Condition{pinned, notFound}}},
+		{"cache shows our write", key, "6", ours, t0.Add(time.Second), ours},
+		{"another writer after ours", key, "7",
+			v1alpha1.ListenerStatus{ServiceName: "web", Conditions: []metav1.Condition{notFound, pinned}}, t0.Add(time.Second),
+			v1alpha1.ListenerStatus{ServiceName: "web", Conditions: []metav1.Condition{notFound, pinned}}},
+		{"someone else rewrote our fields after ours", key, "8", before, t0.Add(time.Second), before},
+		{"versions that do not compare: behind until the fields show", key, "x5", before, t0.Add(time.Second), ours},
+		{"versions that do not compare: the fields show", key, "x6", ours, t0.Add(time.Second), ours},
+		{"versions that do not compare: record expired", key, "x5", before, t0.Add(ownWriteTTL + time.Second), before},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w ownWrites
-			w.wrote(key, "6", t0)
-			if got := w.cacheBehind(tc.key, tc.cached, tc.at); got != tc.want {
-				t.Errorf("cacheBehind(%s, %q) = %v, want %v", tc.key, tc.cached, got, tc.want)
+			w.wrote(key, "6", ours, t0)
+			if got := w.latest(tc.key, tc.cachedRV, tc.cached, tc.at); !statusEqual(got, tc.want) {
+				t.Errorf("latest = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
 
 	var w ownWrites
-	w.wrote(key, "6", t0)
-	if !w.cacheBehind(key, "5", t0) {
-		t.Fatal("cache at 5 after our write of 6 should be behind")
+	w.wrote(key, "6", ours, t0)
+	if got := w.latest(key, "6", ours, t0); !statusEqual(got, ours) {
+		t.Fatalf("latest = %+v, want our write", got)
 	}
-	if w.cacheBehind(key, "6", t0) {
-		t.Fatal("cache at 6 should have caught up")
-	}
-	if w.cacheBehind(key, "5", t0) {
+	if got := w.latest(key, "5", before, t0); !statusEqual(got, before) {
 		t.Error("a record the cache caught up with is forgotten; a later read is not held back")
 	}
-	w.wrote(key, "8", t0)
+	w.wrote(key, "6", ours, t0)
 	w.forget(key)
-	if w.cacheBehind(key, "5", t0) {
-		t.Error("a forgotten (deleted) object is not behind")
+	if got := w.latest(key, "5", before, t0); !statusEqual(got, before) {
+		t.Error("a forgotten (deleted) Listener has no record")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -92,15 +93,15 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	// A claim that does not exist yet: its own event brings the pod back.
-	vols, _, err := listenerVolumes(ctx, r.client, pod)
+	vols, missing, err := podLabelsLacking(ctx, r.client, pod)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := addPodLabels(ctx, r.client, controllerPodListeners, pod, missing); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(vols) == 0 {
 		return ctrl.Result{}, nil
-	}
-	if err := r.labelPod(ctx, pod, vols); err != nil {
-		return ctrl.Result{}, err
 	}
 	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return ctrl.Result{}, nil
@@ -112,9 +113,22 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return r.writePodListeners(ctx, pod, spec, vols)
 }
 
+// podLabelsLacking lists the listener volumes of a pod and the labels it
+// lacks (claims.PodLabels): none when it mounts no listener volume and no
+// claim that may become one.
+func podLabelsLacking(ctx context.Context, c client.Reader, pod *corev1.Pod) ([]podVolumeListener, map[string]string, error) {
+	vols, pending, err := listenerVolumes(ctx, c, pod)
+	if err != nil || len(vols) == 0 && !pending {
+		return vols, nil, err
+	}
+	return vols, missingLabels(pod, vols), nil
+}
+
 // listenerVolumes lists the listener volumes of a pod and their Listeners,
 // reading the claims from c. pending says that a claim of the pod does not
-// exist yet (it may become a listener claim).
+// exist yet (it may become a listener claim), or is a listener claim that
+// uses no Listener (claims.Of; it may be given one): the pod is a listener
+// pod all the same.
 func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vols []podVolumeListener, pending bool, err error) {
 	for _, vc := range names.PodVolumeClaims(pod) {
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -125,64 +139,45 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 			}
 			return nil, false, fmt.Errorf("get claim %s/%s of pod %s: %w", pod.Namespace, vc.Claim, pod.Name, err)
 		}
-		if name, ok := claimListener(pvc); ok {
-			// A bound volume keeps the Listener it was provisioned for,
-			// whatever the claim's annotations say since.
-			if bound, err := boundListener(ctx, c, pvc); err != nil {
-				return nil, false, err
-			} else if bound != "" {
-				name = bound
-			}
-			vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
+		use, ok := claims.OfClaim(pvc)
+		if !ok {
+			continue
 		}
+		// A bound volume keeps the Listener it was provisioned for,
+		// whatever the claim's annotations say since.
+		pv, err := boundVolume(ctx, c, pvc)
+		if err != nil {
+			return nil, false, err
+		}
+		name := claims.Bound(pvc, use, pv).Listener
+		if name == "" {
+			pending = true
+			continue
+		}
+		vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
 	}
 	return vols, pending, nil
 }
 
 // statefulSetPod is the pod that the Listener named listener, of claim
-// pvc, selects by name, if the claim says it does: then the Listener's
-// annotation once it exists (it decides its Service's selector), the
-// claim's until then (the Listener is made from it).
+// pvc, selects by name (claims.SelectedPod), reading the Listener from c.
 func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim, listener string) string {
-	pod := names.StatefulSetPodOfClaim(pvc.Name, pvc.Annotations)
-	if pod == "" {
-		// Selecting by the label: a pod labelled for a Listener that
-		// selects by name loses nothing.
-		return ""
-	}
-	l := &v1alpha1.Listener{}
-	// Read only, from the cache: no deep copy.
-	if err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l, client.UnsafeDisableDeepCopy); err == nil {
-		return l.Annotations[v1alpha1.AnnotationStatefulSetPod]
-	}
-	return pod
+	return claims.SelectedPod(pvc.Name, pvc.Annotations, func() (map[string]string, bool) {
+		l := &v1alpha1.Listener{}
+		// Read only, from the cache: no deep copy.
+		err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l, client.UnsafeDisableDeepCopy)
+		return l.Annotations, err == nil
+	})
 }
 
-// missingLabels are the labels a pod with listener volumes lacks: the
-// listener-volume label that puts it in the controller's cache, and the
-// pod selector label of each of its Listeners that does not select the pod
-// by its StatefulSet pod name.
+// missingLabels are the labels a pod with listener volumes lacks
+// (claims.PodLabels).
 func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string {
-	missing := map[string]string{}
-	if pod.Labels[v1alpha1.LabelListenerVolume] != "true" {
-		missing[v1alpha1.LabelListenerVolume] = "true"
+	listeners := make([]claims.PodListener, len(vols))
+	for i, v := range vols {
+		listeners[i] = claims.PodListener{Listener: v.listener, StatefulSetPod: v.statefulSetPod}
 	}
-	for _, v := range vols {
-		if names.SelectsPodByName(v.statefulSetPod, pod.Name, pod.Labels) {
-			continue
-		}
-		key := names.PodSelectorLabel(v.listener)
-		if pod.Labels[key] != v1alpha1.PodSelectorLabelValue {
-			missing[key] = v1alpha1.PodSelectorLabelValue
-		}
-	}
-	return missing
-}
-
-// labelPod adds the selector labels a pod lacks with a merge patch that
-// names only those labels, so that nothing else on the pod is touched.
-func (r *podReconciler) labelPod(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) error {
-	return addPodLabels(ctx, r.client, controllerPodListeners, pod, missingLabels(pod, vols))
+	return claims.Missing(claims.PodLabels(pod.Name, pod.Labels, listeners), pod.Labels)
 }
 
 // addPodLabels adds labels to a pod with a merge patch that names only

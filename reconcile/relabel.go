@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/api/validation"
 )
 
 // controllerRelabel names the pod relabel scan in metrics and logs.
@@ -70,7 +70,8 @@ func (r *podRelabeler) Start(ctx context.Context) error {
 }
 
 // scan labels every pod that lacks the listener-volume label and mounts (or
-// waits for a claim that may be) a listener volume.
+// waits for a claim that may be) a listener volume, or carries another
+// operator's listener label (foreignListenerPod).
 func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err error) {
 	defer observeReconcile(controllerRelabel, time.Now())
 	unlabelled, err := labels.NewRequirement(v1alpha1.LabelListenerVolume, selection.NotEquals, []string{"true"})
@@ -89,6 +90,10 @@ func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err err
 			missing, err := r.labelsFor(ctx, pod)
 			if err != nil {
 				return scanned, labelled, err
+			}
+			if len(missing) == 0 && foreignListenerPod(pod) {
+				// Into the cache, for the takeover controller (takeover.go).
+				missing = map[string]string{v1alpha1.LabelListenerVolume: "true"}
 			}
 			if len(missing) == 0 {
 				continue
@@ -121,18 +126,12 @@ func (r *podRelabeler) labelsFor(ctx context.Context, pod *corev1.Pod) (map[stri
 			maybe = true
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
 			t := v.Ephemeral.VolumeClaimTemplate
-			maybe = maybe || validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName)
+			maybe = maybe || claims.Requested(t.Annotations, t.Spec.StorageClassName)
 		}
 	}
 	if !maybe {
 		return nil, nil
 	}
-	vols, pending, err := listenerVolumes(ctx, r.client, pod)
-	if err != nil {
-		return nil, err
-	}
-	if len(vols) == 0 && !pending {
-		return nil, nil
-	}
-	return missingLabels(pod, vols), nil
+	_, missing, err := podLabelsLacking(ctx, r.client, pod)
+	return missing, err
 }

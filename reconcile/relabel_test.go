@@ -53,6 +53,9 @@ func TestRelabelScan(t *testing.T) {
 		},
 	}}}
 	lv := v1alpha1.LabelListenerVolume + "=true"
+	theirKey := v1alpha1.PodSelectorLabelPrefix + "0a1b2c"
+	foreign := pod("f")
+	foreign.Labels[theirKey] = "web"
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
@@ -63,6 +66,8 @@ func TestRelabelScan(t *testing.T) {
 		{"an ephemeral listener volume whose claim is not made yet", pod("c", ephemeral), lv},
 		{"another claim", pod("d", claimVolume("d", "data")), ""},
 		{"no volumes", pod("e"), ""},
+		// Into the cache for the takeover of the Service that selects it.
+		{"another operator's listener label", foreign, theirKey + "=web," + lv},
 	}
 	for _, tc := range cases {
 		testenv.Create(t, ctx, c, tc.pod)

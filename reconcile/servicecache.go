@@ -59,13 +59,13 @@ func blockedOutsideCache(v verdict) bool {
 // Service found one of that name that the cache does not show: a foreign
 // one stops the Listener (errForeignService); one the Listener controls
 // that lacks the operator's label (someone removed it) is applied, which
-// puts the label back; one that carries it is only not in the cache yet
-// (errRetrySoon).
+// puts the label back; one that carries it is only not in the cache yet (no
+// Service and no error: cacheBehind).
 func (r *listenerReconciler) serviceOutsideCache(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured) (*corev1.Service, error) {
 	existing := &corev1.Service{}
 	if err := r.live.Get(ctx, client.ObjectKeyFromObject(want), existing); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errRetrySoon // deleted since: create again
+			return nil, nil // deleted since: create again
 		}
 		return nil, fmt.Errorf("get service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
 	}
@@ -73,7 +73,7 @@ func (r *listenerReconciler) serviceOutsideCache(ctx context.Context, l *v1alpha
 		return nil, &errForeignService{name: existing.Name}
 	}
 	if existing.Labels[LabelName] == LabelNameValue {
-		return nil, errRetrySoon
+		return nil, nil
 	}
 	return r.applyService(ctx, l, want, existing)
 }

@@ -42,6 +42,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := setupListenerController(mgr, opts, recorder); err != nil {
 		return fmt.Errorf("set up %s controller: %w", controllerListener, err)
 	}
+	if err := setupTakeoverController(mgr, opts, recorder); err != nil {
+		return fmt.Errorf("set up %s controller: %w", controllerTakeover, err)
+	}
 	if err := setupClaimController(mgr, opts, recorder); err != nil {
 		return fmt.Errorf("set up %s controller: %w", controllerClaim, err)
 	}
@@ -130,7 +133,7 @@ func listenersOfClass(ctx context.Context, c client.Reader, class string) []ctrl
 // listenersOfService maps a Service to the Listener whose Service it is (or
 // would be).
 func listenersOfService(ctx context.Context, c client.Reader, namespace, svcName string) []ctrl.Request {
-	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{indexListenerService: svcName})
+	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{indexListenerServiceName: svcName})
 }
 
 // requestsFor lists objects through an index (from the cache) and turns
@@ -151,21 +154,15 @@ func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 	return reqs
 }
 
-// listenerOfSlice maps an EndpointSlice to the Listener controlling its
-// Service.
+// listenerOfSlice maps an EndpointSlice to the Listeners whose Service it
+// belongs to, through the Listener index on status.serviceName: not through
+// the Service, whose cache may lag the slice's (a new leader's does).
 func listenerOfSlice(ctx context.Context, c client.Reader, s *discoveryv1.EndpointSlice) []ctrl.Request {
 	svcName := s.Labels[discoveryv1.LabelServiceName]
 	if svcName == "" {
 		return nil
 	}
-	svc := &corev1.Service{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: svcName}, svc); err != nil {
-		return nil
-	}
-	if owner := controlledByListener(svc); owner != "" {
-		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: owner}}}
-	}
-	return nil
+	return listenersOfService(ctx, c, s.Namespace, svcName)
 }
 
 // listenerOfVolume maps a PersistentVolume to the Listener its claim uses.

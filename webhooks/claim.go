@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
@@ -47,13 +48,11 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if !validation.IsListenerClaim(c.Metadata.Annotations, c.Spec.StorageClassName) {
+	if !claims.Requested(c.Metadata.Annotations, c.Spec.StorageClassName) {
 		return admission.Allowed("")
 	}
 	var p patch
-	_, hasClass := c.Metadata.Annotations[v1alpha1.AnnotationListenerClass]
-	_, hasName := c.Metadata.Annotations[v1alpha1.AnnotationListenerName]
-	if !hasClass && !hasName {
+	if claims.NeedsDefaultClass(c.Metadata.Annotations) {
 		class, err := m.lookup.defaultClass(ctx, req.Namespace)
 		if err != nil {
 			return lookupFailed(err)
@@ -65,21 +64,14 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 			p.setMapEntry("/metadata/annotations", &exists, v1alpha1.AnnotationListenerClass, class)
 		}
 	}
-	sc := c.Spec.StorageClassName
-	switch {
-	case sc == nil:
+	set, err := claims.SetsStorageClass(c.Spec.StorageClassName, func(sc string) (bool, error) {
+		return m.lookup.isDefaultStorageClass(ctx, sc)
+	})
+	if err != nil {
+		return lookupFailed(err)
+	}
+	if set {
 		p.add("/spec/storageClassName", v1alpha1.StorageClassName)
-	case *sc != v1alpha1.StorageClassName && *sc != "":
-		// The DefaultStorageClass admission plugin runs before webhooks and
-		// fills in the cluster's default class; a claim that asks for a
-		// listener by annotation meant ours.
-		isDefault, err := m.lookup.isDefaultStorageClass(ctx, *sc)
-		if err != nil {
-			return lookupFailed(err)
-		}
-		if isDefault {
-			p.add("/spec/storageClassName", v1alpha1.StorageClassName)
-		}
 	}
 	if len(p) == 0 {
 		return admission.Allowed("")
@@ -96,7 +88,7 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if !validation.IsListenerClaim(c.Metadata.Annotations, c.Spec.StorageClassName) {
+	if !claims.Requested(c.Metadata.Annotations, c.Spec.StorageClassName) {
 		return admission.Allowed("")
 	}
 	var old *claimView
@@ -107,8 +99,8 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 		// The spec of a claim is immutable, and what matters about its
 		// annotations was checked when it was created: only a change of
 		// the listener annotations is checked again.
-		if old.Metadata.Annotations[v1alpha1.AnnotationListenerClass] == c.Metadata.Annotations[v1alpha1.AnnotationListenerClass] &&
-			old.Metadata.Annotations[v1alpha1.AnnotationListenerName] == c.Metadata.Annotations[v1alpha1.AnnotationListenerName] {
+		oldClass, oldName := claims.Named(old.Metadata.Annotations)
+		if class, name := claims.Named(c.Metadata.Annotations); oldClass == class && oldName == name {
 			return admission.Allowed("")
 		}
 		// A bound claim keeps the Listener its volume was made for.
@@ -116,13 +108,13 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 			return invalid(req, errs)
 		}
 	}
-	facts, err := v.lookup.claimFacts(ctx, req.Namespace,
-		[]string{c.Metadata.Annotations[v1alpha1.AnnotationListenerClass]}, []string{c.Metadata.Annotations[v1alpha1.AnnotationListenerName]})
+	class, name := claims.Named(c.Metadata.Annotations)
+	facts, err := v.lookup.claimFacts(ctx, req.Namespace, []string{class}, []string{name})
 	if err != nil {
 		return lookupFailed(err)
 	}
 	errs := validation.Claim(c.Metadata.Annotations, c.Spec, facts, nil)
-	if old == nil && c.Metadata.Name != "" && validation.OwnListener(c.Metadata.Annotations, "") {
+	if old == nil && c.Metadata.Name != "" && claims.WillOwnListener(c.Metadata.Annotations, "") {
 		// The claim's own Listener takes the claim's name.
 		others, err := namesInNamespace(ctx, v.lookup, req.Namespace)
 		if err != nil {

@@ -15,6 +15,11 @@
 // templates of workloads, with the rules of api/validation. Pods are checked
 // by the pod mutator itself (one webhook call per pod instead of two).
 //
+// What a claim is (a listener claim, which Listener it uses, whether it is
+// the claim's own), which labels a pod gets, how a pod is pinned and what
+// the injected claim templates hold are api/claims's answers, which the
+// reconcilers, the CSI driver and node loss share.
+//
 // Mutations are computed as JSON patch operations on exactly the fields they
 // change, from small views of the request that decode only what the handlers
 // read: fields this build does not know survive untouched. Nothing is written

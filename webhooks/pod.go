@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
@@ -63,8 +64,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		p          patch
 		warnings   []string
 		validate   bool // the pod has volumes the validator checks
-		listeners  []string
-		byName     = map[string]bool{} // Listeners whose Service selects this pod by its StatefulSet pod name
+		listeners  []claims.PodListener
 		nodes      []string
 		mayMount   bool                       // a claim that may be a listener claim could not be looked up
 		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
@@ -90,9 +90,8 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			}
 			if ok {
 				listenerOf[v.Name] = true
-				listeners = append(listeners, listener)
-				if names.SelectsPodByName(statefulSetPod, podName, pod.Metadata.Labels) {
-					byName[listener] = true
+				if listener != "" {
+					listeners = append(listeners, claims.PodListener{Listener: listener, StatefulSetPod: statefulSetPod})
 				}
 				if node != "" {
 					nodes = append(nodes, node)
@@ -102,13 +101,13 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			validate = true
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
 			t := v.Ephemeral.VolumeClaimTemplate
-			if !validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName) {
+			if !claims.Requested(t.Metadata.Annotations, t.Spec.StorageClassName) {
 				continue
 			}
 			validate = true
 			listenerOf[v.Name] = true
-			if l := ephemeralListener(t.Metadata.Annotations, podName, v.Name); l != "" {
-				listeners = append(listeners, l)
+			if l := claims.EphemeralListener(t.Metadata.Annotations, podName, v.Name); l != "" {
+				listeners = append(listeners, claims.PodListener{Listener: l})
 			}
 		}
 	}
@@ -139,7 +138,7 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			m.failOpen(ctx, err)
 		case errs != nil:
 			return invalid(req, errs)
-		case validation.OwnListener(ann, ""):
+		case claims.WillOwnListener(ann, ""):
 			var containers []validation.ContainerPorts
 			for _, c := range pod.Spec.Containers {
 				containers = append(containers, validation.ContainerPorts{Name: c.Name, Ports: len(c.Ports)})
@@ -156,8 +155,8 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			p.appendTo("/spec/volumes", &n, ephemeralVolume(ann))
 			hasNamed = true
 			listenerOf[v1alpha1.VolumeName] = true
-			if l := ephemeralListener(ann, podName, v1alpha1.VolumeName); l != "" {
-				listeners = append(listeners, l)
+			if l := claims.EphemeralListener(ann, podName, v1alpha1.VolumeName); l != "" {
+				listeners = append(listeners, claims.PodListener{Listener: l})
 			}
 		}
 	}
@@ -181,24 +180,20 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		mountEverywhere(&p, "/spec", &pod, spread)
 	}
 
-	exists := pod.Metadata.Labels != nil
-	if (len(listenerOf) > 0 || mayMount) && pod.Metadata.Labels[v1alpha1.LabelListenerVolume] != "true" {
-		p.setMapEntry("/metadata/labels", &exists, v1alpha1.LabelListenerVolume, "true")
-	}
-	for _, l := range listeners {
-		if byName[l] {
-			// The StatefulSet controller's pod-name label selects it.
-			continue
+	if len(listenerOf) > 0 || mayMount {
+		exists := pod.Metadata.Labels != nil
+		missing := claims.Missing(claims.PodLabels(podName, pod.Metadata.Labels, listeners), pod.Metadata.Labels)
+		// In a stable order: the listener-volume label, then the volumes'.
+		order := []string{v1alpha1.LabelListenerVolume}
+		for _, l := range listeners {
+			order = append(order, names.PodSelectorLabel(l.Listener))
 		}
-		key := names.PodSelectorLabel(l)
-		if pod.Metadata.Labels[key] == v1alpha1.PodSelectorLabelValue {
-			continue
+		for _, k := range order {
+			if v, ok := missing[k]; ok {
+				p.setMapEntry("/metadata/labels", &exists, k, v)
+				delete(missing, k)
+			}
 		}
-		p.setMapEntry("/metadata/labels", &exists, key, v1alpha1.PodSelectorLabelValue)
-		if pod.Metadata.Labels == nil {
-			pod.Metadata.Labels = make(map[string]string, len(listeners))
-		}
-		pod.Metadata.Labels[key] = v1alpha1.PodSelectorLabelValue
 	}
 
 	nodes = dedupe(nodes)
@@ -235,48 +230,38 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (listene
 		}
 		return "", "", "", false, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
 	}
-	if !validation.IsListenerClaim(c.Annotations, c.Spec.StorageClassName) {
+	use, ok := claims.OfClaim(&c)
+	if !ok {
 		return "", "", "", false, nil
 	}
-	listener = c.Annotations[v1alpha1.AnnotationListenerName]
-	if listener == "" {
-		listener = names.ClaimListenerName(name)
+	var pv *corev1.PersistentVolume
+	if c.Spec.VolumeName != "" {
+		pv = &corev1.PersistentVolume{}
+		if err = m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, pv); err != nil {
+			if apierrors.IsNotFound(err) {
+				err = nil
+			} else {
+				err = fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
+			}
+			pv = nil
+		}
 	}
-	if statefulSetPod = names.StatefulSetPodOfClaim(name, c.Annotations); statefulSetPod != "" {
+	// A bound volume keeps the Listener it was provisioned for.
+	listener = claims.Bound(&c, use, pv).Listener
+	if listener != "" {
 		// The Listener, once it exists, decides how its Service selects
 		// (the reconciler makes it from the claim). Read from the cache
 		// only: a Listener made a moment ago was made from this claim.
-		var l v1alpha1.Listener
-		if err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: listener}, &l, client.UnsafeDisableDeepCopy); err == nil {
-			statefulSetPod = l.Annotations[v1alpha1.AnnotationStatefulSetPod]
-		}
+		statefulSetPod = claims.SelectedPod(name, c.Annotations, func() (map[string]string, bool) {
+			var l v1alpha1.Listener
+			err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: listener}, &l, client.UnsafeDisableDeepCopy)
+			return l.Annotations, err == nil
+		})
 	}
-	if c.Spec.VolumeName == "" {
-		return listener, "", statefulSetPod, true, nil
+	if pv != nil {
+		node = addresses.PinnedNode(pv)
 	}
-	var pv corev1.PersistentVolume
-	if err := m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, &pv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return listener, "", statefulSetPod, true, nil
-		}
-		return listener, "", statefulSetPod, true, fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
-	}
-	return listener, addresses.PinnedNode(&pv), statefulSetPod, true, nil
-}
-
-// ephemeralListener is the Listener an ephemeral listener volume of the pod
-// belongs to, or "" when it cannot be known yet: a per-claim Listener is
-// named after the claim, "<pod>-<volume>", and a pod created with only
-// generateName has no name at admission. The reconciler labels such pods
-// once they exist.
-func ephemeralListener(annotations map[string]string, podName, volume string) string {
-	if l := annotations[v1alpha1.AnnotationListenerName]; l != "" {
-		return l
-	}
-	if podName == "" {
-		return ""
-	}
-	return names.ClaimListenerName(names.EphemeralClaimName(podName, volume))
+	return listener, node, statefulSetPod, true, err
 }
 
 // ephemeralVolume is the listener volume added to opted-in bare pods.
@@ -284,7 +269,7 @@ func ephemeralVolume(annotations map[string]string) corev1.Volume {
 	return corev1.Volume{Name: v1alpha1.VolumeName, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
 			ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-			Spec:       claimSpec(),
+			Spec:       claims.TemplateSpec(),
 		},
 	}}}
 }
@@ -298,7 +283,7 @@ func requireNodes(p *patch, a *affinityView, nodes []string) {
 	}
 	exprs := make([]corev1.NodeSelectorRequirement, len(nodes))
 	for i, n := range nodes {
-		exprs[i] = corev1.NodeSelectorRequirement{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n}}
+		exprs[i] = claims.NodeRequirement(n)
 	}
 	required := map[string]any{"nodeSelectorTerms": []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}
 	const base = "/spec/affinity"
@@ -316,8 +301,8 @@ func requireNodes(p *patch, a *affinityView, nodes []string) {
 			if t.MatchExpressions == nil {
 				n = -1
 			}
-			for _, e := range exprs {
-				if !hasRequirement(t.MatchExpressions, e) {
+			for i, e := range exprs {
+				if !hasRequirement(t.MatchExpressions, nodes[i]) {
 					p.appendTo(path, &n, e)
 				}
 			}
@@ -325,9 +310,11 @@ func requireNodes(p *patch, a *affinityView, nodes []string) {
 	}
 }
 
-func hasRequirement(have []corev1.NodeSelectorRequirement, want corev1.NodeSelectorRequirement) bool {
+// hasRequirement reports whether one of the expressions pins the pod to
+// node (claims.PinnedBy).
+func hasRequirement(have []corev1.NodeSelectorRequirement, node string) bool {
 	for _, h := range have {
-		if h.Key == want.Key && h.Operator == want.Operator && len(h.Values) == 1 && h.Values[0] == want.Values[0] {
+		if n, ok := claims.PinnedBy(h); ok && n == node {
 			return true
 		}
 	}

@@ -10,11 +10,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -102,7 +102,7 @@ type claimTemplateView struct {
 }
 
 func (t *claimTemplateView) isListener() bool {
-	return validation.IsListenerClaim(t.Metadata.Annotations, t.Spec.StorageClassName)
+	return claims.Requested(t.Metadata.Annotations, t.Spec.StorageClassName)
 }
 
 // statefulSetMutator gives an opted-in StatefulSet (the webhook's
@@ -134,7 +134,7 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 	foreign := -1 // a pod volume named like the listener volume that is not one
 	for i, v := range s.Spec.Template.Spec.Volumes {
 		isListener := v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil &&
-			validation.IsListenerClaim(v.Ephemeral.VolumeClaimTemplate.Metadata.Annotations, v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName)
+			claims.Requested(v.Ephemeral.VolumeClaimTemplate.Metadata.Annotations, v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName)
 		switch {
 		case isListener && volume == "":
 			volume = v.Name
@@ -265,14 +265,14 @@ func templateLabels(req admission.Request, labels map[string]string) (map[string
 // is no class to use.
 func claimAnnotations(ctx context.Context, l *lookup, namespace string, annotations map[string]string, path *field.Path) (ann map[string]string, errs field.ErrorList, err error) {
 	var want []string
-	if c := annotations[v1alpha1.AnnotationListenerClass]; c != "" {
+	if c, _ := claims.Named(annotations); c != "" {
 		want = append(want, c)
 	}
 	facts := validation.ClaimFacts{Namespace: namespace}
 	if facts.Classes, err = l.classNames(ctx, want...); err != nil {
 		return nil, nil, err
 	}
-	if annotations[v1alpha1.AnnotationListenerName] == "" && annotations[v1alpha1.AnnotationListenerClass] == "" {
+	if claims.OptInNeedsDefaultClass(annotations) {
 		if facts.DefaultClass, err = l.defaultClass(ctx, namespace); err != nil {
 			return nil, nil, err
 		}
@@ -280,7 +280,7 @@ func claimAnnotations(ctx context.Context, l *lookup, namespace string, annotati
 	if errs := validation.OptIn(annotations, facts, path); len(errs) > 0 {
 		return nil, errs, nil
 	}
-	return ephemeralAnnotations(annotations, facts.DefaultClass), nil, nil
+	return claims.OptInAnnotations(annotations, facts.DefaultClass), nil, nil
 }
 
 // claimTemplateValue is a claim template as it goes into a patch: without
@@ -309,29 +309,12 @@ func injectedTemplate(ts []json.RawMessage) (json.RawMessage, error) {
 }
 
 // claimTemplate is the claim template of listener volumes that the webhook
-// injects, with the claim annotations. Unless its claims share a named
-// Listener, it names itself (v1alpha1.AnnotationStatefulSetClaimTemplate),
-// so that the per-claim Listener of each replica selects its pod by the
-// StatefulSet controller's pod-name label and the pod needs no patch at
-// admission.
+// injects, with the claim annotations
+// (claims.StatefulSetTemplateAnnotations).
 func claimTemplate(annotations map[string]string) claimTemplateValue {
-	if annotations[v1alpha1.AnnotationListenerName] == "" {
-		named := make(map[string]string, len(annotations)+1)
-		maps.Copy(named, annotations)
-		named[v1alpha1.AnnotationStatefulSetClaimTemplate] = v1alpha1.VolumeName
-		annotations = named
-	}
 	return claimTemplateValue{
-		Metadata: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: annotations},
-		Spec:     claimSpec(),
-	}
-}
-
-func claimSpec() corev1.PersistentVolumeClaimSpec {
-	return corev1.PersistentVolumeClaimSpec{
-		StorageClassName: ptr(v1alpha1.StorageClassName),
-		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+		Metadata: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: claims.StatefulSetTemplateAnnotations(annotations)},
+		Spec:     claims.TemplateSpec(),
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -79,7 +79,7 @@ func TestStatefulSetInjection(t *testing.T) {
 	withTemplate := statefulSet(ns, "own-template", optIn, nil)
 	withTemplate.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "external-unstable"}},
-		Spec:       claimSpec(),
+		Spec:       claims.TemplateSpec(),
 	}}
 	initToo := statefulSet(ns, "init", optIn, map[string]string{v1alpha1.AnnotationListenerName: "shared"})
 	initToo.Spec.Template.Annotations = map[string]string{v1alpha1.AnnotationMountInitContainers: "setup"}
@@ -192,7 +192,7 @@ func TestStatefulSetEndToEnd(t *testing.T) {
 			if c.Annotations[v1alpha1.AnnotationListenerClass] != "external-stable" || c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != v1alpha1.StorageClassName {
 				return errorf("claim has annotations %v, storage class %v", c.Annotations, c.Spec.StorageClassName)
 			}
-			if got := names.StatefulSetPodOfClaim(c.Name, c.Annotations); got != pod {
+			if got := claims.StatefulSetPod(c.Name, c.Annotations); got != pod {
 				return errorf("claim's Listener would select pod %q by name (annotations %v), want %s", got, c.Annotations, pod)
 			}
 			return nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
@@ -74,12 +75,12 @@ func (v *classValidator) users(ctx context.Context, class string) (validation.Cl
 			users.Add(l.Namespace, false)
 		}
 	}
-	var claims corev1.PersistentVolumeClaimList
-	if err := v.lookup.cache.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := v.lookup.cache.List(ctx, &pvcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
-	for _, c := range claims.Items {
-		if c.Annotations[v1alpha1.AnnotationListenerClass] == class && c.DeletionTimestamp == nil {
+	for _, c := range pvcs.Items {
+		if named, _ := claims.Named(c.Annotations); named == class && c.DeletionTimestamp == nil {
 			users.Add(c.Namespace, true)
 		}
 	}
@@ -272,26 +273,26 @@ func (v *workloadValidator) Handle(ctx context.Context, req admission.Request) a
 // check validates the decoded pod or workload w of req.
 func (v *workloadValidator) check(ctx context.Context, req admission.Request, w *workloadView) admission.Response {
 	spec := w.podSpec(req.Kind.Kind)
-	claims := w.listenerClaims(req.Kind.Kind)
+	listenerClaims := w.listenerClaims(req.Kind.Kind)
 	var classNames, listenerNames []string
 	needDefault := false
-	for _, c := range claims {
-		if n := c.annotations[v1alpha1.AnnotationListenerName]; n != "" {
+	for _, c := range listenerClaims {
+		class, n := claims.Named(c.annotations)
+		if n != "" {
 			listenerNames = append(listenerNames, n)
 		}
-		classNames = append(classNames, c.annotations[v1alpha1.AnnotationListenerClass])
-		_, hasClass := c.annotations[v1alpha1.AnnotationListenerClass]
-		_, hasName := c.annotations[v1alpha1.AnnotationListenerName]
-		needDefault = needDefault || !hasClass && !hasName
+		classNames = append(classNames, class)
+		needDefault = needDefault || claims.NeedsDefaultClass(c.annotations)
 	}
 	optedIn := w.templateOptedIn(req.Kind.Kind)
 	if optedIn {
 		ann := w.Spec.Template.Metadata.Annotations
-		classNames = append(classNames, ann[v1alpha1.AnnotationListenerClass])
-		if n := ann[v1alpha1.AnnotationListenerName]; n != "" {
+		class, n := claims.Named(ann)
+		classNames = append(classNames, class)
+		if n != "" {
 			listenerNames = append(listenerNames, n)
 		}
-		needDefault = needDefault || ann[v1alpha1.AnnotationListenerClass] == "" && ann[v1alpha1.AnnotationListenerName] == ""
+		needDefault = needDefault || claims.OptInNeedsDefaultClass(ann)
 	}
 	facts, err := v.lookup.claimFacts(ctx, req.Namespace, classNames, listenerNames)
 	if err != nil {
@@ -315,7 +316,7 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 		return invalid(req, errs)
 	}
 	var warnings []string
-	for _, c := range claims {
+	for _, c := range listenerClaims {
 		if m := validation.MissingListener(c.annotations, facts); m != "" {
 			warnings = append(warnings, m)
 		}
@@ -324,13 +325,13 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 		warnings = append(warnings, fmt.Sprintf("only the pod template is labelled %s=true, so each pod gets an ephemeral listener volume: a new address whenever a pod is recreated; label the StatefulSet itself to get a claim template and a stable address per replica", v1alpha1.LabelEnabled))
 	}
 	if optedIn {
-		ann := ephemeralAnnotations(w.Spec.Template.Metadata.Annotations, facts.DefaultClass)
+		ann := claims.OptInAnnotations(w.Spec.Template.Metadata.Annotations, facts.DefaultClass)
 		if m := validation.MissingListener(ann, facts); m != "" {
 			warnings = append(warnings, m)
 		}
 		warnings = append(warnings, v.claimWarnings(ctx, req, ann, spec, true)...)
 	}
-	for _, c := range claims {
+	for _, c := range listenerClaims {
 		warnings = append(warnings, v.claimWarnings(ctx, req, c.annotations, spec, c.ephemeral)...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
@@ -341,13 +342,14 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 // container declares.
 func (v *workloadValidator) claimWarnings(ctx context.Context, req admission.Request, annotations map[string]string, spec *podSpecView, ephemeral bool) []string {
 	var w []string
-	if class := annotations[v1alpha1.AnnotationListenerClass]; class != "" && ephemeral {
+	class, name := claims.Named(annotations)
+	if class != "" && ephemeral {
 		var lc v1alpha1.ListenerClass
 		if err := v.lookup.get(ctx, types.NamespacedName{Name: class}, &lc); err == nil && lc.Spec.IsPinned() {
 			w = append(w, fmt.Sprintf("ListenerClass %q pins each volume to the node its pod first ran on, which keeps an address stable only for long-lived claims, but an ephemeral volume gets a new claim (and address) with every new pod of this %s: use a StatefulSet volumeClaimTemplate, or a class that is not pinned", class, req.Kind.Kind))
 		}
 	}
-	if name := annotations[v1alpha1.AnnotationListenerName]; name != "" {
+	if name != "" {
 		var l v1alpha1.Listener
 		if err := v.lookup.get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, &l); err == nil {
 			exposed := map[int32]bool{}
@@ -399,20 +401,20 @@ func volumesPath(kind string) *field.Path {
 // volumes and claim templates, recognised by what they are (storage class,
 // annotations), not by their names.
 func (w *workloadView) listenerClaims(kind string) []claimOf {
-	var claims []claimOf
+	var out []claimOf
 	spec := w.podSpec(kind)
 	for i := range spec.Volumes {
-		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && validation.IsListenerClaim(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
-			claims = append(claims, claimOf{spec.Volumes[i].Name, e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
+		if e := spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil && claims.Requested(e.VolumeClaimTemplate.Annotations, e.VolumeClaimTemplate.Spec.StorageClassName) {
+			out = append(out, claimOf{spec.Volumes[i].Name, e.VolumeClaimTemplate.Annotations, &e.VolumeClaimTemplate.Spec, true, nil})
 		}
 	}
 	for i := range w.Spec.VolumeClaimTemplates {
 		t := &w.Spec.VolumeClaimTemplates[i]
-		if validation.IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
-			claims = append(claims, claimOf{t.Name, t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
+		if claims.Requested(t.Annotations, t.Spec.StorageClassName) {
+			out = append(out, claimOf{t.Name, t.Annotations, &t.Spec, false, field.NewPath("spec", "volumeClaimTemplates").Index(i)})
 		}
 	}
-	return claims
+	return out
 }
 
 // templateOptedIn reports whether the workload's pod template carries the
@@ -452,11 +454,11 @@ func (w *workloadView) errors(kind string, facts validation.ClaimFacts) field.Er
 	// containers' ports: with none, its Service cannot exist.
 	var ownClaims []string
 	for _, c := range w.listenerClaims(kind) {
-		if validation.OwnListener(c.annotations, facts.DefaultClass) {
+		if claims.WillOwnListener(c.annotations, facts.DefaultClass) {
 			ownClaims = append(ownClaims, c.name)
 		}
 	}
-	if optedIn && validation.OwnListener(w.Spec.Template.Metadata.Annotations, facts.DefaultClass) {
+	if optedIn && claims.WillOwnListener(w.Spec.Template.Metadata.Annotations, facts.DefaultClass) {
 		ownClaims = append(ownClaims, v1alpha1.VolumeName)
 	}
 	if len(ownClaims) > 0 {
@@ -472,16 +474,4 @@ func (w *workloadView) errors(kind string, facts validation.ClaimFacts) field.Er
 		errs = append(errs, validation.PortsForOwnListener(ownClaims, containers, p)...)
 	}
 	return errs
-}
-
-// ephemeralAnnotations are the annotations of the ephemeral listener volume
-// the pod webhook adds to an opted-in pod with these annotations.
-func ephemeralAnnotations(ann map[string]string, defaultClass string) map[string]string {
-	if n := ann[v1alpha1.AnnotationListenerName]; n != "" {
-		return map[string]string{v1alpha1.AnnotationListenerName: n}
-	}
-	if c := ann[v1alpha1.AnnotationListenerClass]; c != "" {
-		return map[string]string{v1alpha1.AnnotationListenerClass: c}
-	}
-	return map[string]string{v1alpha1.AnnotationListenerClass: defaultClass}
 }

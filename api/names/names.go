@@ -125,28 +125,10 @@ func PodClaimNames(pod *corev1.Pod) []string {
 	return out
 }
 
-// StatefulSetPodOfClaim is the StatefulSet pod whose per-claim Listener
-// selects it by name (v1alpha1.AnnotationStatefulSetPod): the claim was made
-// from a StatefulSet claim template annotated with
-// v1alpha1.AnnotationStatefulSetClaimTemplate, it names no shared Listener,
-// and its name is "<template>-<pod>". "" means the Listener selects its
-// pods by the per-Listener label (names.PodSelectorLabel).
-func StatefulSetPodOfClaim(claimName string, annotations map[string]string) string {
-	tmpl := annotations[v1alpha1.AnnotationStatefulSetClaimTemplate]
-	if tmpl == "" || annotations[v1alpha1.AnnotationListenerName] != "" {
-		return ""
-	}
-	pod, ok := strings.CutPrefix(claimName, tmpl+"-")
-	if !ok || len(validation.IsValidLabelValue(pod)) > 0 {
-		return ""
-	}
-	return pod
-}
-
 // SelectsPodByName reports whether a Listener's Service selects the pod by
 // its StatefulSet pod-name label, so that the pod needs no per-Listener
 // label. statefulSetPod is the Listener's v1alpha1.AnnotationStatefulSetPod
-// (or, while the Listener does not exist yet, StatefulSetPodOfClaim of its
+// (or, while the Listener does not exist yet, claims.StatefulSetPod of its
 // claim: the Listener will be made with it).
 func SelectsPodByName(statefulSetPod, podName string, podLabels map[string]string) bool {
 	return statefulSetPod != "" && statefulSetPod == podName && podLabels[v1alpha1.LabelStatefulSetPodName] == podName

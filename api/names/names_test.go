@@ -116,30 +116,6 @@ func TestPodClaimNames(t *testing.T) {
 	}
 }
 
-// TestStatefulSetPodOfClaim: which claims' Listeners select their pod by
-// the StatefulSet pod-name label, and the pod.
-func TestStatefulSetPodOfClaim(t *testing.T) {
-	const tmpl = "listeners.stackable.tech/statefulset-claim-template"
-	for _, tc := range []struct {
-		name, claim string
-		ann         map[string]string
-		want        string
-	}{
-		{"replica of an annotated template", "listener-web-0", map[string]string{tmpl: "listener"}, "web-0"},
-		{"template name with dashes", "my-listener-kafka-broker-2", map[string]string{tmpl: "my-listener"}, "kafka-broker-2"},
-		{"no annotation: an older StatefulSet", "listener-web-0", nil, ""},
-		{"shared Listener", "listener-web-0", map[string]string{tmpl: "listener", "listeners.stackable.tech/listener-name": "shared"}, ""},
-		{"claim not made from that template", "data-web-0", map[string]string{tmpl: "listener"}, ""},
-		{"nothing after the template", "listener-", map[string]string{tmpl: "listener"}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := StatefulSetPodOfClaim(tc.claim, tc.ann); got != tc.want {
-				t.Errorf("StatefulSetPodOfClaim(%q, %v) = %q, want %q", tc.claim, tc.ann, got, tc.want)
-			}
-		})
-	}
-}
-
 // TestSelectsPodByName: the pod needs no label only when it is the pod the
 // Listener names and carries the StatefulSet controller's label.
 func TestSelectsPodByName(t *testing.T) {

@@ -54,7 +54,7 @@ const (
 	// controller sets, so that the pod needs no label of the operator (no
 	// admission patch). The StatefulSet webhook puts it on the per-claim
 	// listener template it injects; a template of the user's own may carry
-	// it (see names.StatefulSetPodOfClaim).
+	// it (see claims.StatefulSetPod).
 	AnnotationStatefulSetClaimTemplate = "listeners.stackable.tech/statefulset-claim-template"
 
 	// AnnotationStatefulSetPod on a Listener names the StatefulSet pod that

@@ -15,6 +15,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -64,17 +65,6 @@ type ClaimFacts struct {
 	// ephemeral volumes) are checked before the claims exist, so one that
 	// names neither a class nor a Listener is fine when there is a default.
 	DefaultClass string
-}
-
-// IsListenerClaim reports whether a claim with these annotations and storage
-// class asks for a listener volume.
-func IsListenerClaim(annotations map[string]string, storageClassName *string) bool {
-	if storageClassName != nil && *storageClassName == v1alpha1.StorageClassName {
-		return true
-	}
-	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
-	_, hasName := annotations[v1alpha1.AnnotationListenerName]
-	return hasClass || hasName
 }
 
 // classNotFound is the denial for a ListenerClass name that does not exist.
@@ -293,7 +283,7 @@ func Claim(annotations map[string]string, spec *corev1.PersistentVolumeClaimSpec
 	if spec == nil {
 		return append(errs, field.Required(sp, "a claim needs a spec"))
 	}
-	if spec.StorageClassName == nil || *spec.StorageClassName != v1alpha1.StorageClassName {
+	if !claims.IsListenerStorageClass(spec.StorageClassName) {
 		var got any = "<unset>"
 		if spec.StorageClassName != nil {
 			got = *spec.StorageClassName
@@ -344,7 +334,7 @@ func Volumes(volumes []corev1.Volume, facts ClaimFacts, path *field.Path) field.
 			errs = append(errs, field.Invalid(path.Index(i).Child("csi", "driver"), v.CSI.Driver, InlineVolumeMessage))
 		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
 			t := v.Ephemeral.VolumeClaimTemplate
-			if IsListenerClaim(t.Annotations, t.Spec.StorageClassName) {
+			if claims.Requested(t.Annotations, t.Spec.StorageClassName) {
 				errs = append(errs, Claim(t.Annotations, &t.Spec, facts, path.Index(i).Child("ephemeral", "volumeClaimTemplate"))...)
 			}
 		}
@@ -460,17 +450,6 @@ func ForeignListenerVolume(path *field.Path) *field.Error {
 		"the listener volume is added under the name %q, which this volume (not a listener volume) already uses; rename it, or make it a listener volume", v1alpha1.VolumeName))
 }
 
-// OwnListener reports whether a claim (or an opted-in pod template) with
-// these annotations gets a Listener of its own (a listener class, named or
-// the default), not a shared one (listener-name).
-func OwnListener(annotations map[string]string, defaultClass string) bool {
-	if _, shared := annotations[v1alpha1.AnnotationListenerName]; shared {
-		return false
-	}
-	_, hasClass := annotations[v1alpha1.AnnotationListenerClass]
-	return hasClass || defaultClass != ""
-}
-
 // ContainerPorts is how many ports a container declares.
 type ContainerPorts struct {
 	Name  string
@@ -540,7 +519,7 @@ func StatefulSetPodAnnotation(l *v1alpha1.Listener, claim *corev1.PersistentVolu
 	}
 	owner := metav1.GetControllerOf(l)
 	if owner != nil && owner.Kind == "PersistentVolumeClaim" && claim != nil && claim.UID == owner.UID &&
-		claim.Name == owner.Name && names.ClaimListenerName(claim.Name) == l.Name && names.StatefulSetPodOfClaim(claim.Name, claim.Annotations) == pod {
+		claim.Name == owner.Name && names.ClaimListenerName(claim.Name) == l.Name && claims.StatefulSetPod(claim.Name, claim.Annotations) == pod {
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod), fmt.Sprintf(

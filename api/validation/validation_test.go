@@ -339,21 +339,3 @@ func TestOptInExisting(t *testing.T) {
 		"metadata.labels[listeners.stackable.tech/enabled]: Forbidden: StatefulSet \"web\" has no listener volume claim template, and claim templates cannot be added to an existing StatefulSet, so this label would do nothing; "+
 			"to opt it in, run `kubectl delete statefulset web --cascade=orphan` and apply it again with the label: its pods keep running and are adopted by the new StatefulSet")
 }
-
-func TestIsListenerClaim(t *testing.T) {
-	for _, tc := range []struct {
-		ann  map[string]string
-		sc   *string
-		want bool
-	}{
-		{nil, nil, false},
-		{nil, ptr("standard"), false},
-		{nil, ptr(v1alpha1.StorageClassName), true},
-		{map[string]string{v1alpha1.AnnotationListenerName: "x"}, nil, true},
-		{map[string]string{v1alpha1.AnnotationListenerClass: "x"}, ptr("standard"), true},
-	} {
-		if got := IsListenerClaim(tc.ann, tc.sc); got != tc.want {
-			t.Errorf("IsListenerClaim(%v, %v) = %v", tc.ann, tc.sc, got)
-		}
-	}
-}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/ordinary"
@@ -143,11 +144,11 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 	for i := range namespaces {
 		ns := namespaceName(i)
 		var pods corev1.PodList
-		var claims corev1.PersistentVolumeClaimList
+		var pvcs corev1.PersistentVolumeClaimList
 		var ls v1alpha1.ListenerList
 		var svcs corev1.ServiceList
 		var slices discoveryv1.EndpointSliceList
-		for _, l := range []client.ObjectList{&pods, &claims, &ls} {
+		for _, l := range []client.ObjectList{&pods, &pvcs, &ls} {
 			if err := m.c.List(ctx, l, client.InNamespace(ns)); err != nil {
 				return nil, err
 			}
@@ -160,7 +161,7 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 			return nil, err
 		}
 		claimAt := map[string]time.Time{}
-		for _, c := range claims.Items {
+		for _, c := range pvcs.Items {
 			claimAt[c.Name] = c.CreationTimestamp.Time
 		}
 		listenerAt, readyAt := map[string]time.Time{}, map[string]time.Time{}
@@ -186,11 +187,15 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 				continue
 			}
 			t := p.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate
-			if t == nil || t.Annotations[v1alpha1.AnnotationListenerClass] == "" {
-				continue // shared Listeners exist before their pods
+			if t == nil {
+				continue
 			}
 			claim := names.EphemeralClaimName(p.Name, p.Spec.Volumes[0].Name)
-			listener := names.ClaimListenerName(claim)
+			use := claims.Of(claim, t.Annotations)
+			if !use.Own {
+				continue // shared Listeners exist before their pods
+			}
+			listener := use.Listener
 			var scheduled time.Time
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -32,7 +34,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=nodes;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch;update;delete
-// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=update
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=patch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -77,7 +79,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
 		For(&corev1.PersistentVolumeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return isListenerClaim(o.(*corev1.PersistentVolumeClaim))
+			return claims.IsListenerClaim(o.(*corev1.PersistentVolumeClaim))
 		}))).
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return claimOfVolume(o.(*corev1.PersistentVolume))
@@ -118,8 +120,8 @@ func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
 			return nil
 		}},
 		{&corev1.PersistentVolumeClaim{}, indexClaimClass, func(o client.Object) []string {
-			if c := o.GetAnnotations()[v1alpha1.AnnotationListenerClass]; c != "" && isListenerClaim(o.(*corev1.PersistentVolumeClaim)) {
-				return []string{c}
+			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
+				return []string{use.Class}
 			}
 			return nil
 		}},
@@ -210,7 +212,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pvc = nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get claim %s: %w", req.NamespacedName, err)
-	case !isListenerClaim(pvc):
+	case !claims.IsListenerClaim(pvc):
 		// Never touch other claims, not even their pods.
 		return ctrl.Result{}, nil
 	}
@@ -248,12 +250,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // node the claim is pinned to after the reconcile ("" when none, released).
 func (r *reconciler) claim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pods []corev1.Pod, now time.Time) (ctrl.Result, string, error) {
 	key := client.ObjectKeyFromObject(pvc)
-	node, err := r.pinnedNodeOf(ctx, pvc)
+	node, use, err := r.pinnedNodeOf(ctx, pvc)
 	if err != nil || node == "" {
 		clearLost(key.Namespace, key.Name)
 		return ctrl.Result{}, "", err
 	}
-	info, err := r.claimInfo(ctx, pvc, node)
+	info, err := r.claimInfo(ctx, pvc, use, node)
 	if err != nil {
 		return ctrl.Result{}, node, err
 	}
@@ -266,7 +268,7 @@ func (r *reconciler) claim(ctx context.Context, pvc *corev1.PersistentVolumeClai
 	}
 	d := decide(info, stateOf(n), now)
 	res := ctrl.Result{RequeueAfter: d.recheck}
-	listener, err := r.ownListener(ctx, pvc)
+	listener, err := r.ownListener(ctx, pvc, use)
 	if err != nil {
 		return res, node, err
 	}
@@ -445,7 +447,7 @@ func (r *reconciler) pods(ctx context.Context, key types.NamespacedName, pvc *co
 // requires that is not pin (the claim's current node) and is not usable,
 // or "".
 func (r *reconciler) staleRequirement(ctx context.Context, p *corev1.Pod, pin string) (string, error) {
-	for _, m := range requiredNodes(p) {
+	for _, m := range claims.PinnedNodes(p) {
 		if m == pin {
 			continue
 		}
@@ -483,7 +485,7 @@ func (r *reconciler) releaseAllowed(ctx context.Context, key types.NamespacedNam
 	}
 	class := ""
 	if pvc != nil {
-		class = pvc.Annotations[v1alpha1.AnnotationListenerClass]
+		class = claims.Of(pvc.Name, pvc.Annotations).Class
 	} else {
 		l := &v1alpha1.Listener{}
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: names.ClaimListenerName(key.Name)}, l)
@@ -560,28 +562,31 @@ func (r *reconciler) handover(ctx context.Context, key types.NamespacedName, pod
 }
 
 // pinnedNodeOf is the node a claim's volume is pinned to ("" when it is not
-// bound or not pinned).
-func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
+// bound or not pinned), and the Listener the claim uses (claims.Bound: a
+// bound volume keeps the one recorded on it).
+func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, claims.Use, error) {
+	use := claims.Of(pvc.Name, pvc.Annotations)
 	if pvc.Spec.VolumeName == "" {
-		return "", nil
+		return "", use, nil
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return "", client.IgnoreNotFound(err)
+		return "", use, client.IgnoreNotFound(err)
 	}
 	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID != "" && ref.UID != pvc.UID {
-		return "", nil // bound to an earlier claim of this name
+		return "", use, nil // bound to an earlier claim of this name
 	}
-	return addresses.PinnedNode(pv), nil
+	return addresses.PinnedNode(pv), claims.Bound(pvc, use, pv), nil
 }
 
-// claimInfo gathers what decide needs about a pinned claim.
-func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolumeClaim, node string) (claimInfo, error) {
+// claimInfo gathers what decide needs about a pinned claim that uses use
+// (pinnedNodeOf).
+func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use, node string) (claimInfo, error) {
 	info := claimInfo{namespace: pvc.Namespace, name: pvc.Name, node: node, manual: pvc.Annotations[AnnotationReleasePinnedNode]}
-	info.class = pvc.Annotations[v1alpha1.AnnotationListenerClass]
-	info.listener = names.ClaimListenerName(pvc.Name)
-	if named := pvc.Annotations[v1alpha1.AnnotationListenerName]; named != "" {
-		info.listener = named
+	info.class, info.listener = use.Class, use.Listener
+	if named := use.Listener; named != "" && use.Class == "" {
+		// A shared Listener's class decides (and that of the claim's own
+		// one when the claim no longer names it: claims.Bound).
 		l := &v1alpha1.Listener{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: named}, l); err != nil && !apierrors.IsNotFound(err) {
 			return info, fmt.Errorf("get listener %s/%s: %w", pvc.Namespace, named, err)
@@ -611,14 +616,15 @@ func (r *reconciler) policy(ctx context.Context, class string) (v1alpha1.PinnedN
 	return release, timeout, nil
 }
 
-// ownListener is the claim's own Listener if it exists and the claim
-// controls it (shared Listeners are not the claim's to hand over).
-func (r *reconciler) ownListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*v1alpha1.Listener, error) {
-	if pvc.Annotations[v1alpha1.AnnotationListenerName] != "" {
+// ownListener is the claim's own Listener (of use, from pinnedNodeOf) if it
+// exists and the claim controls it (shared Listeners are not the claim's to
+// hand over).
+func (r *reconciler) ownListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use) (*v1alpha1.Listener, error) {
+	if !use.Own {
 		return nil, nil
 	}
 	l := &v1alpha1.Listener{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: names.ClaimListenerName(pvc.Name)}, l)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: use.Listener}, l)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -663,22 +669,40 @@ func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, sta
 	if old != nil && old.Status == status && old.Reason == reason && old.Message == message {
 		return nil
 	}
-	updated := l.DeepCopy()
-	meta.RemoveStatusCondition(&updated.Status.Conditions, ConditionPinnedNodesAvailable)
 	t := metav1.NewTime(r.now())
 	if old != nil && old.Status == status && old.Reason == reason {
 		t = old.LastTransitionTime
 	}
-	updated.Status.Conditions = append(updated.Status.Conditions, metav1.Condition{
+	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&metav1.Condition{
 		Type: ConditionPinnedNodesAvailable, Status: status, Reason: reason, Message: truncate(message),
 		ObservedGeneration: l.Generation, LastTransitionTime: t,
 	})
-	if err := r.client.Status().Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
-		return fmt.Errorf("update status of listener %s/%s: %w", l.Namespace, l.Name, err)
+	if err != nil {
+		return fmt.Errorf("condition of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	// Server-side apply of this condition alone, under this controller's
+	// own field manager: the Listener controller's fields and conditions
+	// are left as they are, whatever this reconcile's copy of them says.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
+		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
+		"status":   map[string]any{"conditions": []any{cond}},
+	}}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply condition %s of listener %s/%s: %w", ConditionPinnedNodesAvailable, l.Namespace, l.Name, err)
+	}
+	updated := &v1alpha1.Listener{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, updated); err != nil {
+		return fmt.Errorf("read back listener %s/%s: %w", l.Namespace, l.Name, err)
 	}
 	updated.DeepCopyInto(l)
 	return nil
 }
+
+// StatusFieldManager is the field manager of the condition this controller
+// writes on Listeners (server-side apply), distinct from the Listener
+// controller's.
+const StatusFieldManager = v1alpha1.FieldManager + "-node-loss"
 
 // truncate keeps a condition message within the API's 32768 bytes.
 func truncate(s string) string {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -259,7 +260,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 		if newPod.UID == pod.UID {
 			return fmt.Errorf("still the old pod")
 		}
-		if got := requiredNodes(newPod); len(got) != 0 {
+		if got := claims.PinnedNodes(newPod); len(got) != 0 {
 			return fmt.Errorf("new pod requires %v", got)
 		}
 		return nil
@@ -363,8 +364,8 @@ func TestNeverOnlyExplains(t *testing.T) {
 		if err := f.get("web-0", p); err != nil {
 			return err
 		}
-		if p.UID == pod.UID || len(requiredNodes(p)) != 0 {
-			return fmt.Errorf("pod uid %s (was %s), requires %v", p.UID, pod.UID, requiredNodes(p))
+		if p.UID == pod.UID || len(claims.PinnedNodes(p)) != 0 {
+			return fmt.Errorf("pod uid %s (was %s), requires %v", p.UID, pod.UID, claims.PinnedNodes(p))
 		}
 		return nil
 	})

@@ -158,27 +158,3 @@ func decide(c claimInfo, n nodeState, now time.Time) decision {
 			down, c.class, c.node, annotate, keep)}
 	}
 }
-
-// requiredNodes are the nodes a pod's required node affinity pins it to
-// through the listener hostname key (what the pod webhook writes).
-func requiredNodes(pod *corev1.Pod) []string {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil
-	}
-	var out []string
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, e := range t.MatchExpressions {
-			if e.Key == v1alpha1.TopologyKeyHostname && e.Operator == corev1.NodeSelectorOpIn {
-				out = append(out, e.Values...)
-			}
-		}
-	}
-	return out
-}
-
-// isListenerClaim reports whether a claim is for a listener volume: only
-// those are ever released.
-func isListenerClaim(pvc *corev1.PersistentVolumeClaim) bool {
-	return pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName == v1alpha1.StorageClassName
-}

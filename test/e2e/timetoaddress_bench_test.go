@@ -132,27 +132,38 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 
 	rec := &stageRecorder{created: map[string]time.Time{}, seen: map[string]map[string]time.Time{}}
 	var wg sync.WaitGroup
+	// watchAll calls each for every object of list's kind as it is added
+	// or changes. A watch the server or the connection ends is started
+	// again from a fresh list (a stage first seen in that list is timed
+	// when it was listed: later, never earlier, than it happened).
 	watchAll := func(list client.ObjectList, opts []client.ListOption, each func(obj any, now time.Time)) {
-		w, err := wc.Watch(ctx, list, opts...)
-		if err != nil {
-			b.Fatalf("watch %T: %v", list, err)
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
+			for ctx.Err() == nil {
+				fresh := list.DeepCopyObject().(client.ObjectList)
+				if err := wc.List(ctx, fresh, opts...); err != nil {
+					time.Sleep(200 * time.Millisecond) // the API server is busy: try again
+					continue
+				}
+				now := time.Now()
+				items, _ := meta.ExtractList(fresh)
+				for _, o := range items {
+					each(o, now)
+				}
+				raw := &metav1.ListOptions{ResourceVersion: fresh.GetResourceVersion()}
+				w, err := wc.Watch(ctx, fresh, append(append([]client.ListOption{}, opts...), &client.ListOptions{Raw: raw})...)
+				if err != nil {
+					continue
+				}
+				stop := context.AfterFunc(ctx, w.Stop)
+				for ev := range w.ResultChan() {
 					if ev.Type == watch.Added || ev.Type == watch.Modified {
 						each(ev.Object, time.Now())
 					}
 				}
+				stop()
+				w.Stop()
 			}
 		}()
 	}
