@@ -41,6 +41,8 @@ import (
 // creation (client clock, sub-second):
 //
 //	claim created      the ephemeral volume controller made the claim
+//	node selected      the scheduler chose the pod's node and wrote it on
+//	                   the claim (WaitForFirstConsumer), for the provisioner
 //	pod scheduled      the scheduler bound the pod (with WaitForFirstConsumer,
 //	                   after its volume is bound)
 //	volume provisioned the PersistentVolume exists
@@ -93,6 +95,7 @@ func BenchmarkTimeToAddress(b *testing.B) {
 // The stages, in the order they usually happen.
 const (
 	stageClaim       = "claim created"
+	stageSelected    = "node selected"
 	stageScheduled   = "pod scheduled"
 	stageProvisioned = "volume provisioned"
 	stageBound       = "claim bound"
@@ -100,7 +103,11 @@ const (
 	stageStarted     = "address readable"
 )
 
-var stageOrder = []string{stageClaim, stageProvisioned, stageBound, stageScheduled, stageListener, stageStarted}
+var stageOrder = []string{stageClaim, stageSelected, stageProvisioned, stageBound, stageScheduled, stageListener, stageStarted}
+
+// annotationSelectedNode is where the scheduler writes the node it chose
+// for a claim of a WaitForFirstConsumer class.
+const annotationSelectedNode = "volume.kubernetes.io/selected-node"
 
 // burstTimeout bounds one burst; a stage not reached by then is missing
 // from its row (and the benchmark fails).
@@ -186,6 +193,9 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 		watchAll(&corev1.PersistentVolumeClaimList{}, in, func(obj any, now time.Time) {
 			c := obj.(*corev1.PersistentVolumeClaim)
 			rec.saw(podOf(c.Name), stageClaim, now)
+			if c.Annotations[annotationSelectedNode] != "" {
+				rec.saw(podOf(c.Name), stageSelected, now)
+			}
 			if c.Status.Phase == corev1.ClaimBound {
 				rec.saw(podOf(c.Name), stageBound, now)
 			}
