@@ -180,6 +180,8 @@ scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; h
 # Time to address on the real nodes (issue 23): a burst of BENCH_PODS pods
 # (default 100) with a listener volume against the same burst without one,
 # on a cluster of 2 real nodes; the stage table is in bin/bench-address.txt.
+# CONTROL_PLANE_QPS=200 raises kube-controller-manager's and kube-scheduler's
+# client rate limits (defaults 20 and 50) to see how much is theirs.
 .PHONY: bench-address
 bench-address: ## Time until a pod reads its address, on 2 real nodes, against the floor (~10 min).
 	NODES=2 $(CLUSTER) up

@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -53,15 +55,18 @@ const certificateRecheck = 10 * time.Minute
 
 // certificateReconciler keeps one cert-manager Certificate per Listener
 // whose class has spec.certificate, naming exactly the Listener's current
-// addresses and its Service's in-cluster DNS names.
+// addresses and its Service's in-cluster DNS names, and says how that goes
+// in the Listener's CertificateManaged condition.
 type certificateReconciler struct {
-	client        client.Client // reads Listeners and classes from the cache; writes Certificates
+	client        client.Client // reads Listeners and classes from the cache; writes Certificates and the condition
 	live          client.Reader // reads Certificates from the API server
 	recorder      events.EventRecorder
 	clusterDomain string
 	// missing remembers that cert-manager's CRDs were not served, so that
-	// Listeners of classes without certificates cost no API call then.
+	// Listeners cost no API call until the next look.
 	missing availability
+	// now is the clock (time.Now; tests move it).
+	now func() time.Time
 }
 
 // availability remembers for a while that cert-manager is not installed.
@@ -71,9 +76,14 @@ type availability struct {
 }
 
 // certManagerRecheck is how long the controller trusts that cert-manager
-// is not installed before it looks again (it notices an installation
-// within this period).
-const certManagerRecheck = 5 * time.Minute
+// is not installed before it looks again, and how often a Listener whose
+// class asks for a certificate is looked at while it is not: an
+// installation is noticed within this period, without a restart. The look
+// is one read of a Certificate (the RESTMapper's discovery of the
+// cert-manager.io group) per period, whatever the number of Listeners, and
+// nothing is kept per Listener; Listeners of classes without certificates
+// are not looked at for it at all.
+const certManagerRecheck = 15 * time.Second
 
 // knownMissing reports whether cert-manager was found missing recently.
 func (a *availability) knownMissing(now time.Time) bool {
@@ -93,7 +103,7 @@ func (a *availability) set(missing bool, now time.Time) {
 }
 
 func setupCertificateController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	r := &certificateReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, clusterDomain: opts.ClusterDomain}
+	r := &certificateReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, clusterDomain: opts.ClusterDomain, now: time.Now}
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerCertificate).
@@ -225,46 +235,53 @@ func (r *certificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// keeps its last addresses too.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if class.Spec.Certificate == nil && r.missing.knownMissing(time.Now()) {
-		return ctrl.Result{}, nil
+	if r.missing.knownMissing(r.now()) {
+		// No API call until the next look.
+		if class.Spec.Certificate == nil {
+			return r.withCondition(ctx, l, nil, ctrl.Result{})
+		}
+		return r.unavailable(ctx, l, class)
 	}
 	key := types.NamespacedName{Namespace: l.Namespace, Name: names.CertificateName(l.Name)}
 	existing := &cmv1.Certificate{}
 	err := r.live.Get(ctx, key, existing)
-	r.missing.set(err != nil && certManagerMissing(err), time.Now())
+	r.missing.set(err != nil && certManagerMissing(err), r.now())
 	switch {
 	case err != nil && certManagerMissing(err):
 		if class.Spec.Certificate == nil {
-			return ctrl.Result{}, nil
+			return r.withCondition(ctx, l, nil, ctrl.Result{})
 		}
-		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, EventCertificateUnavailable, "Certificate",
-			"ListenerClass %s asks for a certificate (spec.certificate), but cert-manager is not installed: the API server does not serve certificates.cert-manager.io/v1", class.Name)
-		ctrl.LoggerFrom(ctx).Info("certificates unavailable: cert-manager's CRDs are not installed", "class", class.Name)
-		return ctrl.Result{RequeueAfter: certificateRecheck}, nil
+		return r.unavailable(ctx, l, class)
 	case apierrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get certificate %s: %w", key, err)
 	}
 	if existing != nil && !metav1.IsControlledBy(existing, l) {
-		if class.Spec.Certificate != nil {
-			r.recorder.Eventf(l, existing, corev1.EventTypeWarning, EventCertificateConflict, "Certificate",
-				"Certificate %s exists and is not controlled by this Listener; refusing to take it over", key.Name)
+		if class.Spec.Certificate == nil {
+			return r.withCondition(ctx, l, nil, ctrl.Result{})
 		}
-		return ctrl.Result{}, nil
+		cond := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCertificateConflict,
+			Message: fmt.Sprintf("Certificate %s exists and is not controlled by this Listener; the operator does not take it over: delete or rename it so that the operator can make the Listener's own", key.Name)}
+		if changed(l, cond) {
+			r.recorder.Eventf(l, existing, corev1.EventTypeWarning, EventCertificateConflict, "Certificate", "%s", cond.Message)
+		}
+		// Its deletion is not watched: look again now and then.
+		return r.withCondition(ctx, l, cond, ctrl.Result{RequeueAfter: certificateRecheck})
 	}
 	if class.Spec.Certificate == nil {
-		if existing == nil {
-			return ctrl.Result{}, nil
+		if existing != nil {
+			err := r.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID})
+			if countWrite(controllerCertificate, "Certificate", "delete", err) != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, fmt.Errorf("delete certificate %s: %w", key, err)
+			}
+			r.recorder.Eventf(l, existing, corev1.EventTypeNormal, EventCertificateDeleted, "Delete", "Deleted Certificate %s: the class asks for none", key.Name)
 		}
-		err := r.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID})
-		if countWrite(controllerCertificate, "Certificate", "delete", err) != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("delete certificate %s: %w", key, err)
-		}
-		r.recorder.Eventf(l, existing, corev1.EventTypeNormal, EventCertificateDeleted, "Delete", "Deleted Certificate %s: the class asks for none", key.Name)
-		return ctrl.Result{}, nil
+		return r.withCondition(ctx, l, nil, ctrl.Result{})
 	}
 	want := desiredCertificate(l, class, r.clusterDomain)
+	managed := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCertificateManaged,
+		Message: fmt.Sprintf("Certificate %s names the Listener's addresses; its issuer (%s %s) writes Secret %s (status.certificateSecretName)", key.Name, want.Spec.IssuerRef.Kind, want.Spec.IssuerRef.Name, want.Spec.SecretName)}
 	if existing == nil {
 		err := r.client.Create(ctx, want, client.FieldOwner(v1alpha1.FieldManager))
 		if countWrite(controllerCertificate, "Certificate", "create", err) != nil {
@@ -274,10 +291,10 @@ func (r *certificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, fmt.Errorf("create certificate %s: %w", key, err)
 		}
 		r.recorder.Eventf(l, want, corev1.EventTypeNormal, EventCertificateCreated, "Create", "Created Certificate %s naming %d DNS name(s) and %d IP address(es)", key.Name, len(want.Spec.DNSNames), len(want.Spec.IPAddresses))
-		return ctrl.Result{RequeueAfter: certificateRecheck}, nil
+		return r.withCondition(ctx, l, managed, ctrl.Result{RequeueAfter: certificateRecheck})
 	}
 	if certificateUpToDate(existing, want) {
-		return ctrl.Result{RequeueAfter: certificateRecheck}, nil
+		return r.withCondition(ctx, l, managed, ctrl.Result{RequeueAfter: certificateRecheck})
 	}
 	updated := existing.DeepCopy()
 	updated.Spec.SecretName = want.Spec.SecretName
@@ -292,5 +309,72 @@ func (r *certificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, fmt.Errorf("update certificate %s: %w", key, err)
 	}
 	r.recorder.Eventf(l, updated, corev1.EventTypeNormal, EventCertificateUpdated, "Update", "Updated Certificate %s to the Listener's addresses", key.Name)
-	return ctrl.Result{RequeueAfter: certificateRecheck}, nil
+	return r.withCondition(ctx, l, managed, ctrl.Result{RequeueAfter: certificateRecheck})
+}
+
+// unavailable says on the Listener that its class asks for a certificate
+// cert-manager is not there to issue (an event when it starts saying so),
+// and looks again after certManagerRecheck.
+func (r *certificateReconciler) unavailable(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (ctrl.Result, error) {
+	cond := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCertManagerMissing,
+		Message: fmt.Sprintf("ListenerClass %s asks for a certificate (spec.certificate), but cert-manager is not installed: the API server does not serve certificates.cert-manager.io/v1; "+
+			"install cert-manager (the operator looks again every %s, no restart needed) or remove spec.certificate from the class", class.Name, certManagerRecheck)}
+	if changed(l, cond) {
+		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, EventCertificateUnavailable, "Certificate", "%s", cond.Message)
+		ctrl.LoggerFrom(ctx).Info("certificates unavailable: cert-manager's CRDs are not installed", "class", class.Name)
+	}
+	return r.withCondition(ctx, l, cond, ctrl.Result{RequeueAfter: certManagerRecheck})
+}
+
+// changed reports whether cond (nil: none) differs from the Listener's
+// CertificateManaged condition.
+func changed(l *v1alpha1.Listener, cond *metav1.Condition) bool {
+	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionCertificateManaged)
+	if cond == nil || old == nil {
+		return (cond == nil) != (old == nil)
+	}
+	return old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message || old.ObservedGeneration != l.Generation
+}
+
+// CertificateStatusFieldManager is the field manager of the condition the
+// certificate controller writes on Listeners (server-side apply), distinct
+// from the Listener controller's, which leaves it alone.
+const CertificateStatusFieldManager = v1alpha1.FieldManager + "-certificate"
+
+// withCondition writes the Listener's CertificateManaged condition (nil
+// removes it) when it changed, and returns res. It is a server-side apply
+// of that condition alone under CertificateStatusFieldManager: the Listener
+// controller's fields and conditions are left as they are, and neither
+// writer has to retry on the other's write.
+func (r *certificateReconciler) withCondition(ctx context.Context, l *v1alpha1.Listener, cond *metav1.Condition, res ctrl.Result) (ctrl.Result, error) {
+	if !changed(l, cond) {
+		return res, nil
+	}
+	status := map[string]any{}
+	if cond != nil {
+		c := *cond
+		c.ObservedGeneration, c.LastTransitionTime = l.Generation, metav1.NewTime(r.now())
+		if old := meta.FindStatusCondition(l.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("condition of listener %s/%s: %w", l.Namespace, l.Name, err)
+		}
+		status["conditions"] = []any{u}
+	}
+	// An apply without the condition removes the one this manager wrote.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
+		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
+		"status":   status,
+	}}
+	err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(CertificateStatusFieldManager), client.ForceOwnership)
+	if countWrite(controllerCertificate, "Listener", "patch-status", err) != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("apply condition %s of listener %s/%s: %w", v1alpha1.ConditionCertificateManaged, l.Namespace, l.Name, err)
+	}
+	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
@@ -116,6 +117,7 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		return nil
 	})
 	cert := waitCertificate(t, c, ns, "lb", svcNames("lb"), nil)
+	waitCertificateCondition(t, c, ns, "lb", metav1.ConditionTrue, v1alpha1.ReasonCertificateManaged)
 	if ref := metav1.GetControllerOf(cert); ref == nil || ref.UID != l.UID {
 		t.Errorf("certificate controller %+v, want Listener lb (%s)", ref, l.UID)
 	}
@@ -181,8 +183,26 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		if l.Status.CertificateSecretName != "" {
 			return fmt.Errorf("status.certificateSecretName %q, want none", l.Status.CertificateSecretName)
 		}
+		if cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionCertificateManaged); cond != nil {
+			return fmt.Errorf("condition %+v, want none once the class asks for no certificate", cond)
+		}
 		return nil
 	})
+}
+
+// waitCertificateCondition waits until the Listener's CertificateManaged
+// condition has status and reason.
+func waitCertificateCondition(t *testing.T, c client.Client, ns, listener string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	waitStatus(t, t.Context(), c, ns, listener, func(l *v1alpha1.Listener) error {
+		cond = meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionCertificateManaged)
+		if cond == nil || cond.Status != status || cond.Reason != reason {
+			return fmt.Errorf("condition %s %+v, want %s %s", v1alpha1.ConditionCertificateManaged, cond, status, reason)
+		}
+		return nil
+	})
+	return cond
 }
 
 func TestForeignCertificateIsLeftAlone(t *testing.T) {
@@ -198,6 +218,9 @@ func TestForeignCertificateIsLeftAlone(t *testing.T) {
 	}
 	testenv.Create(t, ctx, c, mine, listener(ns, "web", class.Name, port("http", 80)))
 	waitEvent(t, ctx, c, ns, "web", EventCertificateConflict)
+	if cond := waitCertificateCondition(t, c, ns, "web", metav1.ConditionFalse, v1alpha1.ReasonCertificateConflict); !strings.Contains(cond.Message, "delete or rename it") {
+		t.Errorf("condition message %q, want the fix", cond.Message)
+	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(mine), mine); err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +230,10 @@ func TestForeignCertificateIsLeftAlone(t *testing.T) {
 }
 
 // TestCertificatesWithoutCertManager: without cert-manager's CRDs the
-// controller says so on the Listener and retries later; Listeners of
-// classes without certificates cost no further API call.
+// controller says so on the Listener (condition and one event) and looks
+// again after certManagerRecheck, with one API call per look whatever the
+// number of Listeners; once the CRDs are there it makes the Certificate,
+// without a restart.
 func TestCertificatesWithoutCertManager(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
@@ -218,36 +243,75 @@ func TestCertificatesWithoutCertManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	withCert := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
-		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Name: "ca"}}}}
+		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Kind: v1alpha1.IssuerKindClusterIssuer, Name: "ca"}}}}
 	plain := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(withCert, plain,
-		listener("ns", "a", "tls"), listener("ns", "b", "plain")).Build()
-	certGets := 0
+		listener("ns", "a", "tls"), listener("ns", "a2", "tls"), listener("ns", "b", "plain")).
+		WithStatusSubresource(&v1alpha1.Listener{}).Build()
+	certGets, installed := 0, false
 	live := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			certGets++
+			if installed {
+				return apierrors.NewNotFound(cmv1.SchemeGroupVersion.WithResource("certificates").GroupResource(), key.Name)
+			}
 			return &meta.NoKindMatchError{GroupKind: cmv1.SchemeGroupVersion.WithKind("Certificate").GroupKind(), SearchedVersions: []string{"v1"}}
 		},
 	})
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	recorder := events.NewFakeRecorder(10)
-	r := &certificateReconciler{client: c, live: live, recorder: recorder, clusterDomain: "example.test"}
-
-	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}})
-	if err != nil || res.RequeueAfter != certificateRecheck {
-		t.Errorf("reconcile: %v, %+v; want a retry after %s", err, res, certificateRecheck)
-	}
-	select {
-	case ev := <-recorder.Events:
-		if !strings.Contains(ev, EventCertificateUnavailable) || !strings.Contains(ev, "cert-manager is not installed") {
-			t.Errorf("event %q, want %s saying cert-manager is not installed", ev, EventCertificateUnavailable)
+	r := &certificateReconciler{client: c, live: live, recorder: recorder, clusterDomain: "example.test", now: func() time.Time { return now }}
+	reconcile := func(name string) ctrl.Result {
+		t.Helper()
+		res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}})
+		if err != nil {
+			t.Fatalf("reconcile %s: %v", name, err)
 		}
-	default:
-		t.Error("no event about the missing cert-manager")
+		return res
 	}
-	if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "b"}}); err != nil {
-		t.Errorf("reconcile of a Listener without certificate: %v", err)
+	condition := func(name string) *metav1.Condition {
+		t.Helper()
+		l := &v1alpha1.Listener{}
+		if err := c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: name}, l); err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionCertificateManaged)
+	}
+
+	for _, name := range []string{"a", "a2", "b", "a"} {
+		if res := reconcile(name); name != "b" && res.RequeueAfter != certManagerRecheck {
+			t.Errorf("reconcile %s: %+v; want a look again after %s", name, res, certManagerRecheck)
+		}
 	}
 	if certGets != 1 {
-		t.Errorf("%d reads of Certificates, want 1 (none for the class without certificates once cert-manager is known missing)", certGets)
+		t.Errorf("%d reads of Certificates, want 1 while cert-manager is known missing", certGets)
+	}
+	cond := condition("a")
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonCertManagerMissing ||
+		!strings.Contains(cond.Message, "ListenerClass tls asks for a certificate") || !strings.Contains(cond.Message, "cert-manager is not installed") {
+		t.Errorf("condition %+v, want CertificateManaged False CertManagerMissing naming the class", cond)
+	}
+	if cond := condition("b"); cond != nil {
+		t.Errorf("Listener of a class without certificates has condition %+v", cond)
+	}
+	if n := len(recorder.Events); n != 2 {
+		t.Errorf("%d events, want one %s per Listener of class tls", n, EventCertificateUnavailable)
+	}
+	for len(recorder.Events) > 0 {
+		if ev := <-recorder.Events; !strings.Contains(ev, EventCertificateUnavailable) || !strings.Contains(ev, "cert-manager is not installed") {
+			t.Errorf("event %q, want %s saying cert-manager is not installed", ev, EventCertificateUnavailable)
+		}
+	}
+
+	// cert-manager is installed; the next look finds it.
+	installed = true
+	now = now.Add(certManagerRecheck)
+	reconcile("a")
+	cert := &cmv1.Certificate{}
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "a-listener-tls"}, cert); err != nil {
+		t.Fatalf("no Certificate once cert-manager is installed: %v", err)
+	}
+	if cond := condition("a"); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonCertificateManaged {
+		t.Errorf("condition %+v, want CertificateManaged True", cond)
 	}
 }

@@ -1,20 +1,86 @@
 package reconcile
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
+// EventHostnameTooLong: the class's hostname template gives the Listener a
+// name too long for DNS, so no hostname is published.
+const EventHostnameTooLong = "HostnameTooLong"
+
 // withAddressFeatures adds to the status the Listener reconciler computed
 // what the class's address features publish: the DNS name first among the
-// addresses (spec.hostname) and the certificate's Secret (spec.certificate,
-// certificate.go).
-func withAddressFeatures(st v1alpha1.ListenerStatus, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) v1alpha1.ListenerStatus {
+// addresses (spec.hostname) with the HostnamePublished condition, and the
+// certificate's Secret (spec.certificate, certificate.go). A hostname too
+// long for this Listener also gets it a Warning event when that starts.
+func (r *listenerReconciler) withAddressFeatures(st v1alpha1.ListenerStatus, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) v1alpha1.ListenerStatus {
 	st.IngressAddresses = addresses.WithHostname(addresses.Hostname(&class.Spec, l.Name, l.Namespace), st.IngressAddresses)
 	st.CertificateSecretName = certificateSecretName(l, class)
+	cond := hostnameCondition(l, class)
+	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHostnamePublished)
+	if cond != nil && cond.Status == metav1.ConditionFalse && (old == nil || old.Status != cond.Status || old.Message != cond.Message) {
+		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, EventHostnameTooLong, "Reconcile", "%s", cond.Message)
+	}
+	st.Conditions = withFeatureCondition(ownedStatus(l.Status).Conditions, v1alpha1.ConditionHostnamePublished, cond)
 	return st
+}
+
+// hostnameCondition is the HostnamePublished condition of Listener l of
+// class: nil when the class publishes no hostname, False with what to do
+// when the name it renders for l is too long for DNS.
+func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) *metav1.Condition {
+	if class.Spec.Hostname == nil {
+		return nil
+	}
+	cond := &metav1.Condition{Type: v1alpha1.ConditionHostnamePublished, ObservedGeneration: l.Generation}
+	host, err := addresses.RenderHostname(class.Spec.Hostname, l.Name, l.Namespace)
+	var tooLong *addresses.HostnameTooLongError
+	switch {
+	case err == nil:
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonHostnamePublished
+		cond.Message = fmt.Sprintf("ListenerClass %s publishes the hostname %s for this Listener (first address; Service annotation %s)", class.Name, host, v1alpha1.AnnotationExternalDNSHostname)
+	case errors.As(err, &tooLong):
+		what := fmt.Sprintf("the hostname %q of %d characters, more than the %d a DNS name may have", tooLong.Host, tooLong.Length, tooLong.Limit)
+		if tooLong.Label != "" {
+			what = fmt.Sprintf("the hostname %q, whose label %q has %d characters, more than the %d a DNS label may have", tooLong.Host, tooLong.Label, tooLong.Length, tooLong.Limit)
+		}
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonHostnameTooLong
+		cond.Message = truncate(fmt.Sprintf("ListenerClass %s (spec.hostname.template %q) gives this Listener %s, so no hostname is published and its Service gets no %s annotation; "+
+			"fix: shorten the Listener's name (%d characters) or its namespace's (%d), or change the class's spec.hostname.template",
+			class.Name, class.Spec.Hostname.Template, what, v1alpha1.AnnotationExternalDNSHostname, len(l.Name), len(l.Namespace)))
+	default:
+		// The class's template is checked before (validation.ListenerClass).
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalid
+		cond.Message = truncate(fmt.Sprintf("ListenerClass %s: %v", class.Name, err))
+	}
+	return cond
+}
+
+// withFeatureCondition returns a copy of conds (the Listener controller's
+// own conditions) with the condition of type typ set to cond, or removed
+// when cond is nil; never nil, so that the status write takes it
+// (withCondition).
+func withFeatureCondition(conds []metav1.Condition, typ string, cond *metav1.Condition) []metav1.Condition {
+	out := slices.Clone(conds)
+	if out == nil {
+		out = []metav1.Condition{}
+	}
+	if cond == nil {
+		meta.RemoveStatusCondition(&out, typ)
+	} else {
+		meta.SetStatusCondition(&out, *cond)
+	}
+	return out
 }
 
 // addHostnameAnnotation sets the external-dns hostname annotation on a
@@ -22,6 +88,7 @@ func withAddressFeatures(st v1alpha1.ListenerStatus, l *v1alpha1.Listener, class
 // (spec.hostname), after every override: the class decides the name, a
 // Listener's objectOverrides cannot move it elsewhere. The same name is
 // published first among the Listener's addresses (addresses.WithHostname).
+// A name too long for DNS is not set (hostnameCondition says why).
 func addHostnameAnnotation(svc *unstructured.Unstructured, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) {
 	host := addresses.Hostname(&class.Spec, l.Name, l.Namespace)
 	if host == "" {

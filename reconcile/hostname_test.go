@@ -3,15 +3,18 @@ package reconcile
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -114,5 +117,75 @@ func TestHostnameBeatsOverrides(t *testing.T) {
 	}
 	if got := svc.GetAnnotations()[v1alpha1.AnnotationExternalDNSHostname]; got != "web.shop.example.com" {
 		t.Errorf("annotation %q, want the class's web.shop.example.com", got)
+	}
+}
+
+// TestHostnameTooLongForOneListener: a template admitted for the class can
+// still render a name too long for DNS for a particular Listener. That
+// Listener stays Ready with its other addresses, gets no hostname and no
+// external-dns annotation, and a condition and an event that name the
+// class, the rendered length, the limit and the fix; a Listener whose name
+// fits gets its hostname and HostnamePublished True.
+func TestHostnameTooLongForOneListener(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	long := func(n int) string { return strings.Repeat("x", n) }
+	// Up to 200 characters after the namespace: fine for short names.
+	suffix := strings.Repeat("example.", 20) + "test"
+	for _, tc := range []struct {
+		name     string
+		template string
+		listener string
+		// wantLength and wantLimit are in the message ("%d characters",
+		// "the %d"); 0 means the name fits.
+		wantLength, wantLimit int
+	}{
+		{name: "fits", template: "{listener}.{namespace}." + suffix, listener: "web"},
+		{name: "name over 253", template: "{listener}.{namespace}." + suffix, listener: long(60) + "." + long(60),
+			wantLength: 121 + 1 + len(ns) + 1 + len(suffix), wantLimit: 253},
+		{name: "label over 63", template: "{listener}-{namespace}.example.test", listener: long(60),
+			wantLength: 60 + 1 + len(ns), wantLimit: 63},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, PreferredAddressType: v1alpha1.PreferredAddressHostname,
+				Hostname: &v1alpha1.HostnamePolicy{Template: tc.template}})
+			testenv.Create(t, ctx, c, listener(ns, tc.listener, class.Name, port("http", 80)))
+			host, _ := addresses.RenderHostname(class.Spec.Hostname, tc.listener, ns)
+			l := waitStatus(t, ctx, c, ns, tc.listener, func(l *v1alpha1.Listener) error {
+				cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHostnamePublished)
+				if _, ready := readyReason(l); !ready || cond == nil || len(l.Status.IngressAddresses) == 0 {
+					return fmt.Errorf("conditions %+v, addresses %+v; want Ready and HostnamePublished", l.Status.Conditions, l.Status.IngressAddresses)
+				}
+				return nil
+			})
+			cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHostnamePublished)
+			svc := getService(t, ctx, c, ns, l.Status.ServiceName, nil)
+			annotation, annotated := svc.Annotations[v1alpha1.AnnotationExternalDNSHostname]
+			if tc.wantLength == 0 {
+				if cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonHostnamePublished || l.Status.IngressAddresses[0].Address != host || annotation != host {
+					t.Errorf("condition %+v, first address %s, annotation %q; want HostnamePublished True, %s first and annotated", cond, l.Status.IngressAddresses[0].Address, annotation, host)
+				}
+				return
+			}
+			if cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonHostnameTooLong {
+				t.Errorf("condition %+v, want HostnamePublished False %s", cond, v1alpha1.ReasonHostnameTooLong)
+			}
+			for _, want := range []string{"ListenerClass " + class.Name, fmt.Sprintf("%d characters", tc.wantLength), fmt.Sprintf("the %d", tc.wantLimit), "fix: shorten the Listener's name"} {
+				if !strings.Contains(cond.Message, want) {
+					t.Errorf("condition message %q does not say %q", cond.Message, want)
+				}
+			}
+			if annotated {
+				t.Errorf("Service annotated %s=%q, a name that is not a DNS name", v1alpha1.AnnotationExternalDNSHostname, annotation)
+			}
+			for _, a := range l.Status.IngressAddresses {
+				if a.Address == host || len(a.Address) > 253 {
+					t.Errorf("address %q published, want none too long for DNS", a.Address)
+				}
+			}
+			if ev := waitEvent(t, ctx, c, ns, tc.listener, EventHostnameTooLong); ev.Type != corev1.EventTypeWarning || ev.Note != cond.Message {
+				t.Errorf("event %s %q, want a Warning saying %q", ev.Type, ev.Note, cond.Message)
+			}
+		})
 	}
 }

@@ -153,7 +153,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
 			svc.Name, class.Name, refused.ToAggregate().Error())}
 	}
-	return settled(withAddressFeatures(st, l, class), v), nil // hostname.go
+	return settled(r.withAddressFeatures(st, l, class), v), nil // hostname.go
 }
 
 // classOf reads the Listener's class and checks both. A problem with them

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -87,7 +88,22 @@ func TestStickyNodePorts(t *testing.T) {
 		t.Errorf("recreated Service node ports %v, want the recorded %v", got, recorded)
 	}
 
-	// Another Service takes the http node port while the Listener has none.
+	// Another Service takes the http node port while the Listener has
+	// none. The Listener names a class that does not exist meanwhile, so
+	// its reconciler leaves the Service alone (ClassNotFound keeps the
+	// Service and the recorded node ports) and cannot win the race.
+	setClass := func(name string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.ClassName = ptr.To(name)
+		if err := c.Update(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setClass(class.Name + "-gone")
+	waitReason(t, ctx, c, ns, "np", v1alpha1.ReasonClassNotFound)
 	if err := c.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +111,15 @@ func TestStickyNodePorts(t *testing.T) {
 		Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "thief"},
 		Ports: []corev1.ServicePort{{Name: "x", Port: 80, NodePort: recorded["http"]}},
 	}}
-	// The controller may be quicker than the thief: then it is the thief
-	// that gets refused, and the test says so.
-	if err := c.Create(ctx, thief); err != nil {
-		t.Skipf("the Listener's Service came back before another Service could take its port: %v", err)
+	// The API server frees a deleted Service's node ports a moment after
+	// the deletion.
+	testenv.Converges(t, "another Service takes node port "+fmt.Sprint(recorded["http"]), func() error {
+		return c.Create(ctx, thief.DeepCopy())
+	})
+	if l := waitReason(t, ctx, c, ns, "np", v1alpha1.ReasonClassNotFound); !reflect.DeepEqual(l.Status.NodePorts, recorded) {
+		t.Fatalf("status.nodePorts %v while the class is missing, want the recorded %v", l.Status.NodePorts, recorded)
 	}
+	setClass(class.Name)
 	svc = getService(t, ctx, c, ns, "np", func(s *corev1.Service) error {
 		if s.UID == svc.UID {
 			return fmt.Errorf("still the old Service")

@@ -109,9 +109,15 @@ func keepPublished(last, computed v1alpha1.ListenerStatus) v1alpha1.ListenerStat
 	return kept
 }
 
-// withCondition returns st with the Ready condition from v; the transition
-// time only moves when the status of the condition does.
+// withCondition returns st with the Ready condition from v added to the
+// Listener's conditions old, or to the conditions st carries when it
+// carries any (the address features' own conditions set on a copy of old:
+// withFeatureCondition); the transition time only moves when the status of
+// the condition does.
 func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generation int64, v verdict) v1alpha1.ListenerStatus {
+	if st.Conditions != nil {
+		old = st.Conditions
+	}
 	st.Conditions = make([]metav1.Condition, len(old))
 	copy(st.Conditions, old)
 	status := metav1.ConditionFalse

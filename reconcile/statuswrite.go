@@ -20,8 +20,9 @@ import (
 // The Listener controller writes its part of a Listener's status with
 // server-side apply under the operator's field manager: the addresses
 // (serviceName, serviceType, className, ingressAddresses, nodePorts,
-// certificateSecretName) and the Ready and NodePortsKept conditions. Other
-// writers (node loss: PinnedNodesAvailable) apply their own conditions
+// certificateSecretName) and the Ready, NodePortsKept and HostnamePublished
+// conditions. Other writers (node loss: PinnedNodesAvailable; the
+// certificate controller: CertificateManaged) apply their own conditions
 // under their own field managers, so no writer overwrites another's fields
 // or has to retry on another's write.
 
@@ -29,7 +30,7 @@ import (
 
 // isOwnCondition: the Listener controller writes conditions of this type.
 func isOwnCondition(typ string) bool {
-	return typ == v1alpha1.ConditionReady || typ == v1alpha1.ConditionNodePortsKept
+	return typ == v1alpha1.ConditionReady || typ == v1alpha1.ConditionNodePortsKept || typ == v1alpha1.ConditionHostnamePublished
 }
 
 // ownedStatus is the part of st the Listener controller writes.

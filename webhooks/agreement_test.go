@@ -68,11 +68,11 @@ func TestAgreement(t *testing.T) {
 			t.Errorf("pinned to %v", pinned)
 		}
 		if s.Claim != nil {
-			listener, _, _, ok, err := m.claim(t.Context(), s.Pod.Namespace, s.Claim.Name)
+			c, err := m.claim(t.Context(), s.Pod.Namespace, s.Claim.Name)
 			if err != nil {
 				t.Fatalf("claim lookup: %v", err)
 			}
-			got.IsListener, got.Listener = ok, listener
+			got.IsListener, got.Listener = c.ok, c.listener
 			return got, true
 		}
 		got.IsListener = got.Labels[v1alpha1.LabelListenerVolume] == "true"

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +45,7 @@ type claimMutator struct{ lookup *lookup }
 func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	c, err := decodeClaim(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return malformed(err)
 	}
 	if !claims.Requested(c.Metadata.Annotations, c.Spec.StorageClassName) {
 		return admission.Allowed("")
@@ -73,10 +72,7 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 	if set {
 		p.add("/spec/storageClassName", v1alpha1.StorageClassName)
 	}
-	if len(p) == 0 {
-		return admission.Allowed("")
-	}
-	return admission.Patched("", p...)
+	return respond(p, nil)
 }
 
 // claimValidator refuses listener claims that cannot work, with a message
@@ -86,7 +82,7 @@ type claimValidator struct{ lookup *lookup }
 func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	c, err := decodeClaim(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return malformed(err)
 	}
 	if !claims.Requested(c.Metadata.Annotations, c.Spec.StorageClassName) {
 		return admission.Allowed("")
@@ -94,7 +90,7 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	var old *claimView
 	if req.Operation == admissionv1.Update {
 		if old, err = decodeClaim(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
+			return malformed(err)
 		}
 		// The spec of a claim is immutable, and what matters about its
 		// annotations was checked when it was created: only a change of

@@ -20,6 +20,28 @@
 // the injected claim templates hold are api/claims's answers, which the
 // reconcilers, the CSI driver and node loss share.
 //
+// The files follow the admitted kinds. Each kind's handler reads the same
+// way: decode the object once (and the stored one on UPDATE, at most once)
+// into the kind's view, validate, mutate, respond (no patch when nothing
+// changed):
+//
+//   - pod.go: pods (the walk over a pod's volumes; api/claims answers what
+//     each volume is);
+//   - statefulset.go: StatefulSets (the claim template, the pod template's
+//     labels and mounts);
+//   - workload.go: the pod templates and claim templates of workloads, and
+//     the checks of a pod's listener volumes, which the pod handler runs on
+//     its own view of the pod;
+//   - claim.go: PersistentVolumeClaims; listener.go: Listeners;
+//     listenerclass.go: ListenerClasses.
+//
+// Shared by several kinds: podtemplate.go (the views of a pod spec, which
+// pods, StatefulSet pod templates and workload pod templates share, and
+// the mounts), optin.go (the claim annotations an opted-in object gets),
+// request.go (decoding, patch building, denials and the fail-open metric),
+// lookup.go and livereads.go (reads through the cache, live reads when it
+// lacks an object), webhooks.go (paths, RBAC, registration).
+//
 // Mutations are computed as JSON patch operations on exactly the fields they
 // change, from small views of the request that decode only what the handlers
 // read: fields this build does not know survive untouched. Nothing is written

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
@@ -51,217 +49,265 @@ type podMutator struct {
 	validator *workloadValidator
 }
 
-func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	var pod podTemplateView
-	if err := decode(req.Object.Raw, "Pod", &pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	podName := pod.Metadata.Name
-	if podName == "" {
-		podName = req.Name
-	}
-	var (
-		p          patch
-		warnings   []string
-		validate   bool // the pod has volumes the validator checks
-		listeners  []claims.PodListener
-		nodes      []string
-		mayMount   bool                       // a claim that may be a listener claim could not be looked up
-		listenerOf = make(map[string]bool, 2) // volume name → is a listener volume
-		named      = -1                       // the volume named like the listener volume
-	)
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		if v.Name == v1alpha1.VolumeName {
-			named = i
-		}
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			listener, node, statefulSetPod, ok, err := m.claim(ctx, req.Namespace, v.PersistentVolumeClaim.ClaimName)
-			switch {
-			case errors.Is(err, errNoClaimYet):
-				// A pod may be created before its claim: it may become a
-				// listener claim, and the controller must see this pod
-				// to label it then.
-				mayMount = true
-			case err != nil:
-				m.failOpen(ctx, err)
-				mayMount = true
-			}
-			if ok {
-				listenerOf[v.Name] = true
-				if listener != "" {
-					listeners = append(listeners, claims.PodListener{Listener: listener, StatefulSetPod: statefulSetPod})
-				}
-				if node != "" {
-					nodes = append(nodes, node)
-				}
-			}
-		case v.CSI != nil && v.CSI.Driver == v1alpha1.DriverName:
-			validate = true
-		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
-			t := v.Ephemeral.VolumeClaimTemplate
-			if !claims.Requested(t.Metadata.Annotations, t.Spec.StorageClassName) {
-				continue
-			}
-			validate = true
-			listenerOf[v.Name] = true
-			if l := claims.EphemeralListener(t.Metadata.Annotations, podName, v.Name); l != "" {
-				listeners = append(listeners, claims.PodListener{Listener: l})
-			}
-		}
-	}
+// podView is what the pod handler reads of a pod. It is decoded once: the
+// validator's checks read the same view (workload).
+type podView struct {
+	Metadata objectMetaView `json:"metadata"`
+	Spec     podSpecView    `json:"spec"`
+}
 
-	if validate {
-		var w workloadView
-		if err := decode(req.Object.Raw, "Pod", &w); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		resp := m.validator.check(ctx, req, &w)
+// workload is the pod as the workload validator reads it.
+func (pod *podView) workload() *workloadView {
+	w := &workloadView{Metadata: pod.Metadata}
+	w.Spec.podSpecView = pod.Spec
+	return w
+}
+
+// podVolumes is what the walk over a pod's volumes found.
+type podVolumes struct {
+	validate  bool // volumes the validator checks: inline CSI volumes of the driver, ephemeral listener volumes
+	mayMount  bool // a claim that may be a listener claim could not be looked up
+	named     int  // the volume named like the listener volume, or -1
+	hasNamed  bool // the volume named like the listener volume is taken for it
+	listeners []claims.PodListener
+	nodes     []string // the nodes pinned listener volumes live on
+}
+
+// listenerVolumes says which of a pod's volumes (by name) are listener
+// volumes. It is kept apart from podVolumes so that it stays on the
+// handler's stack.
+type listenerVolumes map[string]bool
+
+func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var pod podView
+	if err := decode(req.Object.Raw, "Pod", &pod); err != nil {
+		return malformed(err)
+	}
+	name := pod.Metadata.Name
+	if name == "" {
+		name = req.Name
+	}
+	listenerOf := make(listenerVolumes, 2)
+	vs := m.walk(ctx, req.Namespace, name, &pod.Spec, listenerOf)
+	var warnings []string
+	if vs.validate {
+		resp := m.validator.check(ctx, req, pod.workload())
 		if !resp.Allowed {
 			return resp
 		}
 		warnings = append(warnings, resp.Warnings...)
 	}
-
+	var p patch
 	optedIn := pod.Metadata.Labels[v1alpha1.LabelEnabled] == "true"
+	if optedIn {
+		if resp, denied := m.optIn(ctx, req, name, &pod, &vs, listenerOf, &p); denied {
+			return resp
+		}
+	}
+	if spread := vs.spread(optedIn, &pod.Spec, listenerOf); spread != "" {
+		mountEverywhere(&p, "/spec", pod.Metadata.Annotations, &pod.Spec, spread)
+	}
+	if len(listenerOf) > 0 || vs.mayMount {
+		label(&p, name, pod.Metadata.Labels, vs.listeners)
+	}
+	warnings = append(warnings, pin(&p, pod.Spec.Affinity, vs.nodes)...)
+	return respond(p, warnings)
+}
+
+// walk finds the pod's listener volumes (into listenerOf): the claims it
+// mounts that are listener claims (looked up), with their Listeners and
+// pinned nodes, and its ephemeral listener volumes.
+func (m *podMutator) walk(ctx context.Context, namespace, podName string, spec *podSpecView, listenerOf listenerVolumes) podVolumes {
+	vs := podVolumes{named: -1}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.Name == v1alpha1.VolumeName {
+			vs.named = i
+		}
+		switch t := v.ephemeralClaim(); {
+		case v.PersistentVolumeClaim != nil:
+			m.addClaim(ctx, namespace, v, &vs, listenerOf)
+		case v.CSI != nil && v.CSI.Driver == v1alpha1.DriverName:
+			vs.validate = true
+		case t != nil && claims.Requested(t.Annotations, t.Spec.StorageClassName):
+			vs.validate = true
+			listenerOf[v.Name] = true
+			if l := claims.EphemeralListener(t.Annotations, podName, v.Name); l != "" {
+				vs.listeners = append(vs.listeners, claims.PodListener{Listener: l})
+			}
+		}
+	}
 	// A volume named like the listener volume is taken for it when it is
 	// one, or a claim (whose class a failed or early lookup may not know).
-	hasNamed := named >= 0 && (listenerOf[v1alpha1.VolumeName] || pod.Spec.Volumes[named].PersistentVolumeClaim != nil)
-	if optedIn && named >= 0 && !hasNamed {
-		return invalid(req, field.ErrorList{validation.ForeignListenerVolume(field.NewPath("spec", "volumes").Index(named))})
+	vs.hasNamed = vs.named >= 0 && (listenerOf[v1alpha1.VolumeName] || spec.Volumes[vs.named].PersistentVolumeClaim != nil)
+	return vs
+}
+
+// addClaim adds the claim volume v to what the walk found.
+func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeView, vs *podVolumes, listenerOf listenerVolumes) {
+	c, err := m.claim(ctx, namespace, v.PersistentVolumeClaim.ClaimName)
+	switch {
+	case errors.Is(err, errNoClaimYet):
+		// A pod may be created before its claim: it may become a
+		// listener claim, and the controller must see this pod to label
+		// it then.
+		vs.mayMount = true
+	case err != nil:
+		recordFailOpen(ctx, "pods.mutate", "pod", err)
+		vs.mayMount = true
 	}
-	if optedIn && !hasNamed {
-		ann, errs, err := claimAnnotations(ctx, m.lookup, req.Namespace, pod.Metadata.Annotations, field.NewPath("metadata", "annotations"))
-		switch {
-		case err != nil:
-			m.failOpen(ctx, err)
-		case errs != nil:
-			return invalid(req, errs)
-		case claims.WillOwnListener(ann, ""):
-			var containers []validation.ContainerPorts
-			for _, c := range pod.Spec.Containers {
-				containers = append(containers, validation.ContainerPorts{Name: c.Name, Ports: len(c.Ports)})
-			}
-			if errs := validation.PortsForOwnListener([]string{v1alpha1.VolumeName}, containers, field.NewPath("spec", "containers")); errs != nil {
-				return invalid(req, errs)
-			}
-			fallthrough
-		default:
-			n := len(pod.Spec.Volumes)
-			if pod.Spec.Volumes == nil {
-				n = -1
-			}
-			p.appendTo("/spec/volumes", &n, ephemeralVolume(ann))
-			hasNamed = true
-			listenerOf[v1alpha1.VolumeName] = true
-			if l := claims.EphemeralListener(ann, podName, v1alpha1.VolumeName); l != "" {
-				listeners = append(listeners, claims.PodListener{Listener: l})
-			}
+	if !c.ok {
+		return
+	}
+	listenerOf[v.Name] = true
+	if c.listener != "" {
+		vs.listeners = append(vs.listeners, claims.PodListener{Listener: c.listener, StatefulSetPod: c.statefulSetPod})
+	}
+	if c.node != "" {
+		vs.nodes = append(vs.nodes, c.node)
+	}
+}
+
+// optIn gives an opted-in pod without a listener volume an ephemeral one
+// (of the class or Listener its annotations name), or refuses it: a volume
+// of its own named like the listener volume, no class to use, no ports for
+// a Listener of its own. A failed lookup admits it without the volume.
+func (m *podMutator) optIn(ctx context.Context, req admission.Request, name string, pod *podView, vs *podVolumes, listenerOf listenerVolumes, p *patch) (admission.Response, bool) {
+	if vs.hasNamed {
+		return admission.Response{}, false
+	}
+	if vs.named >= 0 {
+		return invalid(req, field.ErrorList{validation.ForeignListenerVolume(field.NewPath("spec", "volumes").Index(vs.named))}), true
+	}
+	ann, errs, err := optInClaimAnnotations(ctx, m.lookup, req.Namespace, pod.Metadata.Annotations, field.NewPath("metadata", "annotations"))
+	switch {
+	case err != nil:
+		recordFailOpen(ctx, "pods.mutate", "pod", err)
+		return admission.Response{}, false
+	case errs != nil:
+		return invalid(req, errs), true
+	}
+	if claims.WillOwnListener(ann, "") {
+		if errs := validation.PortsForOwnListener([]string{v1alpha1.VolumeName}, containerPorts(pod.Spec.Containers), field.NewPath("spec", "containers")); errs != nil {
+			return invalid(req, errs), true
 		}
 	}
+	n := length(pod.Spec.Volumes)
+	p.appendTo("/spec/volumes", &n, ephemeralVolume(ann))
+	vs.hasNamed = true
+	listenerOf[v1alpha1.VolumeName] = true
+	if l := claims.EphemeralListener(ann, name, v1alpha1.VolumeName); l != "" {
+		vs.listeners = append(vs.listeners, claims.PodListener{Listener: l})
+	}
+	return admission.Response{}, false
+}
 
-	// The volume to mount in every container: the opt-in volume, or a
-	// listener volume that some container already mounts at the well-known
-	// path (a container injected later by another webhook lacks it).
+// spread is the volume to mount in every container: the opt-in volume, or
+// a listener volume that some container already mounts at the well-known
+// path (a container injected later by another webhook lacks it); "" for
+// none.
+func (vs *podVolumes) spread(optedIn bool, spec *podSpecView, listenerOf listenerVolumes) string {
+	if optedIn && vs.hasNamed {
+		return v1alpha1.VolumeName
+	}
 	spread := ""
-	if optedIn && hasNamed {
-		spread = v1alpha1.VolumeName
-	} else {
-		for _, c := range pod.Spec.Containers {
-			for _, vm := range c.VolumeMounts {
-				if vm.MountPath == v1alpha1.MountPath && listenerOf[vm.Name] {
-					spread = vm.Name
-				}
+	for _, c := range spec.Containers {
+		for _, vm := range c.VolumeMounts {
+			if vm.MountPath == v1alpha1.MountPath && listenerOf[vm.Name] {
+				spread = vm.Name
 			}
 		}
 	}
-	if spread != "" {
-		mountEverywhere(&p, "/spec", &pod, spread)
-	}
+	return spread
+}
 
-	if len(listenerOf) > 0 || mayMount {
-		exists := pod.Metadata.Labels != nil
-		missing := claims.Missing(claims.PodLabels(podName, pod.Metadata.Labels, listeners), pod.Metadata.Labels)
-		// In a stable order: the listener-volume label, then the volumes'.
-		order := []string{v1alpha1.LabelListenerVolume}
-		for _, l := range listeners {
-			order = append(order, names.PodSelectorLabel(l.Listener))
-		}
-		for _, k := range order {
-			if v, ok := missing[k]; ok {
-				p.setMapEntry("/metadata/labels", &exists, k, v)
-				delete(missing, k)
-			}
+// label adds the labels a pod (named podName, with labels) that mounts
+// volumes of listeners lacks (claims.PodLabels), in a stable order: the
+// listener-volume label, then the volumes'.
+func label(p *patch, podName string, labels map[string]string, listeners []claims.PodListener) {
+	exists := labels != nil
+	missing := claims.Missing(claims.PodLabels(podName, labels, listeners), labels)
+	order := []string{v1alpha1.LabelListenerVolume}
+	for _, l := range listeners {
+		order = append(order, names.PodSelectorLabel(l.Listener))
+	}
+	for _, k := range order {
+		if v, ok := missing[k]; ok {
+			p.setMapEntry("/metadata/labels", &exists, k, v)
+			delete(missing, k)
 		}
 	}
+}
 
+// pin requires the nodes that pinned listener volumes live on; a pod with
+// volumes pinned to different nodes gets a warning.
+func pin(p *patch, a *affinityView, nodes []string) (warnings []string) {
 	nodes = dedupe(nodes)
 	if len(nodes) > 1 {
 		warnings = append(warnings, fmt.Sprintf("the pod mounts listener volumes pinned to different nodes (%s) and cannot be scheduled; mount volumes pinned to one node only", joinSorted(nodes)))
 	}
-	requireNodes(&p, pod.Spec.Affinity, nodes)
-
-	if len(p) == 0 {
-		return admission.Allowed("").WithWarnings(warnings...)
-	}
-	return admission.Patched("", p...).WithWarnings(warnings...)
-}
-
-// failOpen records a lookup that failed: the pod is admitted without what
-// the lookup would have added.
-func (m *podMutator) failOpen(ctx context.Context, err error) {
-	failOpen.WithLabelValues("pods.mutate").Inc()
-	logf.FromContext(ctx).Error(err, "admitting the pod without the mutation that needed this lookup")
+	requireNodes(p, a, nodes)
+	return warnings
 }
 
 // errNoClaimYet says that a pod's claim does not exist (yet).
 var errNoClaimYet = errors.New("the claim does not exist yet")
 
-// claim looks up the claim name in namespace and says whether it is a
-// listener claim, which Listener it belongs to, the StatefulSet pod that
-// Listener selects by name (if it does) and the node its volume is pinned
-// to, if any.
-func (m *podMutator) claim(ctx context.Context, namespace, name string) (listener, node, statefulSetPod string, ok bool, err error) {
+// podClaim is what the pod handler needs of a claim it mounts: whether it
+// is a listener claim, which Listener it belongs to, the StatefulSet pod
+// that Listener selects by name (if it does) and the node its volume is
+// pinned to, if any.
+type podClaim struct {
+	listener, node, statefulSetPod string
+	ok                             bool
+}
+
+// claim looks up the claim name in namespace.
+func (m *podMutator) claim(ctx context.Context, namespace, name string) (podClaim, error) {
 	var c corev1.PersistentVolumeClaim
 	if err := m.lookup.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", "", "", false, errNoClaimYet
+			return podClaim{}, errNoClaimYet
 		}
-		return "", "", "", false, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
+		return podClaim{}, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
 	}
 	use, ok := claims.OfClaim(&c)
 	if !ok {
-		return "", "", "", false, nil
+		return podClaim{}, nil
 	}
-	var pv *corev1.PersistentVolume
-	if c.Spec.VolumeName != "" {
-		pv = &corev1.PersistentVolume{}
-		if err = m.lookup.get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, pv); err != nil {
-			if apierrors.IsNotFound(err) {
-				err = nil
-			} else {
-				err = fmt.Errorf("get PersistentVolume %s: %w", c.Spec.VolumeName, err)
-			}
-			pv = nil
-		}
-	}
+	pv, err := m.volume(ctx, c.Spec.VolumeName)
 	// A bound volume keeps the Listener it was provisioned for.
-	listener = claims.Bound(&c, use, pv).Listener
-	if listener != "" {
+	out := podClaim{listener: claims.Bound(&c, use, pv).Listener, ok: true}
+	if out.listener != "" {
 		// The Listener, once it exists, decides how its Service selects
 		// (the reconciler makes it from the claim). Read from the cache
 		// only: a Listener made a moment ago was made from this claim.
-		statefulSetPod = claims.SelectedPod(name, c.Annotations, func() (map[string]string, bool) {
+		out.statefulSetPod = claims.SelectedPod(name, c.Annotations, func() (map[string]string, bool) {
 			var l v1alpha1.Listener
-			err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: listener}, &l, client.UnsafeDisableDeepCopy)
+			err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: out.listener}, &l, client.UnsafeDisableDeepCopy)
 			return l.Annotations, err == nil
 		})
 	}
 	if pv != nil {
-		node = addresses.PinnedNode(pv)
+		out.node = addresses.PinnedNode(pv)
 	}
-	return listener, node, statefulSetPod, true, err
+	return out, err
+}
+
+// volume is the PersistentVolume a claim is bound to, nil when it is not
+// bound or the volume does not exist (or cannot be read: err says why).
+func (m *podMutator) volume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	if name == "" {
+		return nil, nil
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := m.lookup.get(ctx, types.NamespacedName{Name: name}, pv); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get PersistentVolume %s: %w", name, err)
+	}
+	return pv, nil
 }
 
 // ephemeralVolume is the listener volume added to opted-in bare pods.
@@ -297,10 +343,7 @@ func requireNodes(p *patch, a *affinityView, nodes []string) {
 	default:
 		for j, t := range a.NodeAffinity.Required.NodeSelectorTerms {
 			path := index(base+"/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms", j, "/matchExpressions")
-			n := len(t.MatchExpressions)
-			if t.MatchExpressions == nil {
-				n = -1
-			}
+			n := length(t.MatchExpressions)
 			for i, e := range exprs {
 				if !hasRequirement(t.MatchExpressions, nodes[i]) {
 					p.appendTo(path, &n, e)

@@ -45,18 +45,38 @@ func TemplateProblems(p *v1alpha1.HostnamePolicy) []string {
 // RenderHostname is the hostname the class's policy gives the Listener
 // named listener in namespace: the template with its placeholders
 // replaced, which must be a DNS-1123 subdomain (at most 253 characters,
-// labels of at most 63).
+// labels of at most 63). A name that is too long is a
+// *HostnameTooLongError.
 func RenderHostname(p *v1alpha1.HostnamePolicy, listener, namespace string) (string, error) {
 	host := strings.NewReplacer(PlaceholderListener, listener, PlaceholderNamespace, namespace).Replace(p.Template)
-	if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
-		return "", fmt.Errorf("hostname %q is not a DNS name: %s", host, strings.Join(msgs, "; "))
+	if len(host) > validation.DNS1123SubdomainMaxLength {
+		return "", &HostnameTooLongError{Host: host, Length: len(host), Limit: validation.DNS1123SubdomainMaxLength}
 	}
 	for _, label := range strings.Split(host, ".") {
 		if len(label) > validation.DNS1123LabelMaxLength {
-			return "", fmt.Errorf("hostname %q is not a DNS name: label %q is longer than %d characters", host, label, validation.DNS1123LabelMaxLength)
+			return "", &HostnameTooLongError{Host: host, Label: label, Length: len(label), Limit: validation.DNS1123LabelMaxLength}
 		}
 	}
+	if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+		return "", fmt.Errorf("hostname %q is not a DNS name: %s", host, strings.Join(msgs, "; "))
+	}
 	return host, nil
+}
+
+// HostnameTooLongError says that a rendered hostname is too long for DNS:
+// the whole name (Label empty) or one of its labels.
+type HostnameTooLongError struct {
+	Host   string // the rendered name
+	Label  string // the label that is too long; "" when the whole name is
+	Length int    // the length of Host, or of Label
+	Limit  int    // 253 for a name, 63 for a label
+}
+
+func (e *HostnameTooLongError) Error() string {
+	if e.Label != "" {
+		return fmt.Sprintf("hostname %q is not a DNS name: label %q is longer than %d characters (%d)", e.Host, e.Label, e.Limit, e.Length)
+	}
+	return fmt.Sprintf("hostname %q is not a DNS name: it has %d characters, and a DNS name must be no more than %d characters", e.Host, e.Length, e.Limit)
 }
 
 // Hostname is the hostname class gives the Listener named listener in

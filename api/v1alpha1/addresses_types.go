@@ -98,6 +98,37 @@ const (
 	ReasonNodePortsTaken = "NodePortsTaken"
 )
 
+// The certificate condition on a Listener whose class asks for a
+// certificate (spec.certificate).
+const (
+	// ConditionCertificateManaged says whether the operator keeps the
+	// Listener's cert-manager Certificate (Status True, reason
+	// CertificateManaged), or why it cannot: cert-manager's CRDs are not
+	// installed (reason CertManagerMissing, looked at again every 15 s) or a
+	// Certificate of that name belongs to someone else (reason
+	// CertificateConflict). Absent when the class asks for no certificate.
+	ConditionCertificateManaged = "CertificateManaged"
+
+	ReasonCertificateManaged  = "CertificateManaged"
+	ReasonCertManagerMissing  = "CertManagerMissing"
+	ReasonCertificateConflict = "CertificateConflict"
+)
+
+// The hostname condition on a Listener whose class publishes a hostname
+// (spec.hostname).
+const (
+	// ConditionHostnamePublished says whether the class's hostname template
+	// gives this Listener a DNS name (Status True, reason HostnamePublished)
+	// or a name too long for DNS (Status False, reason HostnameTooLong: more
+	// than 253 characters, or a label of more than 63), which is then
+	// neither published nor annotated. Absent when the class has no
+	// spec.hostname.
+	ConditionHostnamePublished = "HostnamePublished"
+
+	ReasonHostnamePublished = "HostnamePublished"
+	ReasonHostnameTooLong   = "HostnameTooLong"
+)
+
 // HasStickyNodePorts reports whether a Listener's recorded node ports are
 // requested again when its Service is created anew: NodePort classes, unless
 // they opt out with stickyNodePorts: false.

@@ -116,7 +116,9 @@ type ListenerStatus struct {
 	// +optional
 	CertificateSecretName string `json:"certificateSecretName,omitempty"`
 
-	// Conditions report whether the Listener is served ("Ready").
+	// Conditions report whether the Listener is served ("Ready") and how
+	// its class's address features fared ("NodePortsKept",
+	// "CertificateManaged", "HostnamePublished").
 	// +listType=map
 	// +listMapKey=type
 	// +optional

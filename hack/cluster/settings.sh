@@ -34,6 +34,14 @@ SERVICE_IP=10.88.128.1
 # domain other than cluster.local, which the operator must detect.
 CLUSTER_DOMAIN=${CLUSTER_DOMAIN:-cluster.local}
 CLUSTER_DNS=${CLUSTER_DNS:-$HOST_IP}
+# CONTROL_PLANE_QPS, when set, is the client rate (requests/s; burst twice
+# that) of kube-controller-manager and kube-scheduler instead of their
+# defaults (20 and 50): `make bench-address` measures how much of a listener
+# volume's time to address is the control plane's own rate limits.
+control_plane_qps=()
+if [[ -n ${CONTROL_PLANE_QPS:-} ]]; then
+  control_plane_qps=(--kube-api-qps "$CONTROL_PLANE_QPS" --kube-api-burst "$((CONTROL_PLANE_QPS * 2))")
+fi
 APISERVER=https://$HOST_IP:6443
 ETCD_URL=http://127.0.0.1:23790
 KUBECONFIG_OUT=$work/kubeconfig

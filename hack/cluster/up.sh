@@ -27,10 +27,11 @@ start_control_plane() {
     --bind-address 127.0.0.1 --secure-port 10357 --leader-elect=false \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
     --use-service-account-credentials --controllers '*' --flex-volume-plugin-dir "$work/volume-plugins" \
-    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key"
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    "${control_plane_qps[@]}"
   start kube-scheduler "$k8sbin/kube-scheduler" --kubeconfig "$KUBECONFIG_OUT" \
     --authentication-kubeconfig "$KUBECONFIG_OUT" --authorization-kubeconfig "$KUBECONFIG_OUT" \
-    --bind-address 127.0.0.1 --secure-port 10359 --leader-elect=false
+    --bind-address 127.0.0.1 --secure-port 10359 --leader-elect=false "${control_plane_qps[@]}"
 }
 
 up() {

@@ -1,0 +1,81 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/listener-operator/listener-operator/api/claims"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
+)
+
+// +kubebuilder:webhook:path=/validate-listeners-stackable-tech-v1alpha1-listenerclass,mutating=false,failurePolicy=fail,sideEffects=None,groups=listeners.stackable.tech,resources=listenerclasses,verbs=create;update;delete,versions=v1alpha1,name=listenerclasses.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+
+// classValidator checks ListenerClasses, and refuses deleting one that
+// Listeners or claims still use.
+type classValidator struct{ lookup *lookup }
+
+func (v *classValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation == admissionv1.Delete {
+		users, err := v.users(ctx, req.Name)
+		if err != nil {
+			return lookupFailed(err)
+		}
+		if errs := validation.ListenerClassDeletion(req.Name, users); len(errs) > 0 {
+			return invalid(req, errs)
+		}
+		return admission.Allowed("")
+	}
+	var lc v1alpha1.ListenerClass
+	if err := json.Unmarshal(req.Object.Raw, &lc); err != nil {
+		return malformed(fmt.Errorf("decode ListenerClass: %w", err))
+	}
+	errs := validation.ListenerClass(&lc)
+	if req.Operation == admissionv1.Update {
+		var old v1alpha1.ListenerClass
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return malformed(fmt.Errorf("decode ListenerClass: %w", err))
+		}
+		errs = ratchet(errs, validation.ListenerClass(&old))
+	}
+	if len(errs) > 0 {
+		return invalid(req, errs)
+	}
+	return admission.Allowed("").WithWarnings(validation.ListenerClassWarnings(&lc)...)
+}
+
+// users counts, per namespace, the Listeners and claims that refer to the
+// class.
+func (v *classValidator) users(ctx context.Context, class string) (validation.ClassUsers, error) {
+	var listeners v1alpha1.ListenerList
+	if err := v.lookup.cache.List(ctx, &listeners, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list Listeners: %w", err)
+	}
+	users := validation.ClassUsers{}
+	for _, l := range listeners.Items {
+		// A Listener whose Service was made from the class (status.className)
+		// uses it too, even once spec.className names another, missing,
+		// class: its Service stays as the class made it.
+		named := l.Spec.ClassName != nil && *l.Spec.ClassName == class
+		if (named || l.Status.ClassName == class) && l.DeletionTimestamp == nil {
+			users.Add(l.Namespace, false)
+		}
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := v.lookup.cache.List(ctx, &pvcs, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
+	}
+	for _, c := range pvcs.Items {
+		if named, _ := claims.Named(c.Annotations); named == class && c.DeletionTimestamp == nil {
+			users.Add(c.Namespace, true)
+		}
+	}
+	return users, nil
+}

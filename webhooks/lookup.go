@@ -1,0 +1,197 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
+)
+
+// lookup reads through the manager's cache and falls back to a live read
+// when the cache does not have an object yet (created a moment ago).
+//
+// Objects read from the cache share their maps and slices with it (no deep
+// copy, which would be a third of a pod admission's allocations): handlers
+// only read what they look up and must never modify it.
+type lookup struct {
+	cache client.Reader
+	live  client.Reader
+	// reads bounds the live reads of names the cache lacks (livereads.go);
+	// nil: unbounded.
+	reads *liveBounds
+}
+
+func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	err := l.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) {
+		err = l.getLive(ctx, key, obj, err)
+	}
+	return err
+}
+
+// getLive reads obj live when reads allow it, and otherwise returns
+// notFound, the cache's answer.
+func (l *lookup) getLive(ctx context.Context, key types.NamespacedName, obj client.Object, notFound error) error {
+	k := liveKey{kind: fmt.Sprintf("%T", obj), key: key}
+	if !l.reads.allow(k) {
+		return notFound
+	}
+	err := l.live.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		l.reads.notFound(k)
+	}
+	return err
+}
+
+// classes lists the ListenerClasses.
+func (l *lookup) classes(ctx context.Context) ([]v1alpha1.ListenerClass, error) {
+	var list v1alpha1.ListenerClassList
+	if err := l.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list ListenerClasses: %w", err)
+	}
+	return list.Items, nil
+}
+
+// classNames lists the names of the ListenerClasses. Each name in want
+// that the cache does not have yet is read live, so that a class created a
+// moment ago counts.
+func (l *lookup) classNames(ctx context.Context, want ...string) (validation.ClassNames, error) {
+	items, err := l.classes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(items), len(items)+len(want))
+	for i := range items {
+		names[i] = items[i].Name
+	}
+	for _, w := range want {
+		if w == "" || slices.Contains(names, w) {
+			continue
+		}
+		var lc v1alpha1.ListenerClass
+		err := l.getLive(ctx, types.NamespacedName{Name: w}, &lc, apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("listenerclasses").GroupResource(), w))
+		switch {
+		case err == nil:
+			names = append(names, w)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get ListenerClass %s: %w", w, err)
+		}
+	}
+	return validation.NewClassNames(names...), nil
+}
+
+// defaultClass is the ListenerClass a claim in namespace gets when it names
+// none: the namespace's listeners.stackable.tech/is-default-class annotation,
+// else the class annotated listeners.stackable.tech/is-default-class: "true"
+// (the newest, if several are, as Kubernetes does for StorageClasses). ""
+// means there is none.
+func (l *lookup) defaultClass(ctx context.Context, namespace string) (string, error) {
+	var ns corev1.Namespace
+	if err := l.get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get namespace %s: %w", namespace, err)
+	}
+	if c := ns.Annotations[v1alpha1.AnnotationDefaultClass]; c != "" {
+		return c, nil
+	}
+	classes, err := l.classes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if c := DefaultClass(classes); c != "" {
+		return c, nil
+	}
+	// "No default" leads to a refusal: read the classes from the API
+	// server in case one was made the default a moment ago.
+	var live v1alpha1.ListenerClassList
+	if err := l.live.List(ctx, &live); err != nil {
+		return "", fmt.Errorf("list ListenerClasses: %w", err)
+	}
+	return DefaultClass(live.Items), nil
+}
+
+// DefaultClass picks the cluster's default ListenerClass from classes: the
+// newest annotated listeners.stackable.tech/is-default-class: "true", ties
+// broken by name. "" means none is annotated.
+func DefaultClass(classes []v1alpha1.ListenerClass) string {
+	var best *v1alpha1.ListenerClass
+	for i := range classes {
+		c := &classes[i]
+		if c.Annotations[v1alpha1.AnnotationDefaultClass] != "true" {
+			continue
+		}
+		if best == nil || best.CreationTimestamp.Before(&c.CreationTimestamp) ||
+			best.CreationTimestamp.Equal(&c.CreationTimestamp) && c.Name < best.Name {
+			best = c
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Name
+}
+
+// claimFacts gathers what validation.Claim needs for claims in namespace
+// that refer to the given Listener names.
+func (l *lookup) claimFacts(ctx context.Context, namespace string, classNames, listenerNames []string) (validation.ClaimFacts, error) {
+	classes, err := l.classNames(ctx, classNames...)
+	if err != nil {
+		return validation.ClaimFacts{}, err
+	}
+	facts := validation.ClaimFacts{Namespace: namespace, Classes: classes}
+	for _, name := range listenerNames {
+		if name == "" {
+			continue
+		}
+		if facts.Listeners == nil {
+			facts.Listeners = make(map[string]bool, len(listenerNames))
+		}
+		var li v1alpha1.Listener
+		err := l.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &li)
+		switch {
+		case err == nil:
+			facts.Listeners[name] = true
+		case !apierrors.IsNotFound(err):
+			return facts, fmt.Errorf("get Listener %s/%s: %w", namespace, name, err)
+		}
+	}
+	return facts, nil
+}
+
+// defaultStorageClassAnn marks the cluster's default StorageClass.
+const defaultStorageClassAnn = "storageclass.kubernetes.io/is-default-class"
+
+// isDefaultStorageClass reports whether the StorageClass name is the
+// cluster's default, which the DefaultStorageClass admission plugin writes
+// into claims without a class before webhooks see them.
+func (l *lookup) isDefaultStorageClass(ctx context.Context, name string) (bool, error) {
+	var sc storagev1.StorageClass
+	err := l.get(ctx, types.NamespacedName{Name: name}, &sc)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get StorageClass %s: %w", name, err)
+	}
+	return sc.Annotations[defaultStorageClassAnn] == "true", nil
+}
+
+// namesInNamespace lists the Listener names of a namespace from the cache.
+func namesInNamespace(ctx context.Context, l *lookup, namespace string) ([]string, error) {
+	var list v1alpha1.ListenerList
+	if err := l.cache.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list Listeners of namespace %s: %w", namespace, err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].Name)
+	}
+	return out, nil
+}
