@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,16 +34,18 @@ func (r *reconciler) pods(ctx context.Context, key types.NamespacedName, pvc *co
 		// again by the webhook. Wait for it to go.
 		return nil
 	}
+	pending := slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool {
+		return p.Spec.NodeName != "" || !p.DeletionTimestamp.IsZero()
+	})
+	if len(pending) == 0 {
+		return nil
+	}
 	rel, err := r.releaseOf(ctx, key, pvc, st.releasedFrom)
 	if err != nil {
 		return err
 	}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName != "" || !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if err := r.pod(ctx, key, pvc, st.pin, rel, p); err != nil {
+	for i := range pending {
+		if err := r.pod(ctx, key, pvc, st.pin, rel, &pending[i]); err != nil {
 			return err
 		}
 	}
