@@ -812,9 +812,15 @@ func TestFaultClassVanishesAndComesBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := k8s.client.Delete(ctx, listenerClass(className, v1alpha1.ListenerClassSpec{})); err != nil {
-		t.Fatalf("delete the class with the webhooks down: %v", err)
-	}
+	// The API server drops a deleted webhook configuration from its
+	// informer a moment later: until then the webhook still answers.
+	eventually(t, ctx, 30*time.Second, "the class deleted with the webhooks down", func(ctx context.Context) (bool, string) {
+		err := k8s.client.Delete(ctx, listenerClass(className, v1alpha1.ListenerClassSpec{}))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	restore()
 
 	gone := reason(v1alpha1.ReasonClassNotFound)
