@@ -55,13 +55,13 @@ func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) *met
 			what = fmt.Sprintf("the hostname %q, whose label %q has %d characters, more than the %d a DNS label may have", tooLong.Host, tooLong.Label, tooLong.Length, tooLong.Limit)
 		}
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonHostnameTooLong
-		cond.Message = truncate(fmt.Sprintf("ListenerClass %s (spec.hostname.template %q) gives this Listener %s, so no hostname is published and its Service gets no %s annotation; "+
+		cond.Message = v1alpha1.TruncateMessage(fmt.Sprintf("ListenerClass %s (spec.hostname.template %q) gives this Listener %s, so no hostname is published and its Service gets no %s annotation; "+
 			"fix: shorten the Listener's name (%d characters) or its namespace's (%d), or change the class's spec.hostname.template",
 			class.Name, class.Spec.Hostname.Template, what, v1alpha1.AnnotationExternalDNSHostname, len(l.Name), len(l.Namespace)))
 	default:
 		// The class's template is checked before (validation.ListenerClass).
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalid
-		cond.Message = truncate(fmt.Sprintf("ListenerClass %s: %v", class.Name, err))
+		cond.Message = v1alpha1.TruncateMessage(fmt.Sprintf("ListenerClass %s: %v", class.Name, err))
 	}
 	return cond
 }

@@ -257,7 +257,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 	}
 	if len(refused) > 0 {
 		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
-			"%s", truncate(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
+			"%s", v1alpha1.TruncateMessage(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
 	}
 	return svc, nil, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -128,7 +127,7 @@ func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generatio
 		Type:               v1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             v.reason,
-		Message:            truncate(v.message),
+		Message:            v1alpha1.TruncateMessage(v.message),
 		ObservedGeneration: generation,
 	})
 	return st
@@ -138,22 +137,4 @@ func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generatio
 // the same.
 func statusEqual(a, b v1alpha1.ListenerStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// maxMessage bounds condition and event messages: a condition's message may
-// hold at most 32768 bytes, and a status write with a longer one fails.
-const maxMessage = 8192
-
-// truncate shortens a message to maxMessage bytes, on a rune boundary, and
-// says so.
-func truncate(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	const tail = " … (truncated)"
-	cut := maxMessage - len(tail)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + tail
 }

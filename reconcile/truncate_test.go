@@ -17,18 +17,18 @@ func TestConditionMessagesAreTruncated(t *testing.T) {
 		"short",
 		strings.Repeat("x", 40<<10),
 		strings.Repeat("é", 20<<10), // two bytes per rune
-		strings.Repeat("a", maxMessage),
+		strings.Repeat("a", v1alpha1.MaxMessage),
 	} {
 		st := withCondition(v1alpha1.ListenerStatus{}, nil, 1, verdict{reason: v1alpha1.ReasonInvalid, message: msg})
 		got := st.Conditions[0].Message
 		switch {
-		case len(got) > maxMessage:
-			t.Errorf("message of %d bytes kept at %d, want at most %d", len(msg), len(got), maxMessage)
+		case len(got) > v1alpha1.MaxMessage:
+			t.Errorf("message of %d bytes kept at %d, want at most %d", len(msg), len(got), v1alpha1.MaxMessage)
 		case !utf8.ValidString(got):
 			t.Errorf("message of %d bytes cut inside a rune", len(msg))
-		case len(msg) <= maxMessage && got != msg:
+		case len(msg) <= v1alpha1.MaxMessage && got != msg:
 			t.Errorf("message of %d bytes changed", len(msg))
-		case len(msg) > maxMessage && !strings.HasSuffix(got, "(truncated)"):
+		case len(msg) > v1alpha1.MaxMessage && !strings.HasSuffix(got, "(truncated)"):
 			t.Errorf("cut message does not say so: …%s", got[len(got)-20:])
 		}
 	}

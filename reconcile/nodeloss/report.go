@@ -130,7 +130,7 @@ func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, sta
 		t = old.LastTransitionTime
 	}
 	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&metav1.Condition{
-		Type: ConditionPinnedNodesAvailable, Status: status, Reason: reason, Message: truncate(message),
+		Type: ConditionPinnedNodesAvailable, Status: status, Reason: reason, Message: v1alpha1.TruncateMessage(message),
 		ObservedGeneration: l.Generation, LastTransitionTime: t,
 	})
 	if err != nil {
@@ -153,15 +153,6 @@ func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, sta
 	}
 	updated.DeepCopyInto(l)
 	return nil
-}
-
-// truncate keeps a condition message within the API's 32768 bytes.
-func truncate(s string) string {
-	const max = 32768
-	if len(s) > max {
-		return s[:max]
-	}
-	return s
 }
 
 // orNil turns a nil Listener into a nil interface, not an interface
