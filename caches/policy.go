@@ -21,18 +21,28 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Webhooks is the cache policy of the manager's own cache, which every
 // replica starts: it holds what the admission webhooks read (ListenerClasses,
-// Listeners, claims, volumes, namespaces, storage classes), and the Shared
-// types the reconcilers read from it on the leader. managedFields are
-// dropped from everything it holds, and claims and volumes keep only the
-// fields that are read (TrimClaim, TrimVolume).
+// Listeners, listener claims and volumes, namespaces, storage classes), and
+// the Shared types the reconcilers read from it on the leader.
+// managedFields are dropped from everything it holds. Claims and volumes
+// are selected by the listener-volume label (Marked), which the claim
+// webhook puts on listener claims and the claim reconciler on their
+// volumes: the cluster's other claims and volumes are never sent to the
+// operator (the pod webhook remembers a bounded number of the others it
+// read). They keep only the fields that are read (TrimClaim, TrimVolume).
 func Webhooks() cache.Options {
 	return cache.Options{
 		DefaultTransform: StripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.PersistentVolumeClaim{}: {Transform: TrimClaim},
-			&corev1.PersistentVolume{}:      {Transform: TrimVolume},
+			&corev1.PersistentVolumeClaim{}: {Label: Marked(), Transform: TrimClaim},
+			&corev1.PersistentVolume{}:      {Label: Marked(), Transform: TrimVolume},
 		},
 	}
+}
+
+// Marked selects what carries the listener-volume label (claims.Marked):
+// listener pods, claims and volumes.
+func Marked() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelListenerVolume: "true"})
 }
 
 // TrimClaim keeps of a PersistentVolumeClaim what the webhooks and the
@@ -179,7 +189,7 @@ func Reconcilers() cache.Options {
 		DefaultTransform: StripManagedFields,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {
-				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.LabelListenerVolume: "true"}),
+				Label:     Marked(),
 				Transform: TrimPod,
 			},
 			&corev1.Node{}:               {Transform: TrimNode},

@@ -95,7 +95,7 @@ func TestAgreementPodReconciler(t *testing.T) {
 		for _, v := range vols {
 			got.Listener = v.listener
 		}
-		relabel, err := (&podRelabeler{client: agreementClient(s)}).labelsFor(t.Context(), s.Pod)
+		relabel, err := labelsFor(t.Context(), agreementClient(s), s.Pod)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -47,12 +48,15 @@ const (
 // Listener of its own, named after and owned by the claim, so that the
 // address lives exactly as long as the claim.
 type claimReconciler struct {
-	client   client.Client
+	client client.Client
+	// live reads a claim's volume that the cache does not hold yet: the
+	// cache holds only marked volumes, and the reconciler marks them.
+	live     client.Reader
 	recorder events.EventRecorder
 }
 
 func setupClaimController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	r := &claimReconciler{client: mgr.GetClient(), recorder: recorder}
+	r := &claimReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerClaim).
 		For(&corev1.PersistentVolumeClaim{}).
@@ -206,32 +210,53 @@ func boundVolume(ctx context.Context, c client.Reader, pvc *corev1.PersistentVol
 // provisioned for (v1alpha1.LabelVolumeListener), and tells the user by an
 // event when the claim's annotations name another one since: the binding
 // is kept (the CSI driver publishes the Listener of the volume context).
-// It returns the recorded Listener ("" while the claim is not bound, or
-// names no Listener to record).
+// It also marks the volume (claims.VolumeNeedsMark), which puts it in the
+// operator's caches; both labels go in one patch. It returns the recorded
+// Listener ("" while the claim is not bound, or names no Listener to
+// record).
 func (r *claimReconciler) keepBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, error) {
-	pv, err := boundVolume(ctx, r.client, pvc)
+	pv, err := r.volume(ctx, pvc)
 	if pv == nil || err != nil {
 		return "", err
 	}
 	bound := pv.Labels[v1alpha1.LabelVolumeListener]
 	want, ok := claimListener(pvc)
-	if !ok {
-		return bound, nil
+	add := map[string]string{}
+	if claims.VolumeNeedsMark(pvc, pv) {
+		add[v1alpha1.LabelListenerVolume] = "true"
 	}
-	if bound == "" {
-		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, v1alpha1.LabelVolumeListener, want)
-		err := r.client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	if ok && bound == "" {
+		add[v1alpha1.LabelVolumeListener] = want
+	}
+	if len(add) > 0 {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": add}})
+		if err != nil {
+			return "", fmt.Errorf("labels of volume %s: %w", pv.Name, err)
+		}
+		err = r.client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
 		if countWrite(controllerClaim, "PersistentVolume", "patch", err) != nil {
 			return "", client.IgnoreNotFound(err)
 		}
-		return want, nil
+		if bound == "" {
+			bound = add[v1alpha1.LabelVolumeListener]
+		}
 	}
-	if bound != want {
+	if ok && bound != want {
 		r.recorder.Eventf(pvc, pv, corev1.EventTypeWarning, EventBindingKept, "Reconcile",
 			"the claim's annotations now name Listener %s, but volume %s was provisioned for Listener %s and keeps publishing it (listener annotations are immutable once a claim is bound); delete the claim and create it again to use %s",
 			want, pv.Name, bound, want)
 	}
 	return bound, nil
+}
+
+// volume is the claim's bound volume (boundVolume), from the cache or, when
+// the cache does not hold it (not marked yet), from the API server.
+func (r *claimReconciler) volume(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
+	pv, err := boundVolume(ctx, r.client, pvc)
+	if pv != nil || err != nil || pvc.Spec.VolumeName == "" || r.live == nil {
+		return pv, err
+	}
+	return boundVolume(ctx, r.live, pvc)
 }
 
 // handedOver reports whether l was handed over to pvc (node-loss recovery

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,9 +50,19 @@ func (r *podRelabeler) Start(ctx context.Context) error {
 		return nil // ctx ended first
 	}
 	for {
-		start := time.Now()
-		scanned, labelled, err := r.scan(ctx)
 		next := r.interval
+		// Claims first: a pod's listener claim marked now is one the pod
+		// scan finds in the cache.
+		start := time.Now()
+		scanned, marked, err := markClaims(ctx, r.live, r.client)
+		if err != nil {
+			log.Error(err, "scan for unmarked listener claims", "scanned", scanned, "marked", marked)
+			next = min(next, relabelRetry)
+		} else {
+			log.V(1).Info("scanned claims for unmarked listener claims", "scanned", scanned, "marked", marked, "took", time.Since(start).Round(time.Millisecond))
+		}
+		start = time.Now()
+		scanned, labelled, err := r.scan(ctx)
 		if err != nil {
 			log.Error(err, "scan for unlabelled pods with listener volumes", "scanned", scanned, "labelled", labelled)
 			next = min(next, relabelRetry)
@@ -74,11 +82,14 @@ func (r *podRelabeler) Start(ctx context.Context) error {
 // operator's listener label (foreignListenerPod).
 func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err error) {
 	defer observeReconcile(controllerRelabel, time.Now())
-	unlabelled, err := labels.NewRequirement(v1alpha1.LabelListenerVolume, selection.NotEquals, []string{"true"})
+	sel, err := unmarked()
 	if err != nil {
 		return 0, 0, err
 	}
-	opts := &client.ListOptions{LabelSelector: labels.NewSelector().Add(*unlabelled), Limit: relabelPageSize}
+	opts := &client.ListOptions{LabelSelector: sel, Limit: relabelPageSize}
+	// The cache holds only listener claims; the others of the namespace
+	// being scanned are listed from the API server.
+	claimReader := &namespaceClaims{cache: r.client, live: r.live}
 	for {
 		var pods corev1.PodList
 		if err := r.live.List(ctx, &pods, opts); err != nil {
@@ -87,7 +98,7 @@ func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err err
 		for i := range pods.Items {
 			pod := &pods.Items[i]
 			scanned++
-			missing, err := r.labelsFor(ctx, pod)
+			missing, err := labelsFor(ctx, claimReader, pod)
 			if err != nil {
 				return scanned, labelled, err
 			}
@@ -110,12 +121,13 @@ func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err err
 	}
 }
 
-// labelsFor is what a pod the webhook did not label needs: nothing when it
+// labelsFor is what a pod the webhook did not label needs, reading claims
+// from c: nothing when it
 // mounts no listener volume (or is finished or going), else the
 // listener-volume label and its Listeners' selector labels. A claim that
 // does not exist yet may become a listener claim, as the pod webhook also
 // assumes; an ephemeral volume says by its template.
-func (r *podRelabeler) labelsFor(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+func labelsFor(ctx context.Context, c client.Reader, pod *corev1.Pod) (map[string]string, error) {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil, nil
 	}
@@ -132,6 +144,6 @@ func (r *podRelabeler) labelsFor(ctx context.Context, pod *corev1.Pod) (map[stri
 	if !maybe {
 		return nil, nil
 	}
-	_, missing, err := podLabelsLacking(ctx, r.client, pod)
+	_, missing, err := podLabelsLacking(ctx, c, pod)
 	return missing, err
 }

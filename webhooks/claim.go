@@ -21,6 +21,7 @@ import (
 type claimView struct {
 	Metadata struct {
 		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec *corev1.PersistentVolumeClaimSpec `json:"spec"`
@@ -39,7 +40,9 @@ func decodeClaim(raw []byte) (*claimView, error) {
 
 // claimMutator fills in what a listener claim leaves out: the ListenerClass
 // (the default class) when it names neither a class nor a Listener, and the
-// listener storage class when it has a listener annotation but no class.
+// listener storage class when it has a listener annotation but no class;
+// and it marks a claim of the listener storage class with the
+// listener-volume label, which the operator's caches select claims by.
 type claimMutator struct{ lookup *lookup }
 
 func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -69,8 +72,14 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 	if err != nil {
 		return lookupFailed(err)
 	}
+	sc := c.Spec.StorageClassName
 	if set {
 		p.add("/spec/storageClassName", v1alpha1.StorageClassName)
+		sc = ptr(v1alpha1.StorageClassName)
+	}
+	if claims.ClaimNeedsMark(c.Metadata.Labels, sc) {
+		exists := c.Metadata.Labels != nil
+		p.setMapEntry("/metadata/labels", &exists, v1alpha1.LabelListenerVolume, "true")
 	}
 	return respond(p, nil)
 }
@@ -91,6 +100,9 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	if req.Operation == admissionv1.Update {
 		if old, err = decodeClaim(req.OldObject.Raw); err != nil {
 			return malformed(err)
+		}
+		if errs := validation.ClaimMark(old.Metadata.Labels, c.Metadata.Labels); len(errs) > 0 {
+			return invalid(req, errs)
 		}
 		// The spec of a claim is immutable, and what matters about its
 		// annotations was checked when it was created: only a change of

@@ -27,6 +27,9 @@ type lookup struct {
 	// reads bounds the live reads of names the cache lacks (livereads.go);
 	// nil: unbounded.
 	reads *liveBounds
+	// ordinary remembers claims that exist and are not listener claims,
+	// which the cache does not hold (ordinaryclaims.go); nil: none.
+	ordinary *ordinaryClaims
 }
 
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {

@@ -265,11 +265,14 @@ type podClaim struct {
 // claim looks up the claim name in namespace.
 func (m *podMutator) claim(ctx context.Context, namespace, name string) (podClaim, error) {
 	var c corev1.PersistentVolumeClaim
-	if err := m.lookup.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
-		if apierrors.IsNotFound(err) {
-			return podClaim{}, errNoClaimYet
-		}
+	ordinary, err := m.lookup.claim(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c)
+	switch {
+	case apierrors.IsNotFound(err):
+		return podClaim{}, errNoClaimYet
+	case err != nil:
 		return podClaim{}, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
+	case ordinary:
+		return podClaim{}, nil
 	}
 	use, ok := claims.OfClaim(&c)
 	if !ok {

@@ -45,7 +45,7 @@ const (
 // SetupWithManager registers every handler on the manager's webhook server.
 // It runs on every replica, leader or not.
 func SetupWithManager(mgr ctrl.Manager) error {
-	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), reads: newLiveBounds()}
+	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), reads: newLiveBounds(), ordinary: newOrdinaryClaims()}
 	// Start the informers now, so that the first admission does not wait
 	// for a cache to fill.
 	ctx := context.Background()

@@ -68,13 +68,19 @@ const (
 	// on each of its pods, with the pod's name.
 	LabelStatefulSetPodName = "statefulset.kubernetes.io/pod-name"
 
-	// LabelListenerVolume marks, with the value "true", a pod that mounts (or
-	// may mount: its claim did not exist yet when it was admitted) a listener
-	// volume. The controller caches only pods with this label, so that a
-	// cluster's other pods cost it nothing. The pod webhook sets it, opted-in
-	// StatefulSets carry it in their pod template, and the controller adds
-	// it to pods it finds without it (pods admitted while the webhook was
-	// unavailable).
+	// LabelListenerVolume marks, with the value "true", what belongs to a
+	// listener volume, so that the operator's caches select it and a
+	// cluster's other objects cost it nothing:
+	//   - a pod that mounts (or may mount: its claim did not exist yet when
+	//     it was admitted) a listener volume: the pod webhook sets it,
+	//     opted-in StatefulSets carry it in their pod template;
+	//   - a listener claim (of the listener storage class): the claim
+	//     webhook sets it when the claim is created, and refuses its removal;
+	//   - a listener PersistentVolume (of this driver, bound to a listener
+	//     claim): the claim reconciler sets it once the claim is bound.
+	// The controller adds it to pods and claims it finds without it
+	// (admitted while the webhooks were unavailable, or before this
+	// version): the relabel scans.
 	LabelListenerVolume = "listeners.stackable.tech/listener-volume"
 
 	// LabelEnabled opts a StatefulSet (or a bare Pod) into listener volume

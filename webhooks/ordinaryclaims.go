@@ -1,0 +1,99 @@
+package webhooks
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/claims"
+)
+
+// Claims that are not listener claims.
+//
+// The cache holds only listener claims (marked by the claim webhook, see
+// claims.Marked): a cluster's other claims cost the operator nothing. A pod
+// that mounts one of them still has to be told apart from a pod whose
+// claim does not exist yet (which may become a listener claim, so the pod
+// is labelled for the controller to see). The first admission that meets
+// such a claim reads it live (within the live read bounds, livereads.go);
+// what it finds is remembered here, so that the next pods of a workload
+// cost no read. The memory is bounded (maxOrdinary names, each for
+// ordinaryTTL): past it the oldest answers are forgotten and read again.
+const (
+	ordinaryTTL = 10 * time.Minute
+	maxOrdinary = 4096
+)
+
+// ordinaryClaims remembers claims known to exist and not be listener
+// claims. A claim deleted and made again under the same name as a listener
+// claim is in the cache (marked) and found there first.
+type ordinaryClaims struct {
+	mu      sync.Mutex
+	known   map[types.NamespacedName]time.Time // until when
+	oldest  []types.NamespacedName             // in the order added, for eviction
+	now     func() time.Time
+	maxSize int
+}
+
+func newOrdinaryClaims() *ordinaryClaims {
+	return &ordinaryClaims{known: map[types.NamespacedName]time.Time{}, now: time.Now, maxSize: maxOrdinary}
+}
+
+// has reports whether key is known to be a claim that is not a listener
+// claim. A nil ordinaryClaims knows nothing.
+func (o *ordinaryClaims) has(key types.NamespacedName) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	until, ok := o.known[key]
+	return ok && o.now().Before(until)
+}
+
+// add remembers key, forgetting the oldest names when full.
+func (o *ordinaryClaims) add(key types.NamespacedName) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.known[key]; !ok {
+		for len(o.oldest) >= o.maxSize {
+			delete(o.known, o.oldest[0])
+			o.oldest = o.oldest[1:]
+		}
+		o.oldest = append(o.oldest, key)
+	}
+	o.known[key] = o.now().Add(ordinaryTTL)
+}
+
+// claim reads the claim key into c: from the cache (listener claims), else
+// from what is known of other claims, else live. ordinary says the claim
+// exists and is not a listener claim (c is then not filled in). A claim the
+// cache lacks and a live read does not find (or may not read: the bounds)
+// is NotFound.
+func (l *lookup) claim(ctx context.Context, key types.NamespacedName, c *corev1.PersistentVolumeClaim) (ordinary bool, err error) {
+	err = l.cache.Get(ctx, key, c, client.UnsafeDisableDeepCopy)
+	if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if l.ordinary.has(key) {
+		return true, nil
+	}
+	if err := l.getLive(ctx, key, c, err); err != nil {
+		return false, err
+	}
+	if !claims.IsListenerClaim(c) {
+		l.ordinary.add(key)
+		return true, nil
+	}
+	// A listener claim not marked yet (admitted while the webhooks were
+	// down, or before they marked claims): the controller marks it.
+	return false, nil
+}
