@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // volumeHandleIndex indexes PersistentVolumes by "<driver>/<volume handle>".
@@ -32,7 +33,8 @@ type CacheOptions struct {
 // NewCache builds the informer cache the driver reads through:
 // ListenerClasses (few, cluster-wide admin policy); for a node, only its own
 // Node and the Pods scheduled to it; for the controller (one Deployment),
-// every Listener and PersistentVolume. A node plugin alone does not watch
+// every Listener and the listener PersistentVolumes (marked, see
+// claims.Marked). A node plugin alone does not watch
 // Listeners here: it reads them through a ListenerScope, which watches only
 // the ones its volumes publish. Reading any other type from it fails rather
 // than quietly starting a cluster-wide watch. Start it (and wait for it to
@@ -43,7 +45,15 @@ func NewCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opt
 		byObject[&corev1.Pod{}] = cache.ByObject{Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)}
 		byObject[&corev1.Node{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)}
 	}
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: byObject, ReaderFailOnMissingInformer: true})
+	if opts.Controller {
+		// Only listener volumes (marked by the controller once bound): a
+		// cluster's other volumes are never sent to the driver.
+		byObject[&corev1.PersistentVolume{}] = cache.ByObject{Label: caches.Marked()}
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
+		// Nothing the driver reads is in managedFields, often the
+		// largest part of an object.
+		DefaultTransform: caches.StripManagedFields})
 	if err != nil {
 		return nil, fmt.Errorf("create cache: %w", err)
 	}

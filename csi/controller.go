@@ -156,12 +156,14 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 	}}, nil
 }
 
-// volumeExists looks for the PersistentVolume of volume id: by name first
-// (csi-provisioner names the volume after the request, as the id is), then
-// through the cache's volume handle index (volumes created by hand).
+// volumeExists looks for the PersistentVolume of volume id: by name first,
+// from the API server (csi-provisioner names the volume after the request,
+// as the id is; the cache holds only volumes marked once bound), then
+// through the cache's volume handle index (volumes created by hand, once
+// bound to a listener claim).
 func (s *controllerServer) volumeExists(ctx context.Context, id string) error {
 	pv := &corev1.PersistentVolume{}
-	err := s.reader.Get(ctx, client.ObjectKey{Name: id}, pv)
+	err := s.live.Get(ctx, client.ObjectKey{Name: id}, pv)
 	switch {
 	case err == nil && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == s.driver && pv.Spec.CSI.VolumeHandle == id:
 		return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/validation"
 )
 
-// +kubebuilder:webhook:path=/mutate-v1-persistentvolumeclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create,versions=v1,name=claims.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/mutate-v1-persistentvolumeclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create;update,versions=v1,name=claims.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-v1-persistentvolumeclaim,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create;update,versions=v1,name=claims.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // claimView is the part of a PersistentVolumeClaim the handlers read.
@@ -42,7 +42,8 @@ func decodeClaim(raw []byte) (*claimView, error) {
 // (the default class) when it names neither a class nor a Listener, and the
 // listener storage class when it has a listener annotation but no class;
 // and it marks a claim of the listener storage class with the
-// listener-volume label, which the operator's caches select claims by.
+// listener-volume label, which the operator's caches select claims by, when
+// it is created and on every update that would take the mark off.
 type claimMutator struct{ lookup *lookup }
 
 func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -54,6 +55,13 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 		return admission.Allowed("")
 	}
 	var p patch
+	if req.Operation == admissionv1.Update {
+		// The storage class is immutable, and the class was given when
+		// the claim was made: an update keeps only the mark (a whole
+		// object written back without it, kubectl replace, keeps it).
+		mark(&p, c.Metadata.Labels, c.Spec.StorageClassName)
+		return respond(p, nil)
+	}
 	if claims.NeedsDefaultClass(c.Metadata.Annotations) {
 		class, err := m.lookup.defaultClass(ctx, req.Namespace)
 		if err != nil {
@@ -77,11 +85,18 @@ func (m *claimMutator) Handle(ctx context.Context, req admission.Request) admiss
 		p.add("/spec/storageClassName", v1alpha1.StorageClassName)
 		sc = ptr(v1alpha1.StorageClassName)
 	}
-	if claims.ClaimNeedsMark(c.Metadata.Labels, sc) {
-		exists := c.Metadata.Labels != nil
+	mark(&p, c.Metadata.Labels, sc)
+	return respond(p, nil)
+}
+
+// mark adds to p the listener-volume label a claim of storage class sc
+// with these labels needs (claims.ClaimNeedsMark): the operator's caches
+// select listener claims by it.
+func mark(p *patch, labels map[string]string, sc *string) {
+	if claims.ClaimNeedsMark(labels, sc) {
+		exists := labels != nil
 		p.setMapEntry("/metadata/labels", &exists, v1alpha1.LabelListenerVolume, "true")
 	}
-	return respond(p, nil)
 }
 
 // claimValidator refuses listener claims that cannot work, with a message
@@ -100,9 +115,6 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	if req.Operation == admissionv1.Update {
 		if old, err = decodeClaim(req.OldObject.Raw); err != nil {
 			return malformed(err)
-		}
-		if errs := validation.ClaimMark(old.Metadata.Labels, c.Metadata.Labels); len(errs) > 0 {
-			return invalid(req, errs)
 		}
 		// The spec of a claim is immutable, and what matters about its
 		// annotations was checked when it was created: only a change of

@@ -233,3 +233,66 @@ spec:
 		t.Errorf("dry run stored claims: %v %v", err, len(list.Items))
 	}
 }
+
+// TestClaimMark: a listener claim gets the listener-volume label (the mark
+// the operator's caches select claims by) when it is created, keeps it
+// through an update that writes the whole object back without it or
+// changes it, and a claim of another storage class never gets it.
+func TestClaimMark(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	ns := namespace(t, nil)
+	sc := ptr(v1alpha1.StorageClassName)
+	marked := func(name string) string {
+		var got corev1.PersistentVolumeClaim
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+			t.Fatal(err)
+		}
+		v, ok := got.Labels[v1alpha1.LabelListenerVolume]
+		if !ok {
+			return "unmarked"
+		}
+		return v
+	}
+	withLabels := listenerClaim(ns, "with-labels", map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}, sc)
+	withLabels.Labels = map[string]string{"app": "x"}
+	for _, c := range []*corev1.PersistentVolumeClaim{
+		listenerClaim(ns, "listener", map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}, sc),
+		listenerClaim(ns, "by-annotation", map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}, nil),
+		withLabels,
+		listenerClaim(ns, "data", nil, ptr("standard")),
+	} {
+		if err := e.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"listener": "true", "by-annotation": "true", "with-labels": "true", "data": "unmarked"} {
+		if got := marked(name); got != want {
+			t.Errorf("created claim %s: mark %s, want %s", name, got, want)
+		}
+	}
+	// kubectl replace of the manifest as written: no labels at all.
+	var stored corev1.PersistentVolumeClaim
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "listener"}, &stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Labels = nil
+	stored.Annotations["team"] = "a"
+	if err := e.Client.Update(ctx, &stored); err != nil {
+		t.Fatalf("update without the mark: %v", err)
+	}
+	if got := marked("listener"); got != "true" {
+		t.Errorf("after an update without it: mark %s, want true", got)
+	}
+	for _, p := range []string{
+		`{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"false"}}}`,
+		`{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":null,"app":"y"}}}`,
+	} {
+		if err := e.Client.Patch(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "with-labels"}}, client.RawPatch("application/merge-patch+json", []byte(p))); err != nil {
+			t.Fatalf("patch %s: %v", p, err)
+		}
+		if got := marked("with-labels"); got != "true" {
+			t.Errorf("after %s: mark %s, want true", p, got)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,5 +72,88 @@ func TestLiveReadsOfUnknownNamesAreBounded(t *testing.T) {
 	}
 	if live.gets.Load() != 300 {
 		t.Errorf("unbounded lookup read %d times, want 300", live.gets.Load())
+	}
+}
+
+// countingReader answers every Get from objs (NotFound for the others) and
+// counts the calls.
+type countingReader struct {
+	client.Reader
+	objs map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	gets atomic.Int64
+}
+
+func (c *countingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	c.gets.Add(1)
+	pvc, ok := c.objs[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, key.Name)
+	}
+	pvc.DeepCopyInto(obj.(*corev1.PersistentVolumeClaim))
+	return nil
+}
+
+// TestOrdinaryClaimsAreReadOnce: the cache holds only listener claims; a
+// claim of another storage class that pods mount is read live once and then
+// answered from the bounded memory until its time runs out, and the memory
+// never holds more than its bound, forgetting the oldest first. A listener
+// claim the cache lacks (not marked yet) is read live every time and never
+// remembered as ordinary; a claim that does not exist is NotFound.
+func TestOrdinaryClaimsAreReadOnce(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "t", Name: name} }
+	objs := map[types.NamespacedName]*corev1.PersistentVolumeClaim{
+		key("unmarked-listener"): {ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "unmarked-listener"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr(v1alpha1.StorageClassName)}},
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("data-%d", i)
+		objs[key(name)] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: name}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr("standard")}}
+	}
+	live := &countingReader{objs: objs}
+	ordinary := newOrdinaryClaims()
+	ordinary.now = func() time.Time { return now }
+	ordinary.maxSize = 8
+	l := &lookup{cache: &missingReader{}, live: live, ordinary: ordinary}
+	ask := func(name string) (bool, error) {
+		var c corev1.PersistentVolumeClaim
+		return l.claim(t.Context(), key(name), &c)
+	}
+	for range 100 {
+		if ord, err := ask("data-0"); err != nil || !ord {
+			t.Fatalf("data-0: ordinary %t, %v; want ordinary", ord, err)
+		}
+	}
+	if got := live.gets.Load(); got != 1 {
+		t.Errorf("100 admissions of one ordinary claim read it live %d times, want 1", got)
+	}
+	now = now.Add(ordinaryTTL + time.Second)
+	if _, err := ask("data-0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := live.gets.Load(); got != 2 {
+		t.Errorf("after the TTL: %d live reads, want 2", got)
+	}
+	for i := range 20 {
+		if _, err := ask(fmt.Sprintf("data-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ordinary.known); n > ordinary.maxSize || len(ordinary.oldest) > ordinary.maxSize {
+		t.Errorf("memory holds %d names (%d in order), bound %d", n, len(ordinary.oldest), ordinary.maxSize)
+	}
+	if !ordinary.has(key("data-19")) || ordinary.has(key("data-0")) {
+		t.Errorf("want the newest remembered and the oldest forgotten: data-19 %t, data-0 %t", ordinary.has(key("data-19")), ordinary.has(key("data-0")))
+	}
+	before := live.gets.Load()
+	for range 3 {
+		if ord, err := ask("unmarked-listener"); err != nil || ord {
+			t.Fatalf("unmarked listener claim: ordinary %t, %v; want a listener claim", ord, err)
+		}
+	}
+	if got := live.gets.Load() - before; got != 3 {
+		t.Errorf("an unmarked listener claim was read live %d times in 3 asks, want 3 (never remembered)", got)
+	}
+	if _, err := ask("missing"); !apierrors.IsNotFound(err) {
+		t.Errorf("missing claim: %v, want NotFound", err)
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -164,5 +166,79 @@ func TestDeletePolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClaimLabelPolicy installs config/policy and checks, as the manager's
+// service account (impersonated, with every RBAC right so that only the
+// policy decides), that it may set the listener-volume label on a listener
+// claim and nothing else: no other label, no other change, no claim of
+// another storage class; other users are not affected.
+func TestClaimLabelPolicy(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/policy: %v", err)
+	}
+	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply the policy: %v: %s", err, msg)
+	}
+	t.Cleanup(func() {
+		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
+	})
+	ns := namespace(t, nil)
+	claim := func(name, class string) {
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name},
+				Annotations: map[string]string{v1alpha1.AnnotationListenerName: "shared"}},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}}},
+		}
+		if class != v1alpha1.StorageClassName {
+			pvc.Annotations = nil
+		}
+		if err := e.Client.Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("listener", v1alpha1.StorageClassName)
+	claim("other", "standard")
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
+	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := func(c client.Client, name, p string) error {
+		return c.Patch(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.RawPatch("application/merge-patch+json", []byte(p)))
+	}
+	const denial = "the listener operator may only set the label listeners.stackable.tech/listener-volume"
+	attempt := 0
+	eventually(t, "the policy in force", func() error {
+		attempt++ // a new value each time: a patch that changes nothing is never refused
+		if err := patch(manager, "listener", fmt.Sprintf(`{"metadata":{"labels":{"app":"changed-%d"}}}`, attempt)); err == nil || !strings.Contains(err.Error(), denial) {
+			return errorf("the manager changed another label: %v", err)
+		}
+		return nil
+	})
+	for _, tc := range []struct{ name, claim, patch, want string }{
+		{"another label", "listener", `{"metadata":{"labels":{"app":"other"}}}`, denial + " to \"true\" on a claim; it changed other labels of claim listener"},
+		{"an annotation", "listener", `{"metadata":{"annotations":{"a":"b"}}}`, denial + " on a claim; it changed the spec, annotations, finalizers or owner references of claim listener"},
+		{"the mark on another class's claim", "other", `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"true"}}}`, "the listener operator may only mark listener claims (storage class listeners.stackable.tech); it tried to change claim other"},
+		{"the mark", "listener", `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"true"}}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := patch(manager, tc.claim, tc.patch)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+		})
+	}
+	if err := patch(e.Client, "other", `{"metadata":{"labels":{"app":"by-admin"},"annotations":{"a":"b"}}}`); err != nil {
+		t.Errorf("the policy stopped another user: %v", err)
 	}
 }

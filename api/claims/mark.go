@@ -10,7 +10,8 @@ import (
 // listener volumes is what the operator's caches select them by: the
 // cluster's other claims and volumes are never sent to it. A claim's
 // storage class is immutable, so the claim webhook marks a listener claim
-// once, when it is created; a volume's driver and claim are fixed once it
+// when it is created, and again on any update that
+// takes it off; a volume's driver and claim are fixed once it
 // is bound, so the claim reconciler marks it then. What is admitted or
 // bound while the operator is away is marked by the leader's scans.
 
@@ -29,10 +30,4 @@ func ClaimNeedsMark(labels map[string]string, storageClassName *string) bool {
 // listener volume that lacks the mark.
 func VolumeNeedsMark(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
 	return IsListenerClaim(pvc) && IsVolumeOf(pvc, pv) && !Marked(pv.Labels)
-}
-
-// MarkRemoved reports whether an update takes the mark off a claim that
-// had it.
-func MarkRemoved(oldLabels, newLabels map[string]string) bool {
-	return Marked(oldLabels) && !Marked(newLabels)
 }

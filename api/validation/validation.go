@@ -507,18 +507,6 @@ func ClaimBinding(oldAnn, newAnn map[string]string, volumeName string) field.Err
 	return errs
 }
 
-// ClaimMark refuses an update that takes the listener-volume label off a
-// listener claim: it is how the operator finds the claim (its caches hold
-// only marked claims), and the claim webhook set it when the claim was made.
-func ClaimMark(oldLabels, newLabels map[string]string) field.ErrorList {
-	if !claims.MarkRemoved(oldLabels, newLabels) {
-		return nil
-	}
-	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(v1alpha1.LabelListenerVolume), fmt.Sprintf(
-		"marks a listener claim and must stay %q: the operator finds its listener claims by it; keep the label as it is (kubectl label pvc <claim> %s=true --overwrite)",
-		"true", v1alpha1.LabelListenerVolume))}
-}
-
 // StatefulSetPodAnnotation refuses the statefulset-pod annotation on a
 // Listener the operator did not make for a StatefulSet claim template: the
 // Service of such a Listener selects the named pod by its StatefulSet
