@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -282,7 +281,7 @@ func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, port
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        use.Listener,
 			Namespace:   pvc.Namespace,
-			Labels:      maps.Clone(pvc.Labels),
+			Labels:      claims.ListenerLabels(pvc.Labels),
 			Annotations: ann,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         "v1",

@@ -18,9 +18,11 @@ import (
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
+// listenerClaim is a listener claim as admitted: marked, as the claim
+// webhook (which this package's API server does not run) marks it.
 func listenerClaim(ns, name string, annotations map[string]string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations, Labels: map[string]string{v1alpha1.LabelListenerVolume: "true"}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			StorageClassName: ptr.To(v1alpha1.StorageClassName),
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
@@ -299,5 +301,47 @@ func TestClaimWithEmptyClassGetsNoListener(t *testing.T) {
 	l := &v1alpha1.Listener{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "empty"}, l); err != nil || ptr.Deref(l.Spec.ClassName, "") != class.Name {
 		t.Errorf("after naming class %s: Listener %+v, err %v", class.Name, l.Spec, err)
+	}
+}
+
+// TestUnmarkedClaimIsMarked: a listener claim admitted without the mark
+// (the claim webhook was down, or an older version admitted it) is not in
+// the caches, which select marked claims; the leader's scan marks it, and
+// it then gets its Listener. A claim of another storage class is left
+// alone.
+func TestUnmarkedClaimIsMarked(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	unmarked := listenerClaim(ns, "unmarked", map[string]string{v1alpha1.AnnotationListenerClass: class.Name})
+	unmarked.Labels = map[string]string{"app": "web"}
+	other := listenerClaim(ns, "other", nil)
+	other.Labels = nil
+	other.Spec.StorageClassName = ptr.To("standard")
+	testenv.Create(t, ctx, c, unmarked)
+	testenv.Create(t, ctx, c, other)
+	testenv.Converges(t, "the unmarked claim marked and given its Listener", func() error {
+		var got corev1.PersistentVolumeClaim
+		if err := c.Get(ctx, client.ObjectKeyFromObject(unmarked), &got); err != nil {
+			return err
+		}
+		if got.Labels[v1alpha1.LabelListenerVolume] != "true" || got.Labels["app"] != "web" {
+			return fmt.Errorf("labels %v, want the mark added to app=web", got.Labels)
+		}
+		var l v1alpha1.Listener
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ClaimListenerName("unmarked")}, &l); err != nil {
+			return err
+		}
+		if _, ok := l.Labels[v1alpha1.LabelListenerVolume]; ok || l.Labels["app"] != "web" {
+			return fmt.Errorf("Listener labels %v, want the claim's without the mark", l.Labels)
+		}
+		return nil
+	})
+	var got corev1.PersistentVolumeClaim
+	if err := c.Get(ctx, client.ObjectKeyFromObject(other), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Labels[v1alpha1.LabelListenerVolume]; ok {
+		t.Errorf("a claim of another storage class was marked: %v", got.Labels)
 	}
 }

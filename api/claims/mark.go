@@ -31,3 +31,20 @@ func ClaimNeedsMark(labels map[string]string, storageClassName *string) bool {
 func VolumeNeedsMark(pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
 	return IsListenerClaim(pvc) && IsVolumeOf(pvc, pv) && !Marked(pv.Labels)
 }
+
+// ListenerLabels are the labels a claim's own Listener takes from the
+// claim (with these labels): all of them but the mark, which is the
+// claim's.
+func ListenerLabels(claimLabels map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range claimLabels {
+		if k == v1alpha1.LabelListenerVolume {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(claimLabels))
+		}
+		out[k] = v
+	}
+	return out
+}

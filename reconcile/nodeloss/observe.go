@@ -26,6 +26,13 @@ import (
 func (r *reconciler) getClaim(ctx context.Context, key types.NamespacedName) (*corev1.PersistentVolumeClaim, bool, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.client.Get(ctx, key, pvc)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only listener claims (marked): a claim it
+		// lacks may be another of the pod's claims, or a listener claim
+		// not marked yet. Only the API server tells them from a claim
+		// that is gone.
+		err = r.reader.Get(ctx, key, pvc)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, true, nil
