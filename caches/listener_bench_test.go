@@ -37,7 +37,8 @@ var listenerKinds = []struct {
 	{"listener claim", func(i int) client.Object {
 		return &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
-				Labels: map[string]string{"app.kubernetes.io/name": "kafka", "app.kubernetes.io/instance": "kafka"},
+				// Marked by the claim webhook.
+				Labels: map[string]string{"app.kubernetes.io/name": "kafka", "app.kubernetes.io/instance": "kafka", v1alpha1.LabelListenerVolume: "true"},
 				Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "external-unstable",
 					"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
 					"volume.beta.kubernetes.io/storage-provisioner": v1alpha1.DriverName, "volume.kubernetes.io/storage-provisioner": v1alpha1.DriverName,
@@ -54,6 +55,8 @@ var listenerKinds = []struct {
 	{"listener volume", func(i int) client.Object {
 		return &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pvc-0b9f3c1e-6a4d-4c59-9a9e-%012d", i),
+				// Marked, with its Listener, by the claim reconciler.
+				Labels:      map[string]string{v1alpha1.LabelListenerVolume: "true", v1alpha1.LabelVolumeListener: listenerClaimName(i)},
 				Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": v1alpha1.DriverName, "volume.kubernetes.io/provisioner-deletion-secret-name": "", "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""}},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")},

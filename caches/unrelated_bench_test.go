@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,7 +170,8 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader float64) {
 // them, other kinds unchanged), on every replica (the webhooks' cache) and
 // on the leader (both caches), with the policy as shipped and as it was
 // before issue 23 (beforeIssue23), measured in the same process. Run with
-// -benchtime=1x; UNRELATED_SIZES=small,large overrides the sizes.
+// -benchtime=1x; UNRELATED_SIZES=small,large overrides the sizes,
+// UNRELATED_KINDS=claim,volume measures only those kinds.
 func BenchmarkUnrelatedObjects(b *testing.B) {
 	e := testenv.Require(b, env)
 	ctx := context.Background()
@@ -180,7 +183,11 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 		{"shipped", Webhooks, Reconcilers},
 		{"before", beforeIssue23Webhooks, beforeIssue23Reconcilers},
 	}
+	only := os.Getenv("UNRELATED_KINDS") // e.g. "claim,volume"; empty: every kind
 	for _, k := range unrelatedKinds {
+		if only != "" && !slices.Contains(strings.Split(only, ","), k.name) {
+			continue
+		}
 		heaps := map[string][2][2]float64{} // config → size index → (webhooks, leader)
 		created := 0
 		for si, n := range sizes {

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -203,8 +204,12 @@ func (f *fixture) create(ctx context.Context, obj client.Object) {
 // resourceVersion (for the types the cache watches cluster-wide).
 func (f *fixture) await(obj client.Object) {
 	f.t.Helper()
-	switch obj.(type) {
-	case *v1alpha1.Listener, *v1alpha1.ListenerClass, *corev1.PersistentVolume:
+	switch o := obj.(type) {
+	case *v1alpha1.Listener, *v1alpha1.ListenerClass:
+	case *corev1.PersistentVolume:
+		if !claims.Marked(o.Labels) {
+			return // the cache holds only marked (listener) volumes
+		}
 	default:
 		return
 	}

@@ -85,7 +85,9 @@ func kubernetesSide(f *fixture, claim *corev1.PersistentVolumeClaim) grpc.UnaryC
 		switch r := reply.(type) {
 		case *csi.CreateVolumeResponse:
 			pv := &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: pvName(r.GetVolume().GetVolumeId())},
+				// Marked, as the claim reconciler marks a bound
+				// listener volume: the driver's cache holds only those.
+				ObjectMeta: metav1.ObjectMeta{Name: pvName(r.GetVolume().GetVolumeId()), Labels: map[string]string{v1alpha1.LabelListenerVolume: "true"}},
 				Spec: corev1.PersistentVolumeSpec{
 					Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")},
 					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
