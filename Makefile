@@ -147,8 +147,10 @@ SCALE_PODS       ?= 10000
 SCALE_SMALL_PODS ?= 2000
 SCALE_LISTENERS  ?= 1000
 SCALE_SETTLE     ?= 60s
-# The rest of the realistic mix (issue 23): ordinary claims and Services.
+# The rest of the realistic mix (issue 23): ordinary claims, static volumes
+# of another driver, Services.
 SCALE_CLAIMS     ?= 10000
+SCALE_VOLUMES    ?= 5000
 SCALE_SERVICES   ?= 5000
 # SCALE_PROFILES=dir turns on the controller's pprof endpoint and saves each
 # replica's heap profile at every measurement there (default: off, as shipped).
@@ -161,7 +163,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
-	  -claims $(SCALE_CLAIMS) -services $(SCALE_SERVICES) \
+	  -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
 	  -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 # The 10x point: 10,000 listener claims with running pods under the shipped
@@ -174,7 +176,7 @@ scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; h
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
-	  -claims $(SCALE_CLAIMS) -services $(SCALE_SERVICES) \
+	  -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
 	  -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
 
 # Time to address on the real nodes (issue 23): a burst of BENCH_PODS pods

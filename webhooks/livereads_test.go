@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,4 +157,27 @@ func TestOrdinaryClaimsAreReadOnce(t *testing.T) {
 	if _, err := ask("missing"); !apierrors.IsNotFound(err) {
 		t.Errorf("missing claim: %v, want NotFound", err)
 	}
+}
+
+// BenchmarkOrdinaryClaimsMemory: the heap the pod webhook's memory of
+// claims that are not listener claims holds when full (maxOrdinary names
+// of realistic length), the most it ever holds whatever the cluster's size.
+func BenchmarkOrdinaryClaimsMemory(b *testing.B) {
+	b.ReportAllocs()
+	var full float64
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		o := newOrdinaryClaims()
+		for i := range 2 * maxOrdinary {
+			o.add(types.NamespacedName{Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("data-kafka-broker-%05d", i)})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		full = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		runtime.KeepAlive(o)
+	}
+	b.ReportMetric(full/1024, "full-KiB")
+	b.ReportMetric(full/maxOrdinary, "B/name")
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -30,18 +31,31 @@ const (
 )
 
 // ordinaryClaims remembers claims known to exist and not be listener
-// claims. A claim deleted and made again under the same name as a listener
-// claim is in the cache (marked) and found there first.
+// claims, by a 64-bit hash of their namespace and name (a few dozen bytes
+// each, whatever the names' length; with a per-process seed, two names
+// share a hash with a chance of about one in 10^15 when full). A claim
+// deleted and made again under the same name as a listener claim is in the
+// cache (marked) and found there first.
 type ordinaryClaims struct {
+	seed    maphash.Seed
 	mu      sync.Mutex
-	known   map[types.NamespacedName]time.Time // until when
-	oldest  []types.NamespacedName             // in the order added, for eviction
+	known   map[uint64]int64 // until when (Unix nanoseconds)
+	oldest  []uint64         // in the order added, for eviction
 	now     func() time.Time
 	maxSize int
 }
 
 func newOrdinaryClaims() *ordinaryClaims {
-	return &ordinaryClaims{known: map[types.NamespacedName]time.Time{}, now: time.Now, maxSize: maxOrdinary}
+	return &ordinaryClaims{seed: maphash.MakeSeed(), known: map[uint64]int64{}, now: time.Now, maxSize: maxOrdinary}
+}
+
+func (o *ordinaryClaims) hash(key types.NamespacedName) uint64 {
+	var h maphash.Hash
+	h.SetSeed(o.seed)
+	h.WriteString(key.Namespace)
+	h.WriteByte('/')
+	h.WriteString(key.Name)
+	return h.Sum64()
 }
 
 // has reports whether key is known to be a claim that is not a listener
@@ -50,10 +64,11 @@ func (o *ordinaryClaims) has(key types.NamespacedName) bool {
 	if o == nil {
 		return false
 	}
+	h := o.hash(key)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	until, ok := o.known[key]
-	return ok && o.now().Before(until)
+	until, ok := o.known[h]
+	return ok && o.now().UnixNano() < until
 }
 
 // add remembers key, forgetting the oldest names when full.
@@ -61,16 +76,17 @@ func (o *ordinaryClaims) add(key types.NamespacedName) {
 	if o == nil {
 		return
 	}
+	h := o.hash(key)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.known[key]; !ok {
+	if _, ok := o.known[h]; !ok {
 		for len(o.oldest) >= o.maxSize {
 			delete(o.known, o.oldest[0])
 			o.oldest = o.oldest[1:]
 		}
-		o.oldest = append(o.oldest, key)
+		o.oldest = append(o.oldest, h)
 	}
-	o.known[key] = o.now().Add(ordinaryTTL)
+	o.known[h] = o.now().Add(ordinaryTTL).UnixNano()
 }
 
 // claim reads the claim key into c: from the cache (listener claims), else

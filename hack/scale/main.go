@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 	"github.com/listener-operator/listener-operator/internal/metricsscrape"
 )
 
@@ -36,7 +37,7 @@ type options struct {
 	kubeconfig, kwok, stages, out, workDir string
 	profiles                               string // directory for heap profiles; "" = none
 	nodes, pods, smallPods, listeners      int
-	claims, services, floor                int // the rest of the realistic mix (mix.go)
+	claims, volumes, services, floor       int // the rest of the realistic mix (mix.go)
 	settle                                 time.Duration
 }
 
@@ -53,6 +54,7 @@ func main() {
 	flag.IntVar(&o.smallPods, "small-pods", 2000, "Ordinary pods at the small measurement (for the slope).")
 	flag.IntVar(&o.listeners, "listeners", 1000, "Listener claims, half before the ordinary pods and half after; half per-claim, half naming shared Listeners.")
 	flag.IntVar(&o.claims, "claims", 10000, "Ordinary claims (another storage class, kubectl's last-applied annotation), added after the ordinary pods.")
+	flag.IntVar(&o.volumes, "volumes", 5000, "Static PersistentVolumes of another CSI driver, added after the claims.")
 	flag.IntVar(&o.services, "services", 5000, "Ordinary Services (each selecting ordinary pods, so each has an EndpointSlice), added after the claims.")
 	flag.IntVar(&o.floor, "floor", -1, "Pods without a listener volume created at once after the last phase, the floor of its time to Ready (default: as many as the last phase's claims).")
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "How long to wait at each size before measuring (steady state; also the window for API requests per second).")
@@ -165,8 +167,9 @@ func run(ctx context.Context, o options) error {
 		}
 		rows = append(rows, r)
 	}
-	// The rest of the realistic mix: ordinary claims, then ordinary
-	// Services with their EndpointSlices, each measured at steady state.
+	// The rest of the realistic mix: ordinary claims, static volumes of
+	// another driver, then ordinary Services with their EndpointSlices,
+	// each measured at steady state.
 	for _, k := range []struct {
 		what  string
 		n     int
@@ -174,6 +177,7 @@ func run(ctx context.Context, o options) error {
 		ready func() (bool, string, error)
 	}{
 		{"ordinary claims", o.claims, func(i int) client.Object { return ordinaryClaim(i) }, nil},
+		{"volumes of another driver", o.volumes, func(i int) client.Object { return ordinary.StaticVolume(i) }, nil},
 		{"ordinary Services", o.services, func(i int) client.Object { return ordinaryService(i) }, func() (bool, string, error) {
 			n, err := slicesOfServices(ctx, c)
 			return n >= o.services, fmt.Sprintf("%d/%d EndpointSlices", n, o.services), err
