@@ -31,7 +31,7 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // read). They keep only the fields that are read (TrimClaim, TrimVolume).
 func Webhooks() cache.Options {
 	return cache.Options{
-		DefaultTransform: StripManagedFields,
+		DefaultTransform: Compact,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: {Label: Marked(), Transform: TrimClaim},
 			&corev1.PersistentVolume{}:      {Label: Marked(), Transform: TrimVolume},
@@ -64,6 +64,8 @@ func TrimClaim(obj any) (any, error) {
 	if !claims.Requested(c.Annotations, c.Spec.StorageClassName) {
 		out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta)}
 		out.Spec.StorageClassName = c.Spec.StorageClassName
+		internMeta(&out.ObjectMeta)
+		internPtr(out.Spec.StorageClassName)
 		return out, nil
 	}
 	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
@@ -73,6 +75,9 @@ func TrimClaim(obj any) (any, error) {
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Status.Phase = c.Status.Phase
+	internMeta(&out.ObjectMeta)
+	internPtr(out.Spec.StorageClassName)
+	internString(&out.Status.Phase)
 	return out, nil
 }
 
@@ -95,6 +100,7 @@ func TrimVolume(obj any) (any, error) {
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
 		return &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}, nil
 	}
+	internVolume(pv)
 	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
 	out.ManagedFields = nil
 	out.Finalizers = nil
@@ -186,7 +192,7 @@ func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 func Reconcilers() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	return cache.Options{
-		DefaultTransform: StripManagedFields,
+		DefaultTransform: Compact,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {
 				Label:     Marked(),
@@ -210,6 +216,7 @@ func TrimService(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	internService(svc)
 	for _, f := range svc.ManagedFields {
 		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate {
 			return svc, nil
@@ -239,8 +246,11 @@ func TrimEndpointSlice(obj any) (any, error) {
 		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
 		for i, ep := range s.Endpoints {
 			out.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions}
+			internPtr(out.Endpoints[i].NodeName)
 		}
 	}
+	internMeta(&out.ObjectMeta)
+	internString(&out.AddressType)
 	return out, nil
 }
 
@@ -318,6 +328,7 @@ func TrimPod(obj any) (any, error) {
 		}}
 	}
 	out.Status.Phase = pod.Status.Phase
+	internPod(out)
 	return out, nil
 }
 
@@ -344,5 +355,6 @@ func TrimNode(obj any) (any, error) {
 			out.Status.Conditions = []corev1.NodeCondition{c}
 		}
 	}
+	internMeta(&out.ObjectMeta)
 	return out, nil
 }

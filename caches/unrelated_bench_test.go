@@ -87,8 +87,16 @@ type cacheConfig struct {
 // and the Shared types); reconcilerTypes those only the reconcilers' holds.
 var (
 	webhookTypes    = []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &corev1.Namespace{}, &storagev1.StorageClass{}}
-	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}, &v1alpha1.PodListeners{}}
+	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}, podListenersMetadata()}
 )
+
+// podListenersMetadata is the reconcilers' metadata-only view of
+// PodListeners (reconcile: builder.OnlyMetadata).
+func podListenersMetadata() client.Object {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PodListeners"))
+	return m
+}
 
 // liveHeap is the heap the live objects take after two collections
 // (HeapAlloc right after a GC): unlike HeapInuse it does not move with how

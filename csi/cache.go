@@ -53,7 +53,7 @@ func NewCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opt
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
 		// Nothing the driver reads is in managedFields, often the
 		// largest part of an object.
-		DefaultTransform: caches.StripManagedFields})
+		DefaultTransform: caches.Compact})
 	if err != nil {
 		return nil, fmt.Errorf("create cache: %w", err)
 	}

@@ -7,12 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +29,10 @@ import (
 // podReconciler labels pods for the Services of their Listeners (when the
 // admission webhook could not) and keeps each pod's PodListeners.
 type podReconciler struct {
-	client    client.Client
+	client client.Client
+	// live reads a PodListeners whole, which the cache holds as metadata
+	// only (podlisteners.go).
+	live      client.Reader
 	recorder  events.EventRecorder
 	evictions evictor // addresschange.go
 }
@@ -42,14 +42,16 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 	if err != nil {
 		return err
 	}
-	r := &podReconciler{client: mgr.GetClient(), recorder: recorder, evictions: evictions}
+	r := &podReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, evictions: evictions}
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerPodListeners).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return len(names.PodClaimNames(o.(*corev1.Pod))) > 0
 		}))).
-		Owns(&v1alpha1.PodListeners{}).
+		// Metadata only: the spec a pod's PodListeners holds is known by
+		// its hash (podlisteners.go).
+		Owns(&v1alpha1.PodListeners{}, builder.OnlyMetadata).
 		// A pod's claim may be created after the pod (generic ephemeral
 		// volumes) or change its Listener.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
@@ -254,47 +256,3 @@ func (r *podReconciler) classSpec(ctx context.Context, l *v1alpha1.Listener) (v1
 	return spec, nil
 }
 
-func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, vols []podVolumeListener) (ctrl.Result, error) {
-	name := names.PodListenersName(pod.UID)
-	existing := &v1alpha1.PodListeners{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		pl := &v1alpha1.PodListeners{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      name,
-				Namespace: pod.Namespace,
-				Labels:    map[string]string{LabelManagedBy: v1alpha1.FieldManager},
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-				}},
-			},
-			Spec: spec,
-		}
-		err := r.client.Create(ctx, pl, client.FieldOwner(v1alpha1.FieldManager))
-		if countWrite(controllerPodListeners, "PodListeners", "create", err) != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("create podlisteners %s/%s: %w", pod.Namespace, name, err)
-		}
-		return ctrl.Result{}, nil
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get podlisteners %s/%s: %w", pod.Namespace, name, err)
-	}
-	spec, changed := recordAddressChanges(existing.Spec, spec) // addresschange.go
-	if equality.Semantic.DeepEqual(existing.Spec, spec) {
-		return r.signalAddressChanges(ctx, pod, existing, vols, nil)
-	}
-	updated := existing.DeepCopy()
-	updated.Spec = spec
-	err = r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
-	if countWrite(controllerPodListeners, "PodListeners", "update", err) != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("update podlisteners %s/%s: %w", pod.Namespace, name, err)
-	}
-	return r.signalAddressChanges(ctx, pod, updated, vols, changed)
-}

@@ -1,0 +1,202 @@
+package caches
+
+import (
+	"unique"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Strings that repeat across cached objects are held once.
+//
+// Every object the informers decode brings its own copy of every string:
+// the namespace, each label and annotation key, the owner's API version
+// and kind, a condition's type and reason. Across thousands of objects the
+// copies add up to a few hundred bytes per object. The transforms replace
+// them with one canonical copy (package unique): keys and the other
+// strings drawn from a small set. Values that are mostly distinct (names,
+// UIDs, most label values) are left alone, since a canonical copy costs
+// more than a string used once; only the operator's own label values,
+// which are few, are canonical.
+
+// intern is the canonical copy of s.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// commonValues are label values that thousands of objects share.
+var commonValues = map[string]string{
+	"true":                         "true",
+	"false":                        "false",
+	v1alpha1.LabelServiceKindValue: v1alpha1.LabelServiceKindValue,
+	v1alpha1.FieldManager:          v1alpha1.FieldManager,
+}
+
+// internLabels returns m with canonical keys (and common values), in a new
+// map; nil stays nil.
+func internLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if c, ok := commonValues[v]; ok {
+			v = c
+		}
+		out[intern(k)] = v
+	}
+	return out
+}
+
+// internMeta makes the repeated strings of m canonical: the namespace, the
+// label and annotation keys, the owners' API versions and kinds.
+func internMeta(m *metav1.ObjectMeta) {
+	m.Namespace = intern(m.Namespace)
+	m.GenerateName = intern(m.GenerateName)
+	m.Labels = internLabels(m.Labels)
+	m.Annotations = internLabels(m.Annotations)
+	for i := range m.OwnerReferences {
+		o := &m.OwnerReferences[i]
+		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
+	}
+}
+
+// internObject makes the repeated strings of any object's metadata
+// canonical (internMeta), through client.Object's accessors.
+func internObject(o client.Object) {
+	o.SetNamespace(intern(o.GetNamespace()))
+	o.SetGenerateName(intern(o.GetGenerateName()))
+	o.SetLabels(internLabels(o.GetLabels()))
+	o.SetAnnotations(internLabels(o.GetAnnotations()))
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
+	}
+}
+
+// internConditions makes the types, statuses and reasons of conditions
+// canonical.
+func internConditions(cs []metav1.Condition) {
+	for i := range cs {
+		c := &cs[i]
+		c.Type, c.Status, c.Reason = intern(c.Type), metav1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
+	}
+}
+
+// Compact is the transform of every type without one of its own: it drops
+// managedFields (StripManagedFields) and makes the repeated strings of the
+// metadata canonical; of a Listener, also its conditions' and addresses'.
+func Compact(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	internObject(o)
+	if l, ok := o.(*v1alpha1.Listener); ok {
+		internConditions(l.Status.Conditions)
+		l.Status.ClassName = intern(l.Status.ClassName)
+		l.Status.ServiceType = v1alpha1.ServiceType(intern(string(l.Status.ServiceType)))
+		internPtr(l.Spec.ClassName)
+		for i := range l.Status.IngressAddresses {
+			a := &l.Status.IngressAddresses[i]
+			a.AddressType = v1alpha1.AddressType(intern(string(a.AddressType)))
+		}
+	}
+	return obj, nil
+}
+
+// internPtr makes the string p points to canonical; nil stays nil.
+func internPtr[S ~string](p *S) {
+	if p != nil {
+		*p = S(intern(string(*p)))
+	}
+}
+
+// internString makes the string s points to canonical.
+func internString[S ~string](s *S) { *s = S(intern(string(*s))) }
+
+// internVolume makes the repeated strings of a listener volume canonical:
+// its metadata, storage class, driver, claim reference's kind, version and
+// namespace, the keys, operators and node names of its node affinity.
+func internVolume(pv *corev1.PersistentVolume) {
+	internMeta(&pv.ObjectMeta)
+	internString(&pv.Spec.StorageClassName)
+	internString(&pv.Status.Phase)
+	if pv.Spec.CSI != nil {
+		internString(&pv.Spec.CSI.Driver)
+	}
+	if r := pv.Spec.ClaimRef; r != nil {
+		r.Kind, r.APIVersion, r.Namespace = intern(r.Kind), intern(r.APIVersion), intern(r.Namespace)
+	}
+	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
+		internNodeSelector(a.Required)
+	}
+}
+
+// internNodeSelector makes the keys, operators and values of a node
+// selector canonical (values are node names and zones, which repeat).
+func internNodeSelector(ns *corev1.NodeSelector) {
+	for i := range ns.NodeSelectorTerms {
+		t := &ns.NodeSelectorTerms[i]
+		for _, reqs := range [][]corev1.NodeSelectorRequirement{t.MatchExpressions, t.MatchFields} {
+			for j := range reqs {
+				r := &reqs[j]
+				internString(&r.Key)
+				internString(&r.Operator)
+				for k := range r.Values {
+					r.Values[k] = intern(r.Values[k])
+				}
+			}
+		}
+	}
+}
+
+// internPod makes the repeated strings of a trimmed pod canonical: its
+// metadata, node, phase, volume names, container and port names and
+// protocols, and its node affinity.
+func internPod(p *corev1.Pod) {
+	internMeta(&p.ObjectMeta)
+	internString(&p.Spec.NodeName)
+	internString(&p.Status.Phase)
+	for i := range p.Spec.Volumes {
+		internString(&p.Spec.Volumes[i].Name)
+	}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		internString(&c.Name)
+		for j := range c.Ports {
+			internString(&c.Ports[j].Name)
+			internString(&c.Ports[j].Protocol)
+		}
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		internNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
+}
+
+// internService makes the repeated strings of a Service canonical: its
+// metadata, selector keys, type and policies, port names and protocols,
+// IP families.
+func internService(s *corev1.Service) {
+	internMeta(&s.ObjectMeta)
+	s.Spec.Selector = internLabels(s.Spec.Selector)
+	internString(&s.Spec.Type)
+	internString(&s.Spec.SessionAffinity)
+	internString(&s.Spec.ExternalTrafficPolicy)
+	internPtr(s.Spec.InternalTrafficPolicy)
+	internPtr(s.Spec.IPFamilyPolicy)
+	for i := range s.Spec.IPFamilies {
+		internString(&s.Spec.IPFamilies[i])
+	}
+	for i := range s.Spec.Ports {
+		internString(&s.Spec.Ports[i].Name)
+		internString(&s.Spec.Ports[i].Protocol)
+	}
+}
