@@ -92,12 +92,20 @@ func internConditions(cs []metav1.Condition) {
 // Compact is the transform of every type without one of its own: it drops
 // managedFields (StripManagedFields) and makes the repeated strings of the
 // metadata canonical; of a Listener, also its conditions' and addresses'.
+// Of a PodListeners held as metadata, only its owner and the operator's
+// annotations are kept.
 func Compact(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
+	if m, ok := o.(*metav1.PartialObjectMetadata); ok && m.Kind == "PodListeners" {
+		// Metadata only (reconcile): its owner (the pod) and the
+		// operator's annotations (the hash of its spec) are read.
+		m.Labels = nil
+		m.Annotations = operatorAnnotations(m.Annotations)
+	}
 	internObject(o)
 	if l, ok := o.(*v1alpha1.Listener); ok {
 		internConditions(l.Status.Conditions)

@@ -46,7 +46,8 @@ func Marked() labels.Selector {
 }
 
 // TrimClaim keeps of a PersistentVolumeClaim what the webhooks and the
-// reconcilers read: its metadata (without managedFields and finalizers, and
+// reconcilers read: its metadata (without managedFields, finalizers and
+// owners, and
 // of the annotations only the operator's: the listener annotations are
 // there), spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
 // nothing writes a claim back from the cache.
@@ -71,6 +72,7 @@ func TrimClaim(obj any) (any, error) {
 	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
 	out.ManagedFields = nil
 	out.Finalizers = nil
+	out.OwnerReferences = nil // an ephemeral claim's pod: nothing reads it
 	out.Annotations = operatorAnnotations(c.Annotations)
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName

@@ -235,7 +235,8 @@ func TestTrimEndpointSlice(t *testing.T) {
 // TestTrimClaimAndVolume: what the webhooks and the reconcilers read of a
 // listener claim and its volume survives (the listener annotations, the
 // class, the binding, the pinned node, the driver); sizes, access modes,
-// volume attributes, finalizers and other annotations are gone.
+// volume attributes, finalizers, a claim's owners and other annotations are
+// gone.
 func TestTrimClaimAndVolume(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "listener-web-0", Namespace: "ns", UID: "c1", ResourceVersion: "9",
 		Annotations:     map[string]string{"listeners.stackable.tech/listener-class": "external", "volume.kubernetes.io/selected-node": "n1"},
@@ -256,6 +257,7 @@ func TestTrimClaimAndVolume(t *testing.T) {
 	trimmedMeta := *meta.DeepCopy()
 	trimmedMeta.ManagedFields = nil
 	trimmedMeta.Finalizers = nil
+	trimmedMeta.OwnerReferences = nil
 	trimmedMeta.Annotations = map[string]string{"listeners.stackable.tech/listener-class": "external"} // the operator's only
 	wantClaim := &corev1.PersistentVolumeClaim{ObjectMeta: trimmedMeta,
 		Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: class, VolumeName: "pvc-c1"},
