@@ -255,4 +255,3 @@ func (r *podReconciler) classSpec(ctx context.Context, l *v1alpha1.Listener) (v1
 	}
 	return spec, nil
 }
-

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/internal/ordinary"
 	"github.com/listener-operator/listener-operator/internal/metricsscrape"
+	"github.com/listener-operator/listener-operator/internal/ordinary"
 )
 
 const operatorNamespace = "listener-operator"
