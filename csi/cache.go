@@ -48,7 +48,7 @@ func NewCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opt
 	if opts.Controller {
 		// Only listener volumes (marked by the controller once bound): a
 		// cluster's other volumes are never sent to the driver.
-		byObject[&corev1.PersistentVolume{}] = cache.ByObject{Label: caches.Marked()}
+		byObject[&corev1.PersistentVolume{}] = cache.ByObject{Label: caches.Marked(), Transform: caches.TrimVolume}
 	}
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
 		// Nothing the driver reads is in managedFields, often the
