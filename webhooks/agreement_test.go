@@ -1,14 +1,18 @@
 package webhooks
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -28,7 +32,10 @@ import (
 func TestAgreement(t *testing.T) {
 	agreement.Check(t, "the pod webhook", agreement.AskIsListener|agreement.AskListener|agreement.AskLabels|agreement.AskPinned, func(t *testing.T, s agreement.Shape) (agreement.Answer, bool) {
 		c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(s.Objects(false)...).Build()
-		l := &lookup{cache: c, live: c}
+		// The cache holds only marked claims and volumes, as the shipped
+		// one does: the shapes' claims (admitted with or without the
+		// webhooks) are read live and remembered.
+		l := &lookup{cache: markedOnly{c}, live: c, ordinary: newOrdinaryClaims()}
 		m := &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}
 		raw, err := json.Marshal(s.Pod)
 		if err != nil {
@@ -83,4 +90,21 @@ func TestAgreement(t *testing.T) {
 		}
 		return got, true
 	})
+}
+
+// markedOnly reads like the shipped webhooks' cache: claims and volumes
+// without the mark (claims.Marked) are not there.
+type markedOnly struct{ client.Reader }
+
+func (m markedOnly) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := m.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	switch obj.(type) {
+	case *corev1.PersistentVolumeClaim, *corev1.PersistentVolume:
+		if !claims.Marked(obj.GetLabels()) {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "claims or volumes"}, key.Name)
+		}
+	}
+	return nil
 }
