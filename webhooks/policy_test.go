@@ -22,31 +22,13 @@ import (
 // service account, that it may add the per-Listener selector labels and the
 // listener-volume label to a pod and nothing else, while other users are not affected.
 func TestPodLabelPolicy(t *testing.T) {
-	e := testenv.Require(t, env)
+	e, manager := withPolicies(t)
 	ctx := t.Context()
-	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/policy: %v", err)
-	}
-	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply the policy: %v: %s", err, msg)
-	}
-	t.Cleanup(func() {
-		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
-	})
 
 	ns := namespace(t, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{"app": "p"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}
 	if err := e.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	// The manager's service account (system:masters as well, so that RBAC
-	// allows everything and only the policy decides).
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
-	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
-	if err != nil {
 		t.Fatal(err)
 	}
 	patch := func(c client.Client, p string) error {
@@ -94,25 +76,9 @@ func TestPodLabelPolicy(t *testing.T) {
 // and that mount a claim) and nothing else, while other users are not
 // affected.
 func TestDeletePolicy(t *testing.T) {
-	e := testenv.Require(t, env)
+	e, manager := withPolicies(t)
 	ctx := t.Context()
-	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/policy: %v", err)
-	}
-	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply the policy: %v: %s", err, msg)
-	}
-	t.Cleanup(func() {
-		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
-	})
 	ns := namespace(t, nil)
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
-	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
 	if err := e.Client.Create(ctx, owner); err != nil {
 		t.Fatal(err)
@@ -175,18 +141,8 @@ func TestDeletePolicy(t *testing.T) {
 // claim and nothing else: no other label, no other change, no claim of
 // another storage class; other users are not affected.
 func TestClaimLabelPolicy(t *testing.T) {
-	e := testenv.Require(t, env)
+	e, manager := withPolicies(t)
 	ctx := t.Context()
-	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/policy: %v", err)
-	}
-	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply the policy: %v: %s", err, msg)
-	}
-	t.Cleanup(func() {
-		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
-	})
 	ns := namespace(t, nil)
 	claim := func(name, class string) {
 		pvc := &corev1.PersistentVolumeClaim{
@@ -204,12 +160,6 @@ func TestClaimLabelPolicy(t *testing.T) {
 	}
 	claim("listener", v1alpha1.StorageClassName)
 	claim("other", "standard")
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
-	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	patch := func(c client.Client, name, p string) error {
 		return c.Patch(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.RawPatch("application/merge-patch+json", []byte(p)))
 	}
@@ -241,4 +191,31 @@ func TestClaimLabelPolicy(t *testing.T) {
 	if err := patch(e.Client, "other", `{"metadata":{"labels":{"app":"by-admin"},"annotations":{"a":"b"}}}`); err != nil {
 		t.Errorf("the policy stopped another user: %v", err)
 	}
+}
+
+// withPolicies installs config/policy (removed when the test ends) and
+// returns the environment and a client acting as the manager's service
+// account (in system:masters as well, so that RBAC allows everything and
+// only the policies decide).
+func withPolicies(t *testing.T) (*testenv.Env, client.Client) {
+	t.Helper()
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/policy: %v", err)
+	}
+	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply the policy: %v: %s", err, msg)
+	}
+	t.Cleanup(func() {
+		_, _ = e.Kubectl(context.WithoutCancel(ctx), out, "delete", "--ignore-not-found", "-f", "-")
+	})
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:listener-operator:listener-operator", Groups: []string{"system:masters", "system:authenticated"}}
+	manager, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, manager
 }
