@@ -14,7 +14,8 @@ import (
 	"github.com/listener-operator/listener-operator/api/validation"
 )
 
-// +kubebuilder:webhook:path=/mutate-v1-persistentvolumeclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create;update,versions=v1,name=claims.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/mutate-v1-persistentvolumeclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create,versions=v1,name=claims.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
+// +kubebuilder:webhook:path=/mutate-v1-persistentvolumeclaim,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=update,versions=v1,name=claim-marks.mutate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 // +kubebuilder:webhook:path=/validate-v1-persistentvolumeclaim,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=persistentvolumeclaims,verbs=create;update,versions=v1,name=claims.validate.listeners.stackable.tech,admissionReviewVersions=v1,timeoutSeconds=3,serviceName=listener-operator-webhook,serviceNamespace=listener-operator
 
 // claimView is the part of a PersistentVolumeClaim the handlers read.
