@@ -169,7 +169,8 @@ func TestForgedReviewLeaksNoNames(t *testing.T) {
 // account, what it may do: patch its own webhook configurations (this
 // cluster runs the self-signed mode) and nothing else of the kind; delete
 // listener claims but not other claims, nor running pods (the
-// listener-operator-deletes policy).
+// listener-operator-deletes policy); mark listener claims but not label
+// other claims (the listener-operator-claim-labels policy).
 func TestManagerRolesAreNarrow(t *testing.T) {
 	ctx := t.Context()
 	as := "--as=system:serviceaccount:" + operatorNamespace + ":listener-operator"
@@ -204,6 +205,12 @@ func TestManagerRolesAreNarrow(t *testing.T) {
 	_, errOut, err := k8s.run(ctx, "", as, "-n", ns, "delete", "pvc", "db", "--dry-run=server")
 	if err == nil || !strings.Contains(errOut, "the listener operator may only delete listener claims") {
 		t.Errorf("the manager's account deleted claim db (storage class standard): %v %s", err, errOut)
+	}
+	// RBAC allows patch on every claim; the claim-label policy narrows it
+	// to the mark on listener claims.
+	_, errOut, err = k8s.run(ctx, "", as, "-n", ns, "label", "pvc", "db", "listeners.stackable.tech/listener-volume=true", "--dry-run=server")
+	if err == nil || !strings.Contains(errOut, "the listener operator may only mark listener claims") {
+		t.Errorf("the manager's account labelled claim db (storage class standard): %v %s", err, errOut)
 	}
 	running := operatorPods(t, ctx)[0]
 	_, errOut, err = k8s.run(ctx, "", as, "-n", operatorNamespace, "delete", "pod", running.Name, "--dry-run=server")
