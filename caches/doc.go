@@ -22,12 +22,12 @@
 // them. Claims, volumes, nodes and EndpointSlices keep only the fields
 // read.
 //
-// What is not a listener's costs as little as possible: pods, Services and
-// EndpointSlices are selected by a label (the listener-volume label the pod
-// webhook sets; app.kubernetes.io/name=listener, which every Service of the
-// operator carries and the EndpointSlice controller copies), so the
-// cluster's others are never sent; claims that are not listener claims and
-// volumes of other drivers, which the webhooks must know exist, keep only
-// their identity. docs/reconcile.md ("What the controller caches") has the
-// table of what each kind keeps and costs.
+// What is not a listener's costs nothing: pods, claims, volumes, Services
+// and EndpointSlices are selected by a label (the listener-volume label,
+// Marked, which the webhooks put on listener pods and claims and the claim
+// reconciler on their volumes; app.kubernetes.io/name=listener, which every
+// Service of the operator carries and the EndpointSlice controller copies),
+// so the cluster's others are never sent. Strings that repeat across
+// objects are held once (intern.go). docs/reconcile.md ("What the
+// controller caches") has the table of what each kind keeps and costs.
 package caches
