@@ -126,7 +126,7 @@ type stage struct {
 // Listener Ready (status) and the pod Ready. Timestamps are the API
 // server's, to the second.
 func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
-	names_ := []string{"claim created", "volume provisioned", "pod scheduled", "Listener created", "Service created", "EndpointSlice created", "Listener Ready", "pod Ready"}
+	names_ := []string{"claim created", "node selected", "volume provisioned", "claim bound", "pod scheduled", "Listener created", "Service created", "EndpointSlice created", "Listener Ready", "pod Ready"}
 	out := make([]stage, len(names_))
 	for i, n := range names_ {
 		out[i].name = n
@@ -161,8 +161,10 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 			return nil, err
 		}
 		claimAt := map[string]time.Time{}
+		selectedAt, boundAt := map[string]time.Time{}, map[string]time.Time{}
 		for _, c := range pvcs.Items {
 			claimAt[c.Name] = c.CreationTimestamp.Time
+			selectedAt[c.Name], boundAt[c.Name] = claimSteps(&c)
 		}
 		listenerAt, readyAt := map[string]time.Time{}, map[string]time.Time{}
 		for _, l := range ls.Items {
@@ -202,7 +204,7 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 					scheduled = c.LastTransitionTime.Time
 				}
 			}
-			at := []time.Time{claimAt[claim], pvByClaim[ns+"/"+claim], scheduled, listenerAt[listener],
+			at := []time.Time{claimAt[claim], selectedAt[claim], pvByClaim[ns+"/"+claim], boundAt[claim], scheduled, listenerAt[listener],
 				svcAt[names.ServiceName(listener)], sliceAt[names.ServiceName(listener)], readyAt[listener], podRunningAt(p)}
 			for k, t := range at {
 				if !t.IsZero() {
@@ -260,4 +262,24 @@ func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor []flo
 			}
 		}
 	}
+}
+
+// claimSteps are when the scheduler selected a node for a claim that binds
+// on first consumer (its write of volume.kubernetes.io/selected-node) and
+// when the PV controller bound it (kube-controller-manager's write of the
+// claim's status), read from the claim's managedFields: each manager's
+// entry carries the time of its last write. Zero when not (yet) done.
+func claimSteps(c *corev1.PersistentVolumeClaim) (selected, bound time.Time) {
+	for _, f := range c.ManagedFields {
+		if f.Time == nil {
+			continue
+		}
+		switch {
+		case f.Manager == "kube-scheduler":
+			selected = f.Time.Time
+		case f.Manager == "kube-controller-manager" && f.Subresource == "status" && c.Status.Phase == corev1.ClaimBound:
+			bound = f.Time.Time
+		}
+	}
+	return selected, bound
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/listener-operator/listener-operator/internal/ordinary"
 )
 
@@ -56,5 +59,26 @@ func TestReportMix(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestClaimSteps: the scheduler's and the PV controller's writes on a
+// claim are read from its managedFields; a claim not bound yet has no
+// bound time even if the controller wrote its status before.
+func TestClaimSteps(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	at := func(s int) *metav1.Time { v := metav1.NewTime(t0.Add(time.Duration(s) * time.Second)); return &v }
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(1)},
+		{Manager: "kube-scheduler", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(7)},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: at(19)},
+	}}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	sel, bound := claimSteps(c)
+	if !sel.Equal(t0.Add(7*time.Second)) || !bound.Equal(t0.Add(19*time.Second)) {
+		t.Errorf("selected %v, bound %v; want +7s, +19s", sel, bound)
+	}
+	c.Status.Phase = corev1.ClaimPending
+	if _, bound := claimSteps(c); !bound.IsZero() {
+		t.Errorf("a pending claim has a bound time: %v", bound)
 	}
 }
