@@ -54,27 +54,17 @@ func internLabels(m map[string]string) map[string]string {
 	return out
 }
 
-// internMeta makes the repeated strings of m canonical: the namespace, the
-// label and annotation keys, the owners' API versions and kinds.
-func internMeta(m *metav1.ObjectMeta) {
-	m.Namespace = intern(m.Namespace)
-	m.GenerateName = intern(m.GenerateName)
-	m.Labels = internLabels(m.Labels)
-	m.Annotations = internLabels(m.Annotations)
-	for i := range m.OwnerReferences {
-		o := &m.OwnerReferences[i]
-		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
-	}
-}
-
-// internObject makes the repeated strings of any object's metadata
-// canonical (internMeta), through client.Object's accessors.
-func internObject(o client.Object) {
-	o.SetNamespace(intern(o.GetNamespace()))
-	o.SetGenerateName(intern(o.GetGenerateName()))
-	o.SetLabels(internLabels(o.GetLabels()))
-	o.SetAnnotations(internLabels(o.GetAnnotations()))
-	refs := o.GetOwnerReferences()
+// internMeta makes the repeated strings of an object's metadata canonical:
+// the namespace, the generate-name prefix, the label and annotation keys
+// (and common values), the owners' API versions and kinds. It takes the
+// accessors, so that a typed object's ObjectMeta and any client.Object
+// (a metadata-only one among them) go the same way.
+func internMeta(m metav1.Object) {
+	m.SetNamespace(intern(m.GetNamespace()))
+	m.SetGenerateName(intern(m.GetGenerateName()))
+	m.SetLabels(internLabels(m.GetLabels()))
+	m.SetAnnotations(internLabels(m.GetAnnotations()))
+	refs := m.GetOwnerReferences()
 	for i := range refs {
 		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
 	}
@@ -106,7 +96,7 @@ func Compact(obj any) (any, error) {
 		m.Labels = nil
 		m.Annotations = operatorAnnotations(m.Annotations)
 	}
-	internObject(o)
+	internMeta(o)
 	if l, ok := o.(*v1alpha1.Listener); ok {
 		internConditions(l.Status.Conditions)
 		l.Status.ClassName = intern(l.Status.ClassName)

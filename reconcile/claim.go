@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -228,12 +227,7 @@ func (r *claimReconciler) keepBinding(ctx context.Context, pvc *corev1.Persisten
 		add[v1alpha1.LabelVolumeListener] = want
 	}
 	if len(add) > 0 {
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": add}})
-		if err != nil {
-			return "", fmt.Errorf("labels of volume %s: %w", pv.Name, err)
-		}
-		err = r.client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-		if countWrite(controllerClaim, "PersistentVolume", "patch", err) != nil {
+		if err := addLabels(ctx, r.client, controllerClaim, "PersistentVolume", pv, add); err != nil {
 			return "", client.IgnoreNotFound(err)
 		}
 		if bound == "" {

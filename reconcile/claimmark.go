@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -66,17 +64,10 @@ func markClaims(ctx context.Context, live client.Reader, c client.Client) (scann
 	}
 }
 
-// markClaim puts the listener-volume label on pvc.
+// markClaim puts the listener-volume label on pvc; a claim gone meanwhile
+// is no error.
 func markClaim(ctx context.Context, c client.Client, pvc *corev1.PersistentVolumeClaim) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{v1alpha1.LabelListenerVolume: "true"}}})
-	if err != nil {
-		return err
-	}
-	err = c.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-	if countWrite(controllerClaimMark, "PersistentVolumeClaim", "patch", err) != nil {
-		return client.IgnoreNotFound(fmt.Errorf("mark claim %s/%s: %w", pvc.Namespace, pvc.Name, err))
-	}
-	return nil
+	return client.IgnoreNotFound(addLabels(ctx, c, controllerClaimMark, "PersistentVolumeClaim", pvc, map[string]string{v1alpha1.LabelListenerVolume: "true"}))
 }
 
 // namespaceClaims reads claims for the pod relabel scan: from the cache,

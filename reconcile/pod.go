@@ -182,20 +182,27 @@ func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string 
 	return claims.Missing(claims.PodLabels(pod.Name, pod.Labels, listeners), pod.Labels)
 }
 
-// addPodLabels adds labels to a pod with a merge patch that names only
-// them, so that nothing else on the pod is touched (the pod label policy
-// allows the operator no more); the write counts for controller.
+// addPodLabels adds labels to a pod (addLabels); a pod gone meanwhile is
+// no error.
 func addPodLabels(ctx context.Context, c client.Client, controller string, pod *corev1.Pod, missing map[string]string) error {
-	if len(missing) == 0 {
+	return client.IgnoreNotFound(addLabels(ctx, c, controller, "Pod", pod, missing))
+}
+
+// addLabels adds labels to obj (of kind, for the write metric) with a merge
+// patch that names only them, so that nothing else on it is touched (the
+// pod and claim label policies allow the operator no more); the write
+// counts for controller. Nothing to add writes nothing.
+func addLabels(ctx context.Context, c client.Client, controller, kind string, obj client.Object, labels map[string]string) error {
+	if len(labels) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": missing}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 	if err != nil {
-		return fmt.Errorf("build label patch for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("build label patch for %s %s: %w", kind, client.ObjectKeyFromObject(obj), err)
 	}
-	err = c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
-	if countWrite(controller, "Pod", "patch", err) != nil {
-		return client.IgnoreNotFound(fmt.Errorf("label pod %s/%s: %w", pod.Namespace, pod.Name, err))
+	err = c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controller, kind, "patch", err) != nil {
+		return fmt.Errorf("label %s %s: %w", kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }

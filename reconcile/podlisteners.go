@@ -93,13 +93,12 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 		}
 		return ctrl.Result{}, fmt.Errorf("get podlisteners %s: %w", key, err)
 	}
-	written := existing.Annotations[AnnotationPodListenersHash] == hash
-	spec, changed := recordAddressChanges(existing.Spec, spec) // addresschange.go
-	if written {
+	if existing.Annotations[AnnotationPodListenersHash] == hash {
 		// Nothing new to write: a restart the class asks for may still be
 		// due (a PodDisruptionBudget refused the eviction before).
 		return r.signalAddressChanges(ctx, pod, existing, vols, nil)
 	}
+	spec, changed := recordAddressChanges(existing.Spec, spec) // addresschange.go
 	updated := existing.DeepCopy()
 	updated.Spec = spec
 	updated.Annotations = podListenersAnnotations(existing.Annotations, hash, spec)
