@@ -6,8 +6,8 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
+	"github.com/listener-operator/listener-operator/internal/metricsauth"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -39,7 +39,7 @@ func (m metricsOptions) serverOptions() metricsserver.Options {
 	if m.secure {
 		o.SecureServing = true
 		o.CertDir = m.certDir
-		o.FilterProvider = chainFilters(filters.WithAuthenticationAndAuthorization, uncompressedMetrics)
+		o.FilterProvider = chainFilters(metricsauth.Filter, uncompressedMetrics)
 		o.TLSOpts = []func(*tls.Config){metricsTLS}
 	}
 	return o

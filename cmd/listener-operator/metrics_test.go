@@ -155,9 +155,8 @@ func TestMetricsNeedAuthorisation(t *testing.T) {
 		wantBody string
 	}{
 		{"no token", "https", "", http.StatusUnauthorized, "Unauthorized"},
-		// controller-runtime answers a token the API server rejects with 500.
-		{"a token the API server never issued", "https", "not-a-token", http.StatusInternalServerError, "Authentication failed"},
-		{"a service account not bound to metrics-reader", "https", token("stranger"), http.StatusForbidden, "system:serviceaccount:metrics-scrapers:stranger"},
+		{"a token the API server never issued", "https", "not-a-token", http.StatusUnauthorized, "send a bearer token the Kubernetes API server accepts"},
+		{"a service account not bound to metrics-reader", "https", token("stranger"), http.StatusForbidden, `user "system:serviceaccount:metrics-scrapers:stranger" may not get /metrics`},
 		{"Prometheus bound to metrics-reader", "https", token("prometheus"), http.StatusOK, "# TYPE "},
 		{"plain HTTP", "http", token("prometheus"), http.StatusBadRequest, ""},
 	} {
