@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 )
 
@@ -166,25 +167,37 @@ func (r *router) WaitForCacheSync(ctx context.Context) bool {
 }
 
 // IndexPodClaim indexes the reconcilers' pods by the claims their volumes
-// use (names.PodClaimNames). Both the listener reconcilers and the
-// pinned-node-loss controller look pods up by claim; one index serves them.
+// use (names.PodClaimNames), in their namespace. Both the listener
+// reconcilers and the pinned-node-loss controller look pods up by claim;
+// one index serves them.
 const IndexPodClaim = "pod.claim"
+
+// IndexVolumeNode indexes PersistentVolumes by the nodes they are pinned to
+// (addresses.PinnedNodes). The listener reconciler and the pinned-node-loss
+// controller both look volumes up by node; one index serves them.
+const IndexVolumeNode = "pv.pinnedNode"
 
 // ReconcilerView is the view of mgr the reconcilers run on, as the
 // controller ships it: LeaderOnly with the Reconcilers policy, reading the
 // Shared types from mgr's cache (which must use the Webhooks policy), with
-// the indexes that more than one controller queries (IndexPodClaim).
+// the indexes that more than one controller queries (IndexPodClaim,
+// IndexVolumeNode).
 func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
 	view, err := LeaderOnly(mgr, Reconcilers(), Shared()...)
 	if err != nil {
 		return nil, err
 	}
-	// At setup, before anything runs: the informer this creates starts with
-	// the view's cache once the replica is elected.
-	if err := view.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexPodClaim, func(o client.Object) []string {
-		return names.PodClaimNames(o.(*corev1.Pod))
-	}); err != nil {
-		return nil, fmt.Errorf("index pods by claim: %w", err)
+	// At setup, before anything runs: the informers this creates start
+	// with the caches.
+	if err := AddIndexes(context.Background(), view.GetCache(),
+		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Scope: InNamespace, Values: func(o client.Object) []string {
+			return names.PodClaimNames(o.(*corev1.Pod))
+		}},
+		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Scope: AllNamespaces, Values: func(o client.Object) []string {
+			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
+		}},
+	); err != nil {
+		return nil, fmt.Errorf("shared indexes: %w", err)
 	}
 	return view, nil
 }

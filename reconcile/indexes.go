@@ -3,12 +3,16 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -32,59 +36,122 @@ const (
 	indexSliceNode = "endpointslice.node"
 	// indexClaimListener: PersistentVolumeClaims by the Listener they use.
 	indexClaimListener = "claim.listener"
-	// indexPVNode: PersistentVolumes by the nodes they are pinned to.
-	indexPVNode = "pv.pinnedNode"
+	// indexPVNode: PersistentVolumes by the nodes they are pinned to
+	// (registered by caches.ReconcilerView, which the pinned-node-loss
+	// controller shares).
+	indexPVNode = caches.IndexVolumeNode
 	// indexPodClaim: Pods by the claims their volumes use (registered by
 	// caches.ReconcilerView, which the pinned-node-loss controller shares).
 	indexPodClaim = caches.IndexPodClaim
 )
 
-func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
-	indexes := []struct {
-		obj   client.Object
-		field string
-		fn    client.IndexerFunc
-	}{
-		{&v1alpha1.Listener{}, indexListenerClass, func(o client.Object) []string {
+func addIndexes(ctx context.Context, informers cache.Informers) error {
+	return caches.AddIndexes(ctx, informers,
+		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerClass, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
 			if c := o.(*v1alpha1.Listener).Spec.ClassName; c != nil {
 				return []string{*c}
 			}
 			return nil
 		}},
-		{&v1alpha1.Listener{}, indexListenerServiceName, func(o client.Object) []string {
-			return listenerServiceNames(o.(*v1alpha1.Listener))
+		// Only the names other than the Listener's own: a Listener is found
+		// by its own name with a read (listenersOfService).
+		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerServiceName, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+			return otherThan(o.GetName(), listenerServiceNames(o.(*v1alpha1.Listener)))
 		}},
-		{&corev1.Service{}, indexServiceOwner, func(o client.Object) []string {
-			if owner := controlledByListener(o); owner != "" {
+		// Only Services under another name than their Listener's Service
+		// name (servicesOfListener reads that one by name).
+		caches.Index{Object: &corev1.Service{}, Field: indexServiceOwner, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+			if owner := controlledByListener(o); owner != "" && names.ServiceName(owner) != o.GetName() {
 				return []string{owner}
 			}
 			return nil
 		}},
-		{&discoveryv1.EndpointSlice{}, indexSliceService, func(o client.Object) []string {
+		caches.Index{Object: &discoveryv1.EndpointSlice{}, Field: indexSliceService, Scope: caches.InNamespace, Values: func(o client.Object) []string {
 			if s := o.GetLabels()[discoveryv1.LabelServiceName]; s != "" {
 				return []string{s}
 			}
 			return nil
 		}},
-		{&discoveryv1.EndpointSlice{}, indexSliceNode, func(o client.Object) []string {
+		caches.Index{Object: &discoveryv1.EndpointSlice{}, Field: indexSliceNode, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
 			return endpointNodes([]discoveryv1.EndpointSlice{*o.(*discoveryv1.EndpointSlice)}, true)
 		}},
-		{&corev1.PersistentVolumeClaim{}, indexClaimListener, func(o client.Object) []string {
-			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok {
+		// Only claims of a Listener of another name: a per-claim Listener's
+		// claim has its name (claimsOfListener reads it by name).
+		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimListener, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok && name != o.GetName() {
 				return []string{name}
 			}
 			return nil
 		}},
-		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
-			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
-		}},
-	}
-	for _, ix := range indexes {
-		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
+	)
+}
+
+// otherThan is vals without own.
+func otherThan(own string, vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		if v != own {
+			out = append(out, v)
 		}
 	}
-	return nil
+	return out
+}
+
+// listenersOfService maps a Service (or the name of one) to the Listeners
+// whose Service it is or would be: the Listener of the same name, read by
+// name, and those the index files under another name.
+func listenersOfService(ctx context.Context, c client.Reader, namespace, svcName string) []ctrl.Request {
+	reqs := requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{indexListenerServiceName: svcName})
+	l := &v1alpha1.Listener{}
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: svcName}, l); {
+	case err == nil:
+		if slices.Contains(listenerServiceNames(l), svcName) {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(l)})
+		}
+	case !apierrors.IsNotFound(err):
+		ctrl.LoggerFrom(ctx).Error(err, "get the listener of a service", "service", svcName)
+	}
+	return reqs
+}
+
+// servicesOfListener are the Services l controls: the one under its
+// Service name, read by name, and those under other names (stale), through
+// the index.
+func servicesOfListener(ctx context.Context, c client.Reader, l *v1alpha1.Listener) ([]corev1.Service, error) {
+	var owned corev1.ServiceList
+	if err := c.List(ctx, &owned, client.InNamespace(l.Namespace), client.MatchingFields{indexServiceOwner: l.Name}); err != nil {
+		return nil, fmt.Errorf("list services of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	svc := &corev1.Service{}
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: names.ServiceName(l.Name)}, svc); {
+	case err == nil:
+		if controlledByListener(svc) == l.Name {
+			owned.Items = append(owned.Items, *svc)
+		}
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get service of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	return owned.Items, nil
+}
+
+// claimsOfListener are the claims using the Listener namespace/name: the
+// claim of the same name (a per-claim Listener's), read by name, and those
+// of shared Listeners, through the index.
+func claimsOfListener(ctx context.Context, c client.Reader, namespace, name string) ([]corev1.PersistentVolumeClaim, error) {
+	var list corev1.PersistentVolumeClaimList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexClaimListener: name}); err != nil {
+		return nil, fmt.Errorf("list claims of listener %s/%s: %w", namespace, name, err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	switch err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pvc); {
+	case err == nil:
+		if l, ok := claimListener(pvc); ok && l == name {
+			list.Items = append(list.Items, *pvc)
+		}
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get claim %s/%s: %w", namespace, name, err)
+	}
+	return list.Items, nil
 }
 
 // listenerServiceNames are the Service names a Listener is found by: the

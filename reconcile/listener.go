@@ -372,12 +372,12 @@ func allocated(svc *corev1.Service, class *v1alpha1.ListenerClass) bool {
 // deleteStaleServices removes Services this Listener controls under another
 // name (e.g. left behind by an older naming scheme).
 func (r *listenerReconciler) deleteStaleServices(ctx context.Context, l *v1alpha1.Listener, keep string) error {
-	var owned corev1.ServiceList
-	if err := r.client.List(ctx, &owned, client.InNamespace(l.Namespace), client.MatchingFields{indexServiceOwner: l.Name}); err != nil {
-		return fmt.Errorf("list services of listener %s/%s: %w", l.Namespace, l.Name, err)
+	owned, err := servicesOfListener(ctx, r.client, l)
+	if err != nil {
+		return err
 	}
-	for i := range owned.Items {
-		s := &owned.Items[i]
+	for i := range owned {
+		s := &owned[i]
 		if s.Name == keep || !metav1.IsControlledBy(s, l) {
 			continue
 		}
@@ -399,11 +399,11 @@ func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Liste
 	}
 	nodeNames := endpointNodes(slices.Items, l.Spec.PublishNotReadyAddresses == nil || *l.Spec.PublishNotReadyAddresses)
 
-	var claims corev1.PersistentVolumeClaimList
-	if err := r.client.List(ctx, &claims, client.InNamespace(l.Namespace), client.MatchingFields{indexClaimListener: l.Name}); err != nil {
-		return nil, fmt.Errorf("list claims of listener %s/%s: %w", l.Namespace, l.Name, err)
+	claims, err := claimsOfListener(ctx, r.client, l.Namespace, l.Name)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range claims.Items {
+	for _, c := range claims {
 		if c.Spec.VolumeName == "" {
 			continue
 		}

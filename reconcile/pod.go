@@ -59,13 +59,13 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 		})).
 		// Addresses come from the Listener's status.
 		Watches(&v1alpha1.Listener{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			var claims corev1.PersistentVolumeClaimList
-			if err := c.List(ctx, &claims, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexClaimListener: o.GetName()}); err != nil {
+			claims, err := claimsOfListener(ctx, c, o.GetNamespace(), o.GetName())
+			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "list claims of listener", "listener", o.GetName())
 				return nil
 			}
 			var reqs []ctrl.Request
-			for _, claim := range claims.Items {
+			for _, claim := range claims {
 				reqs = append(reqs, podsOfClaims(ctx, c, claim.Namespace, claim.Name)...)
 			}
 			return reqs

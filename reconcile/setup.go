@@ -35,7 +35,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 1
 	}
-	if err := addIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := addIndexes(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder(v1alpha1.FieldManager)
@@ -128,12 +128,6 @@ func nodeAddressesChanged() predicate.Predicate {
 
 func listenersOfClass(ctx context.Context, c client.Reader, class string) []ctrl.Request {
 	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.MatchingFields{indexListenerClass: class})
-}
-
-// listenersOfService maps a Service to the Listener whose Service it is (or
-// would be).
-func listenersOfService(ctx context.Context, c client.Reader, namespace, svcName string) []ctrl.Request {
-	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{indexListenerServiceName: svcName})
 }
 
 // requestsFor lists objects through an index (from the cache) and turns

@@ -50,7 +50,7 @@ func setup(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error 
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 1
 	}
-	if err := addIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := addIndexes(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: recorder, opts: opts, now: time.Now}

@@ -2,12 +2,12 @@ package nodeloss
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,11 +25,11 @@ import (
 // the claim exists), with the cache indexes that mapping needs.
 
 // Cache indexes of this controller (names distinct from reconcile's), and
-// the pod index it shares with reconcile (registered by
+// the pod and volume indexes it shares with reconcile (registered by
 // caches.ReconcilerView).
 const (
 	indexPodClaim   = caches.IndexPodClaim
-	indexPVNode     = "nodeloss.pv.node"
+	indexPVNode     = caches.IndexVolumeNode
 	indexClaimClass = "nodeloss.claim.class"
 )
 
@@ -58,32 +58,17 @@ func watch(b *builder.Builder, c client.Reader) *builder.Builder {
 		}))
 }
 
-// addIndexes registers the indexes the mapping lists by.
-func addIndexes(ctx context.Context, fi client.FieldIndexer) error {
-	indexes := []struct {
-		obj   client.Object
-		field string
-		fn    client.IndexerFunc
-	}{
-		{&corev1.PersistentVolume{}, indexPVNode, func(o client.Object) []string {
-			if n := addresses.PinnedNode(o.(*corev1.PersistentVolume)); n != "" {
-				return []string{n}
-			}
-			return nil
-		}},
-		{&corev1.PersistentVolumeClaim{}, indexClaimClass, func(o client.Object) []string {
+// addIndexes registers the index the mapping lists by that reconcile does
+// not share.
+func addIndexes(ctx context.Context, informers cache.Informers) error {
+	return caches.AddIndexes(ctx, informers,
+		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimClass, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
 			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
 				return []string{use.Class}
 			}
 			return nil
 		}},
-	}
-	for _, ix := range indexes {
-		if err := fi.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			return fmt.Errorf("index %T by %s: %w", ix.obj, ix.field, err)
-		}
-	}
-	return nil
+	)
 }
 
 // nodeUsabilityChanged passes node events that can change whether pods
