@@ -230,16 +230,19 @@ func run(ctx context.Context, o options) error {
 	if o.floor < 0 {
 		o.floor = o.listeners - half
 	}
-	var floor []float64
+	var floor, boundFloor []float64
 	if o.floor > 0 {
 		if floor, err = m.floor(ctx, o.floor); err != nil {
+			return err
+		}
+		if boundFloor, err = m.boundFloor(ctx, o.floor); err != nil {
 			return err
 		}
 	}
 
 	var out strings.Builder
 	report(&out, o, rows, small, large)
-	reportMix(&out, rows, large, stages, floor)
+	reportMix(&out, rows, large, stages, floor, boundFloor)
 	fmt.Print(out.String())
 	return os.WriteFile(o.out, []byte(out.String()), 0o644)
 }

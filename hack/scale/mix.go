@@ -13,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -91,8 +93,35 @@ func (m *measurer) floor(ctx context.Context, n int) ([]float64, error) {
 	if _, err := createAll(ctx, m.c, 0, n, 8, func(i int) client.Object { return floorPod(i) }); err != nil {
 		return nil, err
 	}
+	return m.readyTimes(ctx, "floor-", n)
+}
+
+// boundFloor is the floor of a pod with a volume that Kubernetes alone
+// binds: n pods, each with a claim of its own that is created just after
+// it (as the ephemeral volume controller does) already naming a static
+// volume of another driver, created with it. No listener operator part is
+// involved: the PV controller binds each claim to its volume and the
+// scheduler waits for that, which is what every listener volume goes
+// through too.
+func (m *measurer) boundFloor(ctx context.Context, n int) ([]float64, error) {
+	say("bound-volume floor: %d pods with a static volume bound by Kubernetes", n)
+	if _, err := createAll(ctx, m.c, 0, n, 8, func(i int) client.Object { return boundFloorPod(i) }); err != nil {
+		return nil, err
+	}
+	if _, err := createAll(ctx, m.c, 0, n, 8, func(i int) client.Object { return boundFloorVolume(i) }); err != nil {
+		return nil, err
+	}
+	if _, err := createAll(ctx, m.c, 0, n, 8, func(i int) client.Object { return boundFloorClaim(i) }); err != nil {
+		return nil, err
+	}
+	return m.readyTimes(ctx, "boundfloor-", n)
+}
+
+// readyTimes waits until n pods named prefix* are Ready and returns each
+// one's time from creation to Ready.
+func (m *measurer) readyTimes(ctx context.Context, prefix string, n int) ([]float64, error) {
 	var ds []float64
-	err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d floor pods Ready", n), func() (bool, string, error) {
+	err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d %s pods Ready", n, strings.TrimSuffix(prefix, "-")), func() (bool, string, error) {
 		ds = ds[:0]
 		for i := range namespaces {
 			var pods corev1.PodList
@@ -101,7 +130,7 @@ func (m *measurer) floor(ctx context.Context, n int) ([]float64, error) {
 			}
 			for j := range pods.Items {
 				p := &pods.Items[j]
-				if strings.HasPrefix(p.Name, "floor-") {
+				if strings.HasPrefix(p.Name, prefix) {
 					if t := podRunningAt(p); !t.IsZero() {
 						ds = append(ds, t.Sub(p.CreationTimestamp.Time).Seconds())
 					}
@@ -111,6 +140,43 @@ func (m *measurer) floor(ctx context.Context, n int) ([]float64, error) {
 		return len(ds) >= n, fmt.Sprintf("%d/%d Ready", len(ds), n), nil
 	})
 	return ds, err
+}
+
+// boundFloorPod is pod i of the bound-volume floor: a floor pod with claim
+// boundFloorClaim(i) mounted.
+func boundFloorPod(i int) *corev1.Pod {
+	p := floorPod(i)
+	p.Name = fmt.Sprintf("boundfloor-%04d", i)
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.Name},
+	}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	return p
+}
+
+// boundFloorVolume is the static volume of boundFloorClaim(i), reserved for
+// it (claimRef), of a driver nobody runs (kwok mounts nothing).
+func boundFloorVolume(i int) *corev1.PersistentVolume {
+	pv := ordinary.StaticVolume(100000 + i)
+	pv.Name = fmt.Sprintf("boundfloor-%04d", i)
+	pv.Spec.StorageClassName = ""
+	pv.Spec.NodeAffinity = nil
+	pv.Spec.ClaimRef = &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: namespaceName(i), Name: pv.Name}
+	return pv
+}
+
+// boundFloorClaim is the claim of boundFloorPod(i), naming its volume.
+func boundFloorClaim(i int) *corev1.PersistentVolumeClaim {
+	name := fmt.Sprintf("boundfloor-%04d", i)
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespaceName(i)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(""),
+			VolumeName:       name,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+		},
+	}
 }
 
 // stage is one step of a per-claim listener workload, timed from the pod's
@@ -223,7 +289,7 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 // object of each kind added (between a row and the one before it), per
 // listener claim, and the last phase's time to Ready against its floor,
 // stage by stage.
-func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor []float64) {
+func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor, boundFloor []float64) {
 	fmt.Fprintln(w, "\nslope per object added (RSS / heap in use, bytes per object; the row before as base):")
 	for i := 1; i < len(rows); i++ {
 		if rows[i].added == 0 {
@@ -252,6 +318,9 @@ func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor []flo
 		fmt.Fprintf(tw, "  %s (per-claim)\t%d\t%s\t%s\t%s\n", s.name, len(s.ds), sec(s.ds, 0.5), sec(s.ds, 0.99), sec(s.ds, 1))
 	}
 	fmt.Fprintf(tw, "  floor: pod Ready, no listener volume\t%d\t%s\t%s\t%s\n", len(floor), sec(floor, 0.5), sec(floor, 0.99), sec(floor, 1))
+	if len(boundFloor) > 0 {
+		fmt.Fprintf(tw, "  bound-volume floor: pod Ready, a static volume Kubernetes binds\t%d\t%s\t%s\t%s\n", len(boundFloor), sec(boundFloor, 0.5), sec(boundFloor, 0.99), sec(boundFloor, 1))
+	}
 	tw.Flush()
 	fmt.Fprintf(w, "  Listener created → Ready (all Listeners of the burst): p50 %s, p99 %s; pod webhook p50 %.1f ms, p99 %.1f ms\n",
 		large.readyP50, large.readyP99, large.webhookP50*1000, large.webhookP99*1000)
@@ -259,6 +328,9 @@ func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor []flo
 		for _, s := range stages {
 			if s.name == "Listener Ready" && len(s.ds) > 0 {
 				fmt.Fprintf(w, "  Listener Ready p99 / floor p99 = %.2f\n", percentile(s.ds, 0.99)/p)
+				if b := percentile(boundFloor, 0.99); !math.IsNaN(b) && b > 0 {
+					fmt.Fprintf(w, "  Listener Ready p99 / bound-volume floor p99 = %.2f\n", percentile(s.ds, 0.99)/b)
+				}
 			}
 		}
 	}

@@ -53,9 +53,9 @@ func TestReportMix(t *testing.T) {
 	}
 	var b strings.Builder
 	reportMix(&b, rows, phase{claims: 500, readyP50: time.Second, readyP99: 2 * time.Second},
-		[]stage{{name: "Listener Ready", ds: []float64{1, 2, 4}}}, []float64{1, 2, 2})
+		[]stage{{name: "Listener Ready", ds: []float64{1, 2, 4}}}, []float64{1, 2, 2}, []float64{2, 3, 8})
 	out := b.String()
-	for _, want := range []string{"ordinary claims", "RSS    1000 B", "heap     500 B", "Listener Ready (per-claim)", "floor: pod Ready", "p99 / floor p99 = 2.00"} {
+	for _, want := range []string{"ordinary claims", "RSS    1000 B", "heap     500 B", "Listener Ready (per-claim)", "floor: pod Ready", "p99 / floor p99 = 2.00", "bound-volume floor: pod Ready", "p99 / bound-volume floor p99 = 0.50"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
