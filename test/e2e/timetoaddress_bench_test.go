@@ -62,8 +62,9 @@ func BenchmarkTimeToAddress(b *testing.B) {
 	}
 	ctx := b.Context()
 	for range b.N {
-		floor := burst(b, ctx, n, false)
-		listener := burst(b, ctx, n, true)
+		floor := burst(b, ctx, n, burstPlain)
+		bound := burst(b, ctx, n, burstBound)
+		listener := burst(b, ctx, n, burstListener)
 		var out strings.Builder
 		fmt.Fprintf(&out, "time to address, burst of %d pods on the real nodes, from pod creation:\n", n)
 		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
@@ -78,6 +79,11 @@ func BenchmarkTimeToAddress(b *testing.B) {
 				fmt.Fprintf(tw, "  floor: %s (no listener volume)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
 			}
 		}
+		for _, s := range []string{stageBound, stageScheduled, stageStarted} {
+			if d := bound[s]; len(d) > 0 {
+				fmt.Fprintf(tw, "  bound-volume floor: %s (a volume Kubernetes binds)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
+			}
+		}
 		tw.Flush()
 		if l, f := listener[stageStarted], floor[stageStarted]; len(l) == n && len(f) == n {
 			ratio := pct(l, 99).Seconds() / max(pct(f, 99).Seconds(), 0.001)
@@ -85,6 +91,10 @@ func BenchmarkTimeToAddress(b *testing.B) {
 			b.ReportMetric(pct(l, 99).Seconds(), "s-p99-address")
 			b.ReportMetric(pct(f, 99).Seconds(), "s-p99-floor")
 			b.ReportMetric(ratio, "p99-ratio")
+			if bs := bound[stageStarted]; len(bs) == n {
+				fmt.Fprintf(&out, "  address readable p99 / bound-volume floor p99 = %.2f\n", pct(l, 99).Seconds()/max(pct(bs, 99).Seconds(), 0.001))
+				b.ReportMetric(pct(bs, 99).Seconds(), "s-p99-bound-floor")
+			}
 		} else {
 			b.Errorf("%d of %d listener pods and %d of %d floor pods started", len(l), n, len(f), n)
 		}
@@ -115,11 +125,27 @@ const annotationSelectedNode = "volume.kubernetes.io/selected-node"
 // from its row (and the benchmark fails).
 const burstTimeout = 10 * time.Minute
 
-// burst creates n pods (with a listener volume of the preset
-// cluster-internal class, or without) in a namespace of its own, waits
-// until every container started and returns the time of each stage per
-// pod, from the pod's creation.
-func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[string][]time.Duration {
+// burstKind is what each pod of a burst mounts.
+type burstKind int
+
+const (
+	// burstPlain: no volume (the floor).
+	burstPlain burstKind = iota
+	// burstBound: a claim of its own, created just after the pod (as the
+	// ephemeral volume controller does) and naming a hostPath volume made
+	// for it: the PV controller binds it and the scheduler waits for
+	// that, with no listener operator part (the bound-volume floor).
+	burstBound
+	// burstListener: an ephemeral listener volume of the preset
+	// cluster-internal class.
+	burstListener
+)
+
+// burst creates n pods of the kind in a namespace of its own, waits until
+// every container started and returns the time of each stage per pod,
+// from the pod's creation.
+func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string][]time.Duration {
+	withListener := kind == burstListener
 	b.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-address-" + rand.String(5)}}
 	if err := k8s.client.Create(ctx, ns); err != nil {
@@ -191,6 +217,18 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 			}
 		}
 	})
+	if kind == burstBound {
+		watchAll(&corev1.PersistentVolumeClaimList{}, in, func(obj any, now time.Time) {
+			if c := obj.(*corev1.PersistentVolumeClaim); c.Status.Phase == corev1.ClaimBound {
+				rec.saw(c.Name, stageBound, now)
+			}
+		})
+		defer func() {
+			for i := range n {
+				_ = k8s.client.Delete(context.WithoutCancel(ctx), &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: boundVolumeName(ns.Name, i)}})
+			}
+		}()
+	}
 	if withListener {
 		watchAll(&corev1.PersistentVolumeClaimList{}, in, func(obj any, now time.Time) {
 			c := obj.(*corev1.PersistentVolumeClaim)
@@ -227,11 +265,17 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 		go func() {
 			defer cw.Done()
 			for i := range next {
-				p := addressPod(ns.Name, fmt.Sprintf("p-%04d", i), withListener)
+				p := addressPod(ns.Name, fmt.Sprintf("p-%04d", i), kind)
 				rec.create(p.Name, time.Now())
-				if err := k8s.client.Create(ctx, p); err != nil {
-					if failed.Add(1) == 1 {
-						b.Errorf("create pod %s: %v", p.Name, err)
+				objs := []client.Object{p}
+				if kind == burstBound {
+					objs = append(objs, hostPathVolume(ns.Name, i, p.Name), boundClaim(ns.Name, i, p.Name))
+				}
+				for _, o := range objs {
+					if err := k8s.client.Create(ctx, o); err != nil {
+						if failed.Add(1) == 1 {
+							b.Errorf("create %T %s: %v", o, o.GetName(), err)
+						}
 					}
 				}
 			}
@@ -252,7 +296,7 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 	for rec.count(stageStarted) < n {
 		select {
 		case <-ctx.Done():
-			b.Errorf("burst (listener volume: %v): %d of %d pods started within %s", withListener, rec.count(stageStarted), n, burstTimeout)
+			b.Errorf("burst (kind %d): %d of %d pods started within %s", kind, rec.count(stageStarted), n, burstTimeout)
 			cancel()
 			wg.Wait()
 			return rec.durations()
@@ -266,8 +310,9 @@ func burst(b *testing.B, ctx context.Context, n int, withListener bool) map[stri
 
 // addressPod is a pod whose container only sleeps; with a listener volume
 // (an ephemeral claim of the cluster-internal class) mounted where the
-// operator mounts it.
-func addressPod(ns, name string, withListener bool) *corev1.Pod {
+// operator mounts it, or with the bound-volume floor's claim (boundClaim)
+// mounted.
+func addressPod(ns, name string, kind burstKind) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -283,7 +328,13 @@ func addressPod(ns, name string, withListener bool) *corev1.Pod {
 			}},
 		},
 	}
-	if withListener {
+	if kind == burstBound {
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
+		}}}
+	}
+	if kind == burstListener {
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "listener", MountPath: treeRoot}}
 		p.Spec.Volumes = []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
@@ -297,6 +348,40 @@ func addressPod(ns, name string, withListener bool) *corev1.Pod {
 		}}}}
 	}
 	return p
+}
+
+// boundVolumeName is the hostPath volume of pod i of a bound-volume burst in
+// namespace ns.
+func boundVolumeName(ns string, i int) string { return fmt.Sprintf("%s-%04d", ns, i) }
+
+// hostPathVolume is a hostPath volume of the node's /tmp (nothing to
+// provision, attach or clean up) reserved for the claim of pod (claimRef).
+func hostPathVolume(ns string, i int, pod string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: boundVolumeName(ns, i)},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: ns, Name: pod},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: "/tmp", Type: ptr.To(corev1.HostPathDirectory),
+			}},
+		},
+	}
+}
+
+// boundClaim is the claim of pod, named after it, naming its volume.
+func boundClaim(ns string, i int, pod string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(""),
+			VolumeName:       boundVolumeName(ns, i),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		},
+	}
 }
 
 // stageRecorder keeps when each pod was created and first reached each
