@@ -159,6 +159,9 @@ SCALE_PROFILES   ?=
 # listener phase's claims; the 10x point uses 500, the burst the issue
 # measures time to Ready for).
 SCALE_FLOOR      ?= -1
+# SCALE_LIVE_HEAP=true reads the controllers' heap just after a forced
+# collection (turns their pprof endpoint on).
+SCALE_LIVE_HEAP  ?= false
 
 .PHONY: scale
 scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok nodes, SCALE_PODS pods, SCALE_LISTENERS claims; prints a table (bin/scale.txt), then tears the cluster down.
@@ -168,7 +171,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
 	  -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
-	  -floor $(SCALE_FLOOR) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
+	  -floor $(SCALE_FLOOR) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 # The 10x point: 10,000 listener claims with running pods under the shipped
 # limits. Resumable: the cluster is kept (and reused when it is up), and
@@ -181,7 +184,7 @@ scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; h
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
 	  -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
-	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
+	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
 
 # Time to address on the real nodes (issue 23): a burst of BENCH_PODS pods
 # (default 100) with a listener volume against the same burst without one,

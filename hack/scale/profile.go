@@ -69,6 +69,21 @@ func saveHeapProfiles(ctx context.Context, comps []component, dir, label string)
 	return nil
 }
 
+// forceCollections makes each controller replica run a full collection
+// (a heap profile with gc=1 runs one first) and discards the profile: the
+// heap in use read next is what is live.
+func forceCollections(ctx context.Context, comps []component) error {
+	for _, comp := range comps {
+		if !strings.HasPrefix(comp.name, "controller") {
+			continue
+		}
+		if err := fetchTo(ctx, fmt.Sprintf("http://%s:%d/debug/pprof/heap?gc=1", comp.ip, pprofPort), os.DevNull); err != nil {
+			return fmt.Errorf("force a collection in %s: %w", comp.name, err)
+		}
+	}
+	return nil
+}
+
 func fetchTo(ctx context.Context, url, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
