@@ -170,6 +170,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	if mgr, err = withBoundedEvents(mgr); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
