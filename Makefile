@@ -179,7 +179,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 # when done.
 .PHONY: scale-10x
 scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; hours on 2 cores; resumable, keeps the cluster).
-	$(CLUSTER) status | grep -q '^kube-apiserver: running' || { NODES=1 $(CLUSTER) up && $(CLUSTER) deploy; }
+	$(CLUSTER) status | grep '^kube-apiserver: running' >/dev/null || { NODES=1 $(CLUSTER) up && $(CLUSTER) deploy; }
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
