@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +15,7 @@ import (
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/lru"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -30,8 +30,8 @@ const (
 )
 
 // maxEntries bounds the decisions remembered: a few scrapers need a few
-// entries; a caller sending a new token every request only replaces
-// entries.
+// entries; a caller sending a new token every request only replaces the
+// least recently used.
 const maxEntries = 256
 
 // maxTokenBytes: longer bearer tokens are refused without asking the API
@@ -59,11 +59,10 @@ const (
 // Reviewer asks the API server about callers, remembering its answers for a
 // short time.
 type Reviewer struct {
-	tokens  authenticationclient.TokenReviewInterface
-	access  authorizationclient.SubjectAccessReviewInterface
-	now     func() time.Time
-	mu      sync.Mutex
-	entries map[key]entry
+	tokens    authenticationclient.TokenReviewInterface
+	access    authorizationclient.SubjectAccessReviewInterface
+	now       func() time.Time
+	decisions *lru.Cache // key → entry, the most recently used maxEntries
 }
 
 // key identifies one question: who (the token's hash) may do what (verb,
@@ -86,7 +85,7 @@ type entry struct {
 
 // NewReviewer asks through the given clients.
 func NewReviewer(tokens authenticationclient.TokenReviewInterface, access authorizationclient.SubjectAccessReviewInterface, now func() time.Time) *Reviewer {
-	return &Reviewer{tokens: tokens, access: access, now: now, entries: make(map[key]entry)}
+	return &Reviewer{tokens: tokens, access: access, now: now, decisions: lru.New(maxEntries)}
 }
 
 // Filter is controller-runtime's metrics server filter: it serves a request
@@ -197,51 +196,24 @@ func (r *Reviewer) review(ctx context.Context, token, verb, path string) (Decisi
 }
 
 func (r *Reviewer) lookup(k key) (entry, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.entries[k]
+	v, ok := r.decisions.Get(k)
 	if !ok {
 		return entry{}, false
 	}
+	e := v.(entry)
 	if !r.now().Before(e.expires) {
-		delete(r.entries, k)
+		r.decisions.Remove(k)
 		return entry{}, false
 	}
 	return e, true
 }
 
-// store remembers a decision. When the table is full it first forgets what
-// expired, then the entry that expires first.
+// store remembers a decision; with the table full, the least recently
+// used one is forgotten.
 func (r *Reviewer) store(k key, d Decision, user string) {
-	now := r.now()
 	ttl := denyTTL
 	if d == Allowed {
 		ttl = allowTTL
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.entries[k]; !ok && len(r.entries) >= maxEntries {
-		var oldest key
-		var oldestExp time.Time
-		for ek, e := range r.entries {
-			if !now.Before(e.expires) {
-				delete(r.entries, ek)
-				continue
-			}
-			if oldestExp.IsZero() || e.expires.Before(oldestExp) {
-				oldest, oldestExp = ek, e.expires
-			}
-		}
-		if len(r.entries) >= maxEntries {
-			delete(r.entries, oldest)
-		}
-	}
-	r.entries[k] = entry{decision: d, user: user, expires: now.Add(ttl)}
-}
-
-// Len is how many decisions are remembered.
-func (r *Reviewer) Len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.entries)
+	r.decisions.Add(k, entry{decision: d, user: user, expires: r.now().Add(ttl)})
 }

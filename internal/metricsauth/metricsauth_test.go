@@ -179,15 +179,15 @@ func TestDecisionsAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := r.Len(); n > maxEntries {
+	if n := r.decisions.Len(); n > maxEntries {
 		t.Fatalf("%d decisions remembered, want at most %d", n, maxEntries)
 	}
 	long := "/" + strings.Repeat("x", maxPathBytes)
-	before := r.Len()
+	before := r.decisions.Len()
 	if _, _, err := r.Decide(ctx, "prom-token", "get", long); err != nil {
 		t.Fatal(err)
 	}
-	if r.Len() > before {
+	if r.decisions.Len() > before {
 		t.Fatal("a long path was remembered")
 	}
 	if s.reviews != 10*maxEntries*2+1 {

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/reference"
+	"k8s.io/utils/lru"
 )
 
 const (
@@ -47,7 +47,7 @@ type Broadcaster struct {
 	log      logr.Logger
 	now      func() time.Time
 	queue    chan *eventsv1.Event
-	series   *seriesCache
+	series   *lru.Cache // hash of eventKey → series, the SeriesSize most recently sent
 	seed     maphash.Seed
 	dropped  prometheus.Counter
 }
@@ -64,7 +64,7 @@ func New(client eventsclient.EventsGetter, scheme *runtime.Scheme, log logr.Logg
 		log:      log,
 		now:      time.Now,
 		queue:    make(chan *eventsv1.Event, QueueSize),
-		series:   newSeriesCache(SeriesSize),
+		series:   lru.New(SeriesSize),
 		seed:     maphash.MakeSeed(),
 		dropped:  dropped,
 	}
@@ -176,7 +176,8 @@ func (b *Broadcaster) send(ctx context.Context, ev *eventsv1.Event) {
 	defer cancel()
 	h := maphash.Comparable(b.seed, keyOf(ev))
 	now := b.now()
-	if s, ok := b.series.get(h); ok && now.Sub(s.last) < seriesWindow {
+	if v, ok := b.series.Get(h); ok && now.Sub(v.(series).last) < seriesWindow {
+		s := v.(series)
 		s.count++
 		s.last = now
 		patch, err := json.Marshal(map[string]any{"series": eventsv1.EventSeries{Count: s.count, LastObservedTime: metav1.NewMicroTime(now)}})
@@ -184,7 +185,7 @@ func (b *Broadcaster) send(ctx context.Context, ev *eventsv1.Event) {
 			_, err = b.client.Events(s.namespace).Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{})
 		}
 		if err == nil {
-			b.series.put(h, s)
+			b.series.Add(h, s)
 			return
 		}
 		if !apierrors.IsNotFound(err) {
@@ -197,7 +198,7 @@ func (b *Broadcaster) send(ctx context.Context, ev *eventsv1.Event) {
 		b.log.Error(err, "Sending an event", "reason", ev.Reason, "regarding", ev.Regarding.Name)
 		return
 	}
-	b.series.put(h, series{name: ev.Name, namespace: ev.Namespace, count: 1, last: now})
+	b.series.Add(h, series{name: ev.Name, namespace: ev.Namespace, count: 1, last: now})
 }
 
 // series is what is remembered of an event sent: where it is, how many
@@ -207,41 +208,3 @@ type series struct {
 	count           int32
 	last            time.Time
 }
-
-// seriesCache remembers the series of the most recently sent distinct
-// events, at most size of them. Only the sender uses it.
-type seriesCache struct {
-	size    int
-	order   *list.List // of uint64, most recent first
-	entries map[uint64]seriesEntry
-}
-
-type seriesEntry struct {
-	s  series
-	at *list.Element
-}
-
-func newSeriesCache(size int) *seriesCache {
-	return &seriesCache{size: size, order: list.New(), entries: make(map[uint64]seriesEntry, size)}
-}
-
-func (c *seriesCache) get(h uint64) (series, bool) {
-	e, ok := c.entries[h]
-	return e.s, ok
-}
-
-func (c *seriesCache) put(h uint64, s series) {
-	if e, ok := c.entries[h]; ok {
-		c.order.MoveToFront(e.at)
-		c.entries[h] = seriesEntry{s: s, at: e.at}
-		return
-	}
-	if len(c.entries) >= c.size {
-		oldest := c.order.Back()
-		c.order.Remove(oldest)
-		delete(c.entries, oldest.Value.(uint64))
-	}
-	c.entries[h] = seriesEntry{s: s, at: c.order.PushFront(h)}
-}
-
-func (c *seriesCache) len() int { return len(c.entries) }

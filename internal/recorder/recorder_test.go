@@ -122,15 +122,15 @@ func TestRecorderIsBounded(t *testing.T) {
 		t.Errorf("dropped %v, want %d", got, 2*QueueSize)
 	}
 	for i := range 3 * SeriesSize {
-		b.series.put(uint64(i), series{name: fmt.Sprint(i), count: 1})
+		b.series.Add(uint64(i), series{name: fmt.Sprint(i), count: 1})
 	}
-	if n := b.series.len(); n != SeriesSize {
+	if n := b.series.Len(); n != SeriesSize {
 		t.Errorf("%d series remembered, want %d", n, SeriesSize)
 	}
-	if _, ok := b.series.get(uint64(3*SeriesSize - 1)); !ok {
+	if _, ok := b.series.Get(uint64(3*SeriesSize - 1)); !ok {
 		t.Error("the most recent series was forgotten")
 	}
-	if _, ok := b.series.get(0); ok {
+	if _, ok := b.series.Get(0); ok {
 		t.Error("the oldest series is still remembered")
 	}
 }
