@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 )
 
 // annotationLastApplied is kubectl's copy of the whole applied object; no
@@ -49,7 +51,8 @@ func Marked() labels.Selector {
 // reconcilers read: its metadata (without managedFields, finalizers and
 // owners, and
 // of the annotations only the operator's: the listener annotations are
-// there), spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
+// there; and, while it is not bound, the scheduler's selected node),
+// spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
 // nothing writes a claim back from the cache.
 //
 // A claim that is not a listener claim (claims.Requested) keeps
@@ -74,6 +77,14 @@ func TrimClaim(obj any) (any, error) {
 	out.Finalizers = nil
 	out.OwnerReferences = nil // an ephemeral claim's pod: nothing reads it
 	out.Annotations = operatorAnnotations(c.Annotations)
+	if node := c.Annotations[volumes.AnnotationSelectedNode]; node != "" && c.Spec.VolumeName == "" {
+		// The provisioner pins the volume of a pinned class to the node
+		// the scheduler picked; once bound, nothing reads it.
+		if out.Annotations == nil {
+			out.Annotations = make(map[string]string, 1)
+		}
+		out.Annotations[volumes.AnnotationSelectedNode] = node
+	}
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Status.Phase = c.Status.Phase
@@ -126,6 +137,8 @@ func Shared() []client.Object {
 		&v1alpha1.Listener{},
 		&corev1.PersistentVolumeClaim{},
 		&corev1.PersistentVolume{},
+		// The claim webhook and the provisioner (reconcile/provision).
+		&storagev1.StorageClass{},
 	}
 }
 

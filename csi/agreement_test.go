@@ -10,6 +10,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/internal/agreement"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -54,7 +55,7 @@ func TestAgreement(t *testing.T) {
 			t.Fatalf("CreateVolume: %v", err)
 		}
 		vctx := resp.GetVolume().GetVolumeContext()
-		got := agreement.Answer{Listener: vctx[ContextListenerName], Own: vctx[ContextPerClaim] == "true"}
+		got := agreement.Answer{Listener: vctx[volumes.ContextListenerName], Own: vctx[volumes.ContextPerClaim] == "true"}
 		return got, true
 	})
 }

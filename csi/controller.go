@@ -3,7 +3,6 @@ package csi
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 )
 
 // controllerServer provisions listener volumes. A volume is only a pointer
@@ -89,20 +89,14 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	vol := &csi.Volume{
 		VolumeId:      req.GetName(),
 		CapacityBytes: 0,
-		VolumeContext: map[string]string{
-			ContextClaimNamespace: claim.Namespace,
-			ContextClaimName:      claim.Name,
-			ContextListenerName:   ref.Listener,
-			ContextClaimUID:       string(claim.UID),
-			ContextPerClaim:       strconv.FormatBool(ref.Own),
-		},
+		VolumeContext: volumes.Context(claim, ref),
 	}
 	if class.Spec.IsPinned() {
 		node, err := selectedNode(req.GetAccessibilityRequirements())
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "ListenerClass %q pins volumes to a node, but %v: the StorageClass needs volumeBindingMode: WaitForFirstConsumer (and csi-provisioner its Topology feature, on by default)", className, err)
 		}
-		vol.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{v1alpha1.TopologyKeyHostname: node}}}
+		vol.AccessibleTopology = []*csi.Topology{{Segments: volumes.Topology(node)}}
 	}
 	return &csi.CreateVolumeResponse{Volume: vol}, nil
 }

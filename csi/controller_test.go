@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 )
 
 func createReq(name string, f *fixture, claim string, topo *csi.TopologyRequirement) *csi.CreateVolumeRequest {
@@ -78,8 +79,8 @@ func TestCreateVolumeTopology(t *testing.T) {
 			}
 			// The claim's UID (a claim made again under the same name is
 			// another claim) and whether the Listener is the claim's own.
-			want := map[string]string{ContextClaimNamespace: f.ns, ContextClaimName: tt.claim, ContextListenerName: tt.wantListener,
-				ContextClaimUID: string(f.claimUIDs[tt.claim]), ContextPerClaim: strconv.FormatBool(tt.claim == tt.wantListener)}
+			want := map[string]string{volumes.ContextClaimNamespace: f.ns, volumes.ContextClaimName: tt.claim, volumes.ContextListenerName: tt.wantListener,
+				volumes.ContextClaimUID: string(f.claimUIDs[tt.claim]), volumes.ContextPerClaim: strconv.FormatBool(tt.claim == tt.wantListener)}
 			for k, v := range want {
 				if vol.GetVolumeContext()[k] != v {
 					t.Errorf("volume context %s = %q, want %q", k, vol.GetVolumeContext()[k], v)

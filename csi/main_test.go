@@ -31,6 +31,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -290,13 +291,13 @@ func (f *fixture) setStatus(l *v1alpha1.Listener, st v1alpha1.ListenerStatus) {
 // that CreateVolume made for claim, mounted by the fixture's pod.
 func (f *fixture) volumeContext(claim, listener string) map[string]string {
 	return map[string]string{
-		ContextClaimNamespace:        f.ns,
-		ContextClaimName:             claim,
-		ContextListenerName:          listener,
-		ContextClaimUID:              cmp.Or(string(f.claimUIDs[claim]), "uid-of-a-claim-the-test-did-not-make"),
-		ContextPerClaim:              strconv.FormatBool(claim == listener),
-		v1alpha1.ContextPodName:      f.pod,
-		v1alpha1.ContextPodNamespace: f.ns,
+		volumes.ContextClaimNamespace: f.ns,
+		volumes.ContextClaimName:      claim,
+		volumes.ContextListenerName:   listener,
+		volumes.ContextClaimUID:       cmp.Or(string(f.claimUIDs[claim]), "uid-of-a-claim-the-test-did-not-make"),
+		volumes.ContextPerClaim:       strconv.FormatBool(claim == listener),
+		v1alpha1.ContextPodName:       f.pod,
+		v1alpha1.ContextPodNamespace:  f.ns,
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/csi/addresstree"
 )
 
@@ -164,12 +165,12 @@ func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map
 // PersistentVolume; for a volume of an earlier version of this driver
 // (no claim UID in the context), from the claim itself.
 func (s *nodeServer) volumeRef(ctx context.Context, volumeID string, vctx map[string]string, podNS string) (volumeRef, error) {
-	if name, ns := vctx[ContextListenerName], vctx[ContextClaimNamespace]; name != "" && ns != "" {
+	if name, ns := vctx[volumes.ContextListenerName], vctx[volumes.ContextClaimNamespace]; name != "" && ns != "" {
 		ref := volumeRef{
 			listener: client.ObjectKey{Namespace: ns, Name: name},
-			claim:    client.ObjectKey{Namespace: ns, Name: vctx[ContextClaimName]},
-			claimUID: types.UID(vctx[ContextClaimUID]),
-			perClaim: vctx[ContextPerClaim] == "true",
+			claim:    client.ObjectKey{Namespace: ns, Name: vctx[volumes.ContextClaimName]},
+			claimUID: types.UID(vctx[volumes.ContextClaimUID]),
+			perClaim: vctx[volumes.ContextPerClaim] == "true",
 			volumeID: volumeID,
 		}
 		if ref.claimUID != "" || ref.claim.Name == "" {

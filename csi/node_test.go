@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 )
 
 func readFile(t *testing.T, path string) string {
@@ -164,7 +165,7 @@ func TestNodePublishErrors(t *testing.T) {
 	ok := f.volumeContext("pending", "pending")
 	with := func(k, v string) map[string]string {
 		m := f.volumeContext("pending", "pending")
-		if k == ContextListenerName {
+		if k == volumes.ContextListenerName {
 			m = f.volumeContext(v, v)
 		}
 		m[k] = v
@@ -180,15 +181,15 @@ func TestNodePublishErrors(t *testing.T) {
 		{"no target", &csi.NodePublishVolumeRequest{VolumeId: "v", VolumeCapability: mountCap(), VolumeContext: ok}, codes.InvalidArgument, []string{"target path"}},
 		{"no capability", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeContext: ok}, codes.InvalidArgument, []string{"capability"}},
 		{"block", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: blockCap(), VolumeContext: ok}, codes.InvalidArgument, []string{"block"}},
-		{"no pod info", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: map[string]string{ContextListenerName: "pending", ContextClaimNamespace: f.ns}}, codes.InvalidArgument, []string{"podInfoOnMount"}},
+		{"no pod info", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: map[string]string{volumes.ContextListenerName: "pending", volumes.ContextClaimNamespace: f.ns}}, codes.InvalidArgument, []string{"podInfoOnMount"}},
 		{"pod gone", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(v1alpha1.ContextPodName, "ghost")}, codes.NotFound, []string{"pod " + f.ns + "/ghost"}},
-		{"listener not created yet", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(ContextListenerName, "later")}, codes.Unavailable, []string{"listener " + f.ns + "/later"}},
+		{"listener not created yet", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(volumes.ContextListenerName, "later")}, codes.Unavailable, []string{"listener " + f.ns + "/later"}},
 		{"no addresses yet", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: ok}, codes.Unavailable, []string{"listener " + f.ns + "/pending has no addresses yet: waiting for"}},
-		{"load balancer pending", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(ContextListenerName, "pending-lb")}, codes.Unavailable, []string{"pending-lb has no addresses yet", "load balancer"}},
-		{"node ports pending", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(ContextListenerName, "pending-np")}, codes.Unavailable, []string{"pending-np has no addresses yet", "node ports"}},
-		{"class missing", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(ContextListenerName, "no-class")}, codes.FailedPrecondition, []string{`ListenerClass "does-not-exist"`}},
-		{"traversal in address", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(ContextListenerName, "evil")}, codes.InvalidArgument, []string{`invalid address "../../../../etc"`}},
-		{"traversal in port name", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(ContextListenerName, "evil-port")}, codes.InvalidArgument, []string{`invalid port name "../../passwd"`}},
+		{"load balancer pending", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(volumes.ContextListenerName, "pending-lb")}, codes.Unavailable, []string{"pending-lb has no addresses yet", "load balancer"}},
+		{"node ports pending", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(volumes.ContextListenerName, "pending-np")}, codes.Unavailable, []string{"pending-np has no addresses yet", "node ports"}},
+		{"class missing", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(volumes.ContextListenerName, "no-class")}, codes.FailedPrecondition, []string{`ListenerClass "does-not-exist"`}},
+		{"traversal in address", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(volumes.ContextListenerName, "evil")}, codes.InvalidArgument, []string{`invalid address "../../../../etc"`}},
+		{"traversal in port name", &csi.NodePublishVolumeRequest{VolumeId: "v", TargetPath: "t", VolumeCapability: mountCap(), VolumeContext: with(volumes.ContextListenerName, "evil-port")}, codes.InvalidArgument, []string{`invalid port name "../../passwd"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

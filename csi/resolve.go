@@ -15,22 +15,6 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// Keys of the volume context that CreateVolume returns (it ends up in the
-// PersistentVolume's spec.csi.volumeAttributes) and NodePublishVolume reads,
-// so that publishing needs no claim or volume lookup.
-const (
-	ContextClaimName      = "listeners.stackable.tech/claim-name"
-	ContextClaimNamespace = "listeners.stackable.tech/claim-namespace"
-	ContextListenerName   = "listeners.stackable.tech/listener"
-	// ContextClaimUID is the UID of the claim the volume was made for: a
-	// claim deleted and made again under the same name is another claim,
-	// and must not publish the first one's per-claim Listener.
-	ContextClaimUID = "listeners.stackable.tech/claim-uid"
-	// ContextPerClaim is "true" when the volume's Listener is the claim's
-	// own (listener-class annotation), which the claim must control.
-	ContextPerClaim = "listeners.stackable.tech/per-claim-listener"
-)
-
 // listenerOfClaim is the Listener a claim's volume publishes
 // (claims.Of): the one named by the listener-name annotation, or the
 // per-claim Listener that the reconciler creates for a claim with a

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -218,4 +219,100 @@ func withPolicies(t *testing.T) (*testenv.Env, client.Client) {
 		t.Fatal(err)
 	}
 	return e, manager
+}
+
+// TestVolumePolicy installs config/policy and checks, as the manager's
+// service account, that it may create a volume only as the provisioner
+// makes one (the listener driver and storage class, bound to a claim and
+// named after its UID) and change on a listener volume only its two
+// labels; other users are not affected.
+func TestVolumePolicy(t *testing.T) {
+	e, manager := withPolicies(t)
+	ctx := t.Context()
+	volume := func(name, driver, class, claimUID string) *corev1.PersistentVolume {
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "x"}},
+			Spec: corev1.PersistentVolumeSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+				Capacity:         corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")},
+				StorageClassName: class,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: driver, VolumeHandle: name,
+				}},
+			},
+		}
+		if claimUID != "" {
+			pv.Spec.ClaimRef = &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "ns", Name: "c", UID: types.UID(claimUID)}
+		}
+		return pv
+	}
+	const createDenial = "the listener operator may only create the volume of a listener claim"
+	const driverDenial = "the listener operator may only create and label volumes of the listener driver"
+	uid := func(i int) string { return fmt.Sprintf("0b9f3c1e-6a4d-4c59-9a9e-%012d", i) }
+	n := 0
+	eventually(t, "the policy in force", func() error {
+		n++
+		pv := volume("pvc-"+uid(n), "other.example.com", v1alpha1.StorageClassName, uid(n))
+		if err := manager.Create(ctx, pv, client.DryRunAll); err == nil || !strings.Contains(err.Error(), driverDenial) {
+			return errorf("the manager created a volume of another driver: %v", err)
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		name string
+		pv   *corev1.PersistentVolume
+		want string
+	}{
+		{"as the provisioner makes it", volume("pvc-"+uid(1), v1alpha1.DriverName, v1alpha1.StorageClassName, uid(1)), ""},
+		{"another driver", volume("pvc-"+uid(2), "other.example.com", v1alpha1.StorageClassName, uid(2)), driverDenial},
+		{"another storage class", volume("pvc-"+uid(3), v1alpha1.DriverName, "standard", uid(3)), createDenial},
+		{"bound to no claim", volume("pvc-"+uid(4), v1alpha1.DriverName, v1alpha1.StorageClassName, ""), createDenial},
+		{"not named after its claim", volume("pvc-"+uid(5), v1alpha1.DriverName, v1alpha1.StorageClassName, uid(6)), createDenial},
+	} {
+		t.Run("create "+tc.name, func(t *testing.T) {
+			err := manager.Create(ctx, tc.pv.DeepCopy(), client.DryRunAll)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+			if err := e.Client.Create(ctx, tc.pv.DeepCopy(), client.DryRunAll); err != nil {
+				t.Errorf("the policy stopped another user: %v", err)
+			}
+		})
+	}
+
+	listener := volume("pvc-"+uid(7), v1alpha1.DriverName, v1alpha1.StorageClassName, uid(7))
+	other := volume("other-volume", "other.example.com", "standard", "")
+	for _, pv := range []*corev1.PersistentVolume{listener, other} {
+		if err := e.Client.Create(ctx, pv); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(ctx), pv) })
+	}
+	const labelDenial = "the listener operator may only add the labels listeners.stackable.tech/listener-volume=\"true\" and listeners.stackable.tech/listener-name to a volume; it changed other labels of volume "
+	const specDenial = "the listener operator may only label a volume; it changed the spec, annotations, finalizers or owner references of volume "
+	for _, tc := range []struct{ name, volume, patch, want string }{
+		{"the mark and the Listener", listener.Name, `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"true","listeners.stackable.tech/listener-name":"kafka"}}}`, ""},
+		{"the mark set to false", listener.Name, `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"false"}}}`, labelDenial + listener.Name},
+		{"another label", listener.Name, `{"metadata":{"labels":{"app":"y"}}}`, labelDenial + listener.Name},
+		{"removing a label", listener.Name, `{"metadata":{"labels":{"app":null}}}`, labelDenial + listener.Name},
+		{"an annotation", listener.Name, `{"metadata":{"annotations":{"a":"b"}}}`, specDenial + listener.Name},
+		{"the spec", listener.Name, `{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`, specDenial + listener.Name},
+		{"the mark on another driver's volume", other.Name, `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"true"}}}`, driverDenial},
+	} {
+		t.Run("patch "+tc.name, func(t *testing.T) {
+			err := manager.Patch(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: tc.volume}}, client.RawPatch("application/merge-patch+json", []byte(tc.patch)), client.DryRunAll)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+		})
+	}
+	if err := e.Client.Patch(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: other.Name}}, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"by-admin"}}}`))); err != nil {
+		t.Errorf("the policy stopped another user: %v", err)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/reconcile"
 	"github.com/listener-operator/listener-operator/reconcile/nodeloss"
+	"github.com/listener-operator/listener-operator/reconcile/provision"
 	"github.com/listener-operator/listener-operator/webhooks"
 )
 
@@ -45,6 +46,7 @@ type controllerOptions struct {
 	certs            certOptions
 	reconcile        reconcile.Options
 	nodeLoss         nodeloss.Options
+	provision        provision.Options
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
@@ -68,6 +70,7 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	o.certs.addFlags(fs)
 	o.reconcile.BindFlags(fs)
 	o.nodeLoss.BindFlags(fs)
+	o.provision.BindFlags(fs)
 	o.zap.BindFlags(fs)
 }
 
@@ -144,7 +147,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer stopTracing()
-	o.reconcile.Wrap, o.nodeLoss.Wrap = tracing.Reconciler, tracing.Reconciler
+	o.reconcile.Wrap, o.nodeLoss.Wrap, o.provision.Wrap = tracing.Reconciler, tracing.Reconciler, tracing.Reconciler
 	if err := resolveClusterDomain(ctx, &o.reconcile, cfg, log); err != nil {
 		return err
 	}
@@ -198,6 +201,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 	if err := nodeloss.SetupWithManager(leader, o.nodeLoss); err != nil {
 		return fmt.Errorf("set up pinned node loss recovery: %w", err)
+	}
+	if err := provision.SetupWithManager(leader, o.provision); err != nil {
+		return fmt.Errorf("set up the volume provisioner: %w", err)
 	}
 
 	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)

@@ -155,6 +155,16 @@ cert-manager) cainjector's annotation. Arguments: (list $ "files/x.yaml").
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if eq $obj.kind "ValidatingAdmissionPolicy" }}
+{{- range $c := $obj.spec.matchConditions }}
+{{- if eq $c.name "manager-service-account" }}
+{{- $_ := set $c "expression" (printf "request.userInfo.username == 'system:serviceaccount:%s:%s'" $root.Release.Namespace (include "listener-operator.serviceAccountName" $root)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq $obj.kind "ValidatingAdmissionPolicyBinding" }}
+{{- $_ := set $obj.spec "policyName" (include "listener-operator.rename" (list $root $obj.spec.policyName)) }}
+{{- end }}
 {{- if $obj.webhooks }}
 {{- range $w := $obj.webhooks }}
 {{- if $w.clientConfig.service }}
