@@ -170,7 +170,8 @@ func TestForgedReviewLeaksNoNames(t *testing.T) {
 // cluster runs the self-signed mode) and nothing else of the kind; delete
 // listener claims but not other claims, nor running pods (the
 // listener-operator-deletes policy); mark listener claims but not label
-// other claims (the listener-operator-claim-labels policy).
+// other claims (the listener-operator-claim-labels policy); create only
+// listener volumes (the listener-operator-volumes policy).
 func TestManagerRolesAreNarrow(t *testing.T) {
 	ctx := t.Context()
 	as := "--as=system:serviceaccount:" + operatorNamespace + ":listener-operator"
@@ -211,6 +212,14 @@ func TestManagerRolesAreNarrow(t *testing.T) {
 	_, errOut, err = k8s.run(ctx, "", as, "-n", ns, "label", "pvc", "db", "listeners.stackable.tech/listener-volume=true", "--dry-run=server")
 	if err == nil || !strings.Contains(errOut, "the listener operator may only mark listener claims") {
 		t.Errorf("the manager's account labelled claim db (storage class standard): %v %s", err, errOut)
+	}
+	// RBAC allows create on every volume (the provisioner); the volume
+	// policy narrows it to listener volumes bound to their claim.
+	foreign := `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"roles-hostpath"},` +
+		`"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/etc"}}}`
+	_, errOut, err = k8s.run(ctx, foreign, as, "create", "-f", "-", "--dry-run=server")
+	if err == nil || !strings.Contains(errOut, "the listener operator may only create and label volumes of the listener driver") {
+		t.Errorf("the manager's account created a hostPath volume: %v %s", err, errOut)
 	}
 	running := operatorPods(t, ctx)[0]
 	_, errOut, err = k8s.run(ctx, "", as, "-n", operatorNamespace, "delete", "pod", running.Name, "--dry-run=server")
