@@ -2,6 +2,8 @@ package csi
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -9,9 +11,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
 )
@@ -44,11 +49,13 @@ func scheduled(node string, others ...string) *csi.TopologyRequirement {
 func TestCreateVolumeTopology(t *testing.T) {
 	f := newFixture(t)
 	d := f.startDriver(Options{})
-	f.claim("pinned", map[string]string{v1alpha1.AnnotationListenerClass: f.pinned})
-	f.claim("unpinned", map[string]string{v1alpha1.AnnotationListenerClass: f.nodePort})
-	f.claim("internal", map[string]string{v1alpha1.AnnotationListenerClass: f.clusterIP})
+	made := map[string]*corev1.PersistentVolumeClaim{
+		"pinned":   f.claim("pinned", map[string]string{v1alpha1.AnnotationListenerClass: f.pinned}),
+		"unpinned": f.claim("unpinned", map[string]string{v1alpha1.AnnotationListenerClass: f.nodePort}),
+		"internal": f.claim("internal", map[string]string{v1alpha1.AnnotationListenerClass: f.clusterIP}),
+	}
 	f.listener("shared-pinned", f.pinned, v1alpha1.ListenerStatus{})
-	f.claim("by-name", map[string]string{v1alpha1.AnnotationListenerName: "shared-pinned"})
+	made["by-name"] = f.claim("by-name", map[string]string{v1alpha1.AnnotationListenerName: "shared-pinned"})
 
 	tests := []struct {
 		claim        string
@@ -85,6 +92,21 @@ func TestCreateVolumeTopology(t *testing.T) {
 				if vol.GetVolumeContext()[k] != v {
 					t.Errorf("volume context %s = %q, want %q", k, vol.GetVolumeContext()[k], v)
 				}
+			}
+			// The operator's provisioner (reconcile/provision) makes the
+			// volume csi-provisioner makes from this answer: same context,
+			// same node.
+			use, _ := claims.OfClaim(made[tt.claim])
+			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.StorageClassName}, Provisioner: v1alpha1.DriverName}
+			pv, err := volumes.PersistentVolume(volumes.Request{Claim: made[tt.claim], Use: use, StorageClass: sc, Node: tt.wantNode})
+			if err != nil {
+				t.Fatalf("the provisioner's volume: %v", err)
+			}
+			if got := pv.Spec.CSI.VolumeAttributes; !maps.Equal(got, vol.GetVolumeContext()) {
+				t.Errorf("the provisioner's volume context %v, CreateVolume's %v", got, vol.GetVolumeContext())
+			}
+			if got := addresses.PinnedNodes(pv); !slices.Equal(got, slices.DeleteFunc([]string{tt.wantNode}, func(s string) bool { return s == "" })) {
+				t.Errorf("the provisioner's volume is pinned to %v, CreateVolume's to %q", got, tt.wantNode)
 			}
 			// The same request again (csi-provisioner retries) gets the same volume.
 			again, err := d.controller.CreateVolume(context.Background(), req)

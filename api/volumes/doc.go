@@ -1,6 +1,6 @@
 // Package volumes says what a listener claim's volume is: its name, the
 // volume context that NodePublishVolume reads, the node it is pinned to,
-// and the whole PersistentVolume with the writes that bind a claim to it.
+// and the whole PersistentVolume, already bound to its claim.
 //
 // Two parts make a listener volume: the CSI driver's CreateVolume (package
 // csi, called by csi-provisioner) and the operator's own provisioner

@@ -30,20 +30,13 @@ const (
 	ContextPerClaim = "listeners.stackable.tech/per-claim-listener"
 )
 
-// Annotations of the volume controllers that a provisioned, bound volume
-// and claim carry (Kubernetes' PV controller and csi-provisioner write the
-// same).
+// Annotations of the volume controllers (Kubernetes' and csi-provisioner)
+// that the provisioner reads or writes.
 const (
 	// AnnotationProvisionedBy names the provisioner of a volume; the
 	// csi-provisioner of this driver deletes released volumes that carry
 	// it (reclaim policy Delete).
 	AnnotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
-	// AnnotationBindCompleted on a claim says its binding is complete:
-	// the scheduler counts a claim as bound only with it.
-	AnnotationBindCompleted = "pv.kubernetes.io/bind-completed"
-	// AnnotationBoundByController on a claim says a controller (not the
-	// user) set spec.volumeName.
-	AnnotationBoundByController = "pv.kubernetes.io/bound-by-controller"
 	// AnnotationSelectedNode is the node the scheduler picked for the
 	// first pod of a claim whose storage class binds on first consumer.
 	AnnotationSelectedNode = "volume.kubernetes.io/selected-node"
@@ -154,32 +147,4 @@ func PersistentVolume(r Request) (*corev1.PersistentVolume, error) {
 		}}
 	}
 	return pv, nil
-}
-
-// Binding is what binds claim to pv, as Kubernetes' PV controller writes
-// it: the claim's spec.volumeName with the two binding annotations (one
-// write), then its status (another: phase Bound, the volume's access modes
-// and capacity). The scheduler takes a claim as bound once spec.volumeName
-// and AnnotationBindCompleted are there; the kubelet mounts it once its
-// phase is Bound.
-type Binding struct {
-	VolumeName  string
-	Annotations map[string]string
-	Status      corev1.PersistentVolumeClaimStatus
-}
-
-// Bind is the Binding of the claim to pv.
-func Bind(pv *corev1.PersistentVolume) Binding {
-	return Binding{
-		VolumeName: pv.Name,
-		Annotations: map[string]string{
-			AnnotationBindCompleted:     "yes",
-			AnnotationBoundByController: "yes",
-		},
-		Status: corev1.PersistentVolumeClaimStatus{
-			Phase:       corev1.ClaimBound,
-			AccessModes: pv.Spec.AccessModes,
-			Capacity:    pv.Spec.Capacity,
-		},
-	}
 }
