@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -134,7 +135,7 @@ func TestUnpinnedClaimGetsItsVolumeAtOnce(t *testing.T) {
 		listener string
 		perClaim string
 	}{
-		{own, "own-listener", "true"},
+		{own, names.ClaimListenerName(own.Name), "true"},
 		{shared, "kafka", "false"},
 	} {
 		t.Run(tc.claim.Name, func(t *testing.T) {
