@@ -299,7 +299,7 @@ func TestVolumePolicy(t *testing.T) {
 		{"another label", listener.Name, `{"metadata":{"labels":{"app":"y"}}}`, labelDenial + listener.Name},
 		{"removing a label", listener.Name, `{"metadata":{"labels":{"app":null}}}`, labelDenial + listener.Name},
 		{"an annotation", listener.Name, `{"metadata":{"annotations":{"a":"b"}}}`, specDenial + listener.Name},
-		{"the spec", listener.Name, `{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`, specDenial + listener.Name},
+		{"the spec", listener.Name, `{"spec":{"persistentVolumeReclaimPolicy":"Delete"}}`, specDenial + listener.Name},
 		{"the mark on another driver's volume", other.Name, `{"metadata":{"labels":{"listeners.stackable.tech/listener-volume":"true"}}}`, driverDenial},
 	} {
 		t.Run("patch "+tc.name, func(t *testing.T) {
