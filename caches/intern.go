@@ -1,10 +1,12 @@
 package caches
 
 import (
+	"strings"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -39,8 +41,9 @@ var commonValues = map[string]string{
 }
 
 // internLabels returns m with canonical keys (and common values), in a new
-// map; nil stays nil.
-func internLabels(m map[string]string) map[string]string {
+// map; nil stays nil. A value that begins the object's name (its
+// StatefulSet pod name, its instance) is held in the name's memory.
+func internLabels(m map[string]string, name string) map[string]string {
 	if m == nil {
 		return nil
 	}
@@ -48,25 +51,43 @@ func internLabels(m map[string]string) map[string]string {
 	for k, v := range m {
 		if c, ok := commonValues[v]; ok {
 			v = c
+		} else {
+			v = inName(v, name)
 		}
 		out[intern(k)] = v
 	}
 	return out
 }
 
+// inName is v held in the memory of name when name begins with it (the
+// copy a decoder made of v is then garbage): a volume's handle is its
+// name, a slice's name begins with its Service's, a claim's Listener has
+// the claim's name. Otherwise v.
+func inName(v, name string) string {
+	if v != "" && strings.HasPrefix(name, v) {
+		return name[:len(v)]
+	}
+	return v
+}
+
 // internMeta makes the repeated strings of an object's metadata canonical:
 // the namespace, the generate-name prefix, the label and annotation keys
-// (and common values), the owners' API versions and kinds. It takes the
+// (and common values), the owners' API versions and kinds; label and
+// annotation values and owners' names that begin the object's name are
+// held in the name (inName). It takes the
 // accessors, so that a typed object's ObjectMeta and any client.Object
 // (a metadata-only one among them) go the same way.
 func internMeta(m metav1.Object) {
+	name := m.GetName()
 	m.SetNamespace(intern(m.GetNamespace()))
 	m.SetGenerateName(intern(m.GetGenerateName()))
-	m.SetLabels(internLabels(m.GetLabels()))
-	m.SetAnnotations(internLabels(m.GetAnnotations()))
+	m.SetLabels(internLabels(m.GetLabels(), name))
+	m.SetAnnotations(internLabels(m.GetAnnotations(), name))
 	refs := m.GetOwnerReferences()
 	for i := range refs {
 		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
+		// A per-claim Listener's claim, a Service's Listener.
+		refs[i].Name = inName(refs[i].Name, name)
 	}
 }
 
@@ -95,6 +116,14 @@ func Compact(obj any) (any, error) {
 		// operator's annotations (the hash of its spec) are read.
 		m.Labels = nil
 		m.Annotations = operatorAnnotations(m.Annotations)
+		if uid, ok := strings.CutPrefix(m.Name, v1alpha1.PodListenersNamePrefix); ok {
+			// Named after its pod's UID (names.PodListenersName): the
+			// name holds the owner's UID already.
+			for i := range m.OwnerReferences {
+				r := &m.OwnerReferences[i]
+				r.UID = types.UID(inName(string(r.UID), uid))
+			}
+		}
 	}
 	internMeta(o)
 	if l, ok := o.(*v1alpha1.Listener); ok {
@@ -184,7 +213,7 @@ func internPod(p *corev1.Pod) {
 // IP families.
 func internService(s *corev1.Service) {
 	internMeta(&s.ObjectMeta)
-	s.Spec.Selector = internLabels(s.Spec.Selector)
+	s.Spec.Selector = internLabels(s.Spec.Selector, "")
 	internString(&s.Spec.Type)
 	internString(&s.Spec.SessionAffinity)
 	internString(&s.Spec.ExternalTrafficPolicy)

@@ -5,7 +5,10 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -58,5 +61,111 @@ func TestRepeatedStringsAreHeldOnce(t *testing.T) {
 	again, err := TrimPod(out)
 	if err != nil || again.(*corev1.Pod).Spec.NodeName != "node-1" || again.(*corev1.Pod).Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "c" {
 		t.Errorf("trimming a trimmed pod again: %+v, %v", again, err)
+	}
+}
+
+// TestValuesHeldInTheName: a value that begins the object's own name (or
+// its claim's) is held in the name's memory, and reads the same: a
+// listener volume's handle and Listener, an EndpointSlice's Service, a
+// Service's Listener and instance label, a pod's StatefulSet and pod-name
+// label, a PodListeners' owner UID. A value that differs keeps its own
+// copy.
+func TestValuesHeldInTheName(t *testing.T) {
+	s := func(v string) string { return string([]byte(v)) } // a decoder's copy
+	inName := func(what, v, name string) {
+		t.Helper()
+		n := unsafe.StringData(name)
+		p := unsafe.StringData(v)
+		if uintptr(unsafe.Pointer(p)) < uintptr(unsafe.Pointer(n)) || uintptr(unsafe.Pointer(p))+uintptr(len(v)) > uintptr(unsafe.Pointer(n))+uintptr(len(name)) {
+			t.Errorf("%s %q is a copy of its own, not held in the name %q", what, v, name)
+		}
+	}
+	tests := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"volume handle is the name", func(t *testing.T) {
+			pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: s("pvc-1c9f")},
+				Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: s("pvc-1c9f")}}}}
+			out, _ := TrimVolume(pv)
+			got := out.(*corev1.PersistentVolume)
+			if got.Spec.CSI.VolumeHandle != "pvc-1c9f" {
+				t.Fatalf("handle %q", got.Spec.CSI.VolumeHandle)
+			}
+			inName("volume handle", got.Spec.CSI.VolumeHandle, got.Name)
+		}},
+		{"volume handle that is not the name", func(t *testing.T) {
+			pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: s("pv-a")},
+				Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: s("vol-b")}}}}
+			out, _ := TrimVolume(pv)
+			if h := out.(*corev1.PersistentVolume).Spec.CSI.VolumeHandle; h != "vol-b" {
+				t.Fatalf("handle %q, want vol-b", h)
+			}
+		}},
+		{"slice's Service", func(t *testing.T) {
+			es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: s("web-x7k2p"), Labels: map[string]string{discoveryv1.LabelServiceName: s("web")}}}
+			out, _ := TrimEndpointSlice(es)
+			got := out.(*discoveryv1.EndpointSlice)
+			if got.Labels[discoveryv1.LabelServiceName] != "web" {
+				t.Fatalf("labels %v", got.Labels)
+			}
+			inName("service name", got.Labels[discoveryv1.LabelServiceName], got.Name)
+		}},
+		{"slice named otherwise", func(t *testing.T) {
+			es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: s("other"), Labels: map[string]string{discoveryv1.LabelServiceName: s("web")}}}
+			out, _ := TrimEndpointSlice(es)
+			if got := out.(*discoveryv1.EndpointSlice).Labels; got[discoveryv1.LabelServiceName] != "web" {
+				t.Fatalf("labels %v", got)
+			}
+		}},
+		{"volume's Listener is its claim's name", func(t *testing.T) {
+			pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: s("pvc-1c9f"), Labels: map[string]string{v1alpha1.LabelVolumeListener: s("kafka-0")}},
+				Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "ns", Name: s("kafka-0")},
+					PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName, VolumeHandle: s("pvc-1c9f")}}}}
+			out, _ := TrimVolume(pv)
+			got := out.(*corev1.PersistentVolume)
+			if got.Labels[v1alpha1.LabelVolumeListener] != "kafka-0" {
+				t.Fatalf("labels %v", got.Labels)
+			}
+			inName("volume's Listener", got.Labels[v1alpha1.LabelVolumeListener], got.Spec.ClaimRef.Name)
+		}},
+		{"Service's Listener and instance", func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s("kafka-0"), Labels: map[string]string{"app.kubernetes.io/instance": s("kafka-0"), "app.kubernetes.io/part-of": s("other")},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: s(v1alpha1.GroupVersion.String()), Kind: s("Listener"), Name: s("kafka-0"), UID: "l1"}}}}
+			out, _ := TrimService(svc)
+			got := out.(*corev1.Service)
+			if got.Labels["app.kubernetes.io/instance"] != "kafka-0" || got.Labels["app.kubernetes.io/part-of"] != "other" || got.OwnerReferences[0].Name != "kafka-0" {
+				t.Fatalf("metadata %+v", got.ObjectMeta)
+			}
+			inName("instance label", got.Labels["app.kubernetes.io/instance"], got.Name)
+			inName("owner name", got.OwnerReferences[0].Name, got.Name)
+		}},
+		{"pod's StatefulSet", func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: s("kafka-0"), Labels: map[string]string{"statefulset.kubernetes.io/pod-name": s("kafka-0")},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: s("kafka"), Controller: ptr.To(true)}}},
+				Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}}}
+			out, _ := TrimPod(pod) // Pending: its controller is kept
+			got := out.(*corev1.Pod)
+			if got.OwnerReferences[0].Name != "kafka" || got.Labels["statefulset.kubernetes.io/pod-name"] != "kafka-0" {
+				t.Fatalf("metadata %+v", got.ObjectMeta)
+			}
+			inName("controller's name", got.OwnerReferences[0].Name, got.Name)
+			inName("pod-name label", got.Labels["statefulset.kubernetes.io/pod-name"], got.Name)
+		}},
+		{"PodListeners' owner", func(t *testing.T) {
+			m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: s(v1alpha1.PodListenersNamePrefix + "0b9f3c1e"),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "kafka-0", UID: types.UID(s("0b9f3c1e"))}}}}
+			m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PodListeners"))
+			if _, err := Compact(m); err != nil {
+				t.Fatal(err)
+			}
+			if m.OwnerReferences[0].UID != "0b9f3c1e" || m.OwnerReferences[0].Name != "kafka-0" {
+				t.Fatalf("owner %+v", m.OwnerReferences[0])
+			}
+			inName("owner UID", string(m.OwnerReferences[0].UID), m.Name)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.check)
 	}
 }

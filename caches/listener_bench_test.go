@@ -3,6 +3,8 @@ package caches
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -115,6 +118,8 @@ var listenerKinds = []struct {
 	{"listener pod", func(i int) client.Object {
 		p := ordinaryPod(i)
 		p.Name, p.Namespace = fmt.Sprintf("kafka-%05d", i), listenerNamespace
+		// A StatefulSet's pod, as a data product's are.
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "kafka", UID: "5d1e7a2b-8c3f-4e6a-9b0d-1f2e3a4b5c6d", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 		p.Labels[v1alpha1.LabelListenerVolume] = "true"
 		p.Labels[v1alpha1.PodSelectorLabelPrefix+listenerClaimName(i)] = "true"
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
@@ -139,10 +144,11 @@ var listenerKinds = []struct {
 }
 
 // BenchmarkListenerObjects: heap in use per object of each kind a listener
-// claim brings, with the shipped policy, at two sizes (the slope between
-// them); the sum is the cost of one per-claim listener workload on the
-// leader (replica-B/obj: on every replica). Run with -benchtime=1x;
-// LISTENER_SIZES=small,large overrides the sizes.
+// claim brings, with the shipped policy and the previous one (measured in
+// the same process), at two sizes (the slope between them); the sum is the
+// cost of one per-claim listener workload on the leader (replica-B/obj: on
+// every replica). Run with -benchtime=1x; LISTENER_SIZES=small,large
+// overrides the sizes.
 func BenchmarkListenerObjects(b *testing.B) {
 	e := testenv.Require(b, env)
 	ctx := context.Background()
@@ -150,9 +156,12 @@ func BenchmarkListenerObjects(b *testing.B) {
 		b.Fatal(err)
 	}
 	sizes := benchSizesFrom(b, "LISTENER_SIZES", []int{1000, 5000})
-	cfg := cacheConfig{"shipped", Webhooks, Reconcilers}
+	configs := []cacheConfig{
+		{"shipped", Webhooks, Reconcilers},
+		{"previous", previousWebhooks, previousReconcilers},
+	}
 	for _, k := range listenerKinds {
-		var h [2][2]float64
+		h := make(map[string][2][2]float64, len(configs))
 		created := 0
 		for si, n := range sizes {
 			start := time.Now()
@@ -161,19 +170,118 @@ func BenchmarkListenerObjects(b *testing.B) {
 			}
 			created = n
 			b.Logf("%d %ss in %s", n, k.name, time.Since(start).Round(time.Second))
-			b.Run(fmt.Sprintf("kind=%s/n=%d", k.name, n), func(b *testing.B) {
-				var w, l float64
-				for range b.N {
-					w, l = medianHeaps(b, cfg)
-				}
-				h[si] = [2]float64{w, l}
-				b.ReportMetric(l/(1<<20), "leader-heap-MiB")
-				if si == 1 {
-					d := float64(sizes[1] - sizes[0])
-					b.ReportMetric((w-h[0][0])/d, "replica-B/obj")
-					b.ReportMetric((l-h[0][1])/d, "leader-B/obj")
-				}
-			})
+			for _, cfg := range configs {
+				b.Run(fmt.Sprintf("kind=%s/cache=%s/n=%d", k.name, cfg.name, n), func(b *testing.B) {
+					var w, l float64
+					for range b.N {
+						w, l = medianHeaps(b, cfg)
+					}
+					hc := h[cfg.name]
+					hc[si] = [2]float64{w, l}
+					h[cfg.name] = hc
+					b.ReportMetric(l/(1<<20), "leader-heap-MiB")
+					if si == 1 {
+						d := float64(sizes[1] - sizes[0])
+						b.ReportMetric((w-hc[0][0])/d, "replica-B/obj")
+						b.ReportMetric((l-hc[0][1])/d, "leader-B/obj")
+					}
+				})
+			}
 		}
 	}
+}
+
+// previousWebhooks and previousReconcilers are the shipped policy as it was
+// at commit 3ae4bf5, kept to measure the shipped one against in the same
+// process: a pod bound to a node kept its controller and node affinity;
+// label and annotation values, owners' names and UIDs and a volume's handle
+// were copies of their own, not held in the object's name (inName).
+func previousWebhooks() cache.Options {
+	opts := Webhooks()
+	previously(&opts)
+	return opts
+}
+
+func previousReconcilers() cache.Options {
+	opts := Reconcilers()
+	setByObject(opts, &corev1.Pod{}, cache.ByObject{Label: Marked(), Transform: func(obj any) (any, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		ref, affinity := metav1.GetControllerOf(pod), pod.Spec.Affinity
+		out, err := TrimPod(pod)
+		if err != nil {
+			return out, err
+		}
+		p := out.(*corev1.Pod)
+		if ref != nil {
+			ref.APIVersion, ref.Kind = intern(ref.APIVersion), intern(ref.Kind)
+			p.OwnerReferences = []metav1.OwnerReference{*ref}
+		}
+		if affinity != nil && affinity.NodeAffinity != nil && affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			}}
+			internNodeSelector(p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+		}
+		return p, nil
+	}})
+	previously(&opts)
+	return opts
+}
+
+// previously wraps every transform of opts so that what inName shares
+// with an object's name is a copy of its own again, as before.
+func previously(opts *cache.Options) {
+	wrap := func(tf func(any) (any, error)) func(any) (any, error) {
+		return func(obj any) (any, error) {
+			out, err := tf(obj)
+			if err != nil {
+				return out, err
+			}
+			if o, ok := out.(metav1.Object); ok {
+				unshare(o)
+			}
+			if pv, ok := out.(*corev1.PersistentVolume); ok && pv.Spec.CSI != nil {
+				pv.Spec.CSI.VolumeHandle = strings.Clone(pv.Spec.CSI.VolumeHandle)
+			}
+			return out, nil
+		}
+	}
+	opts.DefaultTransform = wrap(opts.DefaultTransform)
+	for k, by := range opts.ByObject {
+		by.Transform = wrap(by.Transform)
+		opts.ByObject[k] = by
+	}
+}
+
+// unshare gives an object's label and annotation values (but the common
+// ones, canonical before too) and its owners' names and UIDs copies of
+// their own.
+func unshare(o metav1.Object) {
+	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+		for k, v := range m {
+			if _, common := commonValues[v]; !common {
+				m[k] = strings.Clone(v)
+			}
+		}
+	}
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		refs[i].Name = strings.Clone(refs[i].Name)
+		refs[i].UID = types.UID(strings.Clone(string(refs[i].UID)))
+	}
+}
+
+// setByObject sets the policy of obj's type in opts, in place of the one
+// it had: a second key of the same type would leave which one the cache
+// uses to the order of a map.
+func setByObject(opts cache.Options, obj client.Object, by cache.ByObject) {
+	for k := range opts.ByObject {
+		if reflect.TypeOf(k) == reflect.TypeOf(obj) {
+			delete(opts.ByObject, k)
+		}
+	}
+	opts.ByObject[obj] = by
 }

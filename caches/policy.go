@@ -119,10 +119,14 @@ func TrimVolume(obj any) (any, error) {
 	out.Finalizers = nil
 	out.Annotations = nil
 	out.Spec.ClaimRef = pv.Spec.ClaimRef
+	if l, ok := out.Labels[v1alpha1.LabelVolumeListener]; ok && pv.Spec.ClaimRef != nil {
+		// A per-claim Listener has its claim's name.
+		out.Labels[v1alpha1.LabelVolumeListener] = inName(l, pv.Spec.ClaimRef.Name)
+	}
 	out.Spec.NodeAffinity = pv.Spec.NodeAffinity
 	out.Spec.StorageClassName = pv.Spec.StorageClassName
 	if src := pv.Spec.CSI; src != nil {
-		out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: src.Driver, VolumeHandle: src.VolumeHandle}
+		out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: src.Driver, VolumeHandle: inName(src.VolumeHandle, out.Name)}
 	}
 	out.Status.Phase = pv.Status.Phase
 	return out, nil
@@ -255,7 +259,9 @@ func TrimEndpointSlice(obj any) (any, error) {
 	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
 	out.DeletionTimestamp = s.DeletionTimestamp
 	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
-		out.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+		// The EndpointSlice controller names a slice after its Service
+		// ("<service>-<suffix>"): the name holds the value already.
+		out.Labels = map[string]string{discoveryv1.LabelServiceName: inName(svc, out.Name)}
 	}
 	if len(s.Endpoints) > 0 {
 		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
@@ -280,16 +286,16 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 // TrimPod keeps of a Pod what the reconcilers read: its metadata (without
-// managedFields, finalizers and owners other than its controller; of the
-// annotations only the operator's, of the labels those podLabelsRead
-// keeps), the volumes
+// managedFields, finalizers and owners; of the annotations only the
+// operator's, of the labels those podLabelsRead keeps), the volumes
 // backed by a claim (by name, or generic ephemeral without its claim
 // template; other volumes are dropped), and, when it has such a volume, the
 // ports of its containers, in order, as one container (a per-claim
-// Listener's ports come from its pods' container ports), spec.nodeName, the required node affinity
-// (what pins a pod to a node) and status.phase. Images, env, probes,
-// resources, init containers, pod (anti-)affinity, conditions and the rest
-// of the status are dropped.
+// Listener's ports come from its pods' container ports), spec.nodeName and
+// status.phase; while the pod is Pending (no node yet), also its controller
+// and its required node affinity (what pins it to a node). Images, env,
+// probes, resources, init containers, pod (anti-)affinity, conditions and
+// the rest of the status are dropped.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -298,8 +304,12 @@ func TrimPod(obj any) (any, error) {
 	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	out.ManagedFields = nil
 	out.OwnerReferences = nil
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		// Whether a controller recreates the pod (pinned-node loss).
+	// Pinned-node loss reads a pod's controller and node affinity only
+	// while the pod is Pending (it deletes such a pod, if a controller
+	// recreates it, when its pinned node is gone); a pod bound to a node
+	// is never unbound.
+	pending := pod.Spec.NodeName == ""
+	if ref := metav1.GetControllerOf(pod); ref != nil && pending {
 		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	out.Finalizers = nil
@@ -336,7 +346,7 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	out.Spec.NodeName = pod.Spec.NodeName
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+	if a := pod.Spec.Affinity; pending && a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		// What pins a pod to a node; pod (anti-)affinity can be large.
 		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,

@@ -60,42 +60,62 @@ func fullPod() *corev1.Pod {
 	}
 }
 
-// TestTrimPod: what the reconcilers read survives, everything else is gone.
+// TestTrimPod: what the reconcilers read survives, everything else is gone;
+// the controller and the node affinity, which pinned-node loss reads of a
+// Pending pod only, are kept until the pod is bound to a node.
 func TestTrimPod(t *testing.T) {
-	got, err := TrimPod(fullPod())
-	if err != nil {
-		t.Fatal(err)
+	keptMeta := metav1.ObjectMeta{
+		Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
+		// The labels and annotations read, no finalizers.
+		Labels: map[string]string{"listener.stackable.tech/mnt.x": "true", "listeners.stackable.tech/listener-volume": "true",
+			"statefulset.kubernetes.io/pod-name": "web-0"},
+		Annotations: map[string]string{"listeners.stackable.tech/mount-init-containers": "init"},
 	}
-	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "web-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			// The labels and annotations read, the controller, no
-			// finalizers.
-			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}},
-			Labels: map[string]string{"listener.stackable.tech/mnt.x": "true", "listeners.stackable.tech/listener-volume": "true",
-				"statefulset.kubernetes.io/pod-name": "web-0"},
-			Annotations: map[string]string{"listeners.stackable.tech/mount-init-containers": "init"},
+	keptSpec := corev1.PodSpec{
+		Volumes: []corev1.Volume{
+			{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
+			{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
 		},
-		Spec: corev1.PodSpec{
-			NodeName: "n1",
-			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pinned}},
-			Volumes: []corev1.Volume{
-				{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-web-0"}}},
-				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
-			},
-			// A per-claim Listener's ports come from these: every
-			// container's, in order, in one container.
-			Containers: []corev1.Container{{Name: "c",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}, {Name: "metrics", ContainerPort: 7070}}}},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		// A per-claim Listener's ports come from these: every
+		// container's, in order, in one container.
+		Containers: []corev1.Container{{Name: "c",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {ContainerPort: 9090, Protocol: corev1.ProtocolUDP}, {Name: "metrics", ContainerPort: 7070}}}},
 	}
-	if !equality.Semantic.DeepEqual(got, want) {
-		t.Fatalf("trimmed pod:\n got %+v\nwant %+v", got, want)
+	controller := []metav1.OwnerReference{{Kind: "StatefulSet", Name: "web", Controller: ptr.To(true)}}
+	required := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pinned}}
+
+	tests := []struct {
+		name         string
+		node         string
+		owners       []metav1.OwnerReference
+		wantAffinity *corev1.Affinity
+	}{
+		// Bound to a node: nothing reads its controller or affinity.
+		{name: "running", node: "n1"},
+		// Pending: pinned-node loss may delete it for its controller to
+		// recreate, when the node it requires is gone.
+		{name: "pending", node: "", owners: controller, wantAffinity: required},
 	}
-	again, _ := TrimPod(got)
-	if !equality.Semantic.DeepEqual(again, want) {
-		t.Fatalf("trimming twice changed the pod: %+v", again)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := fullPod()
+			pod.Spec.NodeName = tt.node
+			got, err := TrimPod(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &corev1.Pod{ObjectMeta: *keptMeta.DeepCopy(), Spec: *keptSpec.DeepCopy(), Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			want.OwnerReferences = tt.owners
+			want.Spec.NodeName = tt.node
+			want.Spec.Affinity = tt.wantAffinity
+			if !equality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("trimmed pod:\n got %+v\nwant %+v", got, want)
+			}
+			again, _ := TrimPod(got)
+			if !equality.Semantic.DeepEqual(again, want) {
+				t.Fatalf("trimming twice changed the pod: %+v", again)
+			}
+		})
 	}
 }
 
