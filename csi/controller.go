@@ -69,17 +69,17 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err != nil {
 		return nil, err
 	}
-	className := ref.Class
+	var shared *v1alpha1.Listener
+	key := client.ObjectKey{Namespace: claim.Namespace, Name: ref.Listener}
 	if !ref.Own {
-		listener := &v1alpha1.Listener{}
-		key := client.ObjectKey{Namespace: claim.Namespace, Name: ref.Listener}
-		if err := s.reader.Get(ctx, key, listener); err != nil {
+		shared = &v1alpha1.Listener{}
+		if err := s.reader.Get(ctx, key, shared); err != nil {
 			return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("listener %s (named by claim %s)", key, claimKey))
 		}
-		if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
-			return nil, status.Errorf(codes.FailedPrecondition, "listener %s (named by claim %s) has no spec.className", key, claimKey)
-		}
-		className = *listener.Spec.ClassName
+	}
+	className := volumes.ClassName(ref, shared)
+	if className == "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "listener %s (named by claim %s) has no spec.className", key, claimKey)
 	}
 	class := &v1alpha1.ListenerClass{}
 	if err := s.reader.Get(ctx, client.ObjectKey{Name: className}, class); err != nil {

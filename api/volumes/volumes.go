@@ -67,6 +67,21 @@ func Topology(node string) map[string]string {
 	return map[string]string{v1alpha1.TopologyKeyHostname: node}
 }
 
+// ClassName is the ListenerClass the volume of a claim that uses use
+// (claims.Of) is made for: the class the claim names for its own
+// Listener, or the spec.className of the shared Listener it names
+// (listener, read by the caller; not read for an own Listener). "" when
+// that Listener names none.
+func ClassName(use claims.Use, listener *v1alpha1.Listener) string {
+	if use.Own {
+		return use.Class
+	}
+	if listener == nil || listener.Spec.ClassName == nil {
+		return ""
+	}
+	return *listener.Spec.ClassName
+}
+
 // Request is what the operator's provisioner knows when it makes the
 // volume of a claim.
 type Request struct {
@@ -138,12 +153,10 @@ func PersistentVolume(r Request) (*corev1.PersistentVolume, error) {
 		pv.Spec.PersistentVolumeReclaimPolicy = *p
 	}
 	if r.Node != "" {
-		var exprs []corev1.NodeSelectorRequirement
-		for k, v := range Topology(r.Node) {
-			exprs = append(exprs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{v}})
-		}
+		// The expression csi-provisioner makes of Topology(r.Node), and
+		// the pod webhook copies into the claim's pods.
 		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}},
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{claims.NodeRequirement(r.Node)}}},
 		}}
 	}
 	return pv, nil

@@ -95,3 +95,23 @@ func TestPersistentVolume(t *testing.T) {
 		})
 	}
 }
+
+func TestClassName(t *testing.T) {
+	shared := &v1alpha1.Listener{Spec: v1alpha1.ListenerSpec{ClassName: ptr.To("external")}}
+	for _, tc := range []struct {
+		name     string
+		use      claims.Use
+		listener *v1alpha1.Listener
+		want     string
+	}{
+		{"own Listener: the claim's class", claims.Use{Listener: "web-0", Own: true, Class: "internal"}, shared, "internal"},
+		{"shared Listener: its class", claims.Use{Listener: "kafka"}, shared, "external"},
+		{"shared Listener without a class", claims.Use{Listener: "kafka"}, &v1alpha1.Listener{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ClassName(tc.use, tc.listener); got != tc.want {
+				t.Errorf("ClassName = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -168,19 +168,19 @@ func (r *reconciler) plan(ctx context.Context, c *corev1.PersistentVolumeClaim) 
 		// The claim reconciler tells the user why (NoListener).
 		return nil, "", nil
 	}
-	className := use.Class
+	var shared *v1alpha1.Listener
 	if !use.Own {
-		l := &v1alpha1.Listener{}
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: use.Listener}, l); err != nil {
+		shared = &v1alpha1.Listener{}
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: use.Listener}, shared); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Sprintf("Listener %s not found", use.Listener), nil
 			}
 			return nil, "", fmt.Errorf("get Listener %s/%s: %w", c.Namespace, use.Listener, err)
 		}
-		if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
-			return nil, fmt.Sprintf("Listener %s has no spec.className", use.Listener), nil
-		}
-		className = *l.Spec.ClassName
+	}
+	className := volumes.ClassName(use, shared)
+	if className == "" {
+		return nil, fmt.Sprintf("Listener %s has no spec.className", use.Listener), nil
 	}
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: className}, class); err != nil {
