@@ -51,8 +51,9 @@ func Marked() labels.Selector {
 // reconcilers read: its metadata (without managedFields, finalizers and
 // owners, and
 // of the annotations only the operator's: the listener annotations are
-// there; and, while it is not bound, the scheduler's selected node),
-// spec.storageClassName, spec.volumeName and status.phase. Requests, capacities, access modes and the rest are dropped;
+// there), spec.storageClassName, spec.volumeName and status.phase; while it
+// is not bound, also what its volume is made from (keepForProvisioning).
+// Capacities, and once bound requests and access modes, are dropped;
 // nothing writes a claim back from the cache.
 //
 // A claim that is not a listener claim (claims.Requested) keeps
@@ -77,13 +78,8 @@ func TrimClaim(obj any) (any, error) {
 	out.Finalizers = nil
 	out.OwnerReferences = nil // an ephemeral claim's pod: nothing reads it
 	out.Annotations = operatorAnnotations(c.Annotations)
-	if node := c.Annotations[volumes.AnnotationSelectedNode]; node != "" && c.Spec.VolumeName == "" {
-		// The provisioner pins the volume of a pinned class to the node
-		// the scheduler picked; once bound, nothing reads it.
-		if out.Annotations == nil {
-			out.Annotations = make(map[string]string, 1)
-		}
-		out.Annotations[volumes.AnnotationSelectedNode] = node
+	if c.Spec.VolumeName == "" {
+		keepForProvisioning(out, c)
 	}
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName
@@ -92,6 +88,26 @@ func TrimClaim(obj any) (any, error) {
 	internPtr(out.Spec.StorageClassName)
 	internString(&out.Status.Phase)
 	return out, nil
+}
+
+// keepForProvisioning keeps in out what the operator's provisioner
+// (reconcile/provision) makes an unbound listener claim's volume from
+// (volumes.PersistentVolume): the scheduler's selected node (a pinned
+// class's volume is pinned there), the access modes, the volume mode and
+// the requested size. Once the claim is bound nothing reads them, and the
+// next event of the claim drops them.
+func keepForProvisioning(out, c *corev1.PersistentVolumeClaim) {
+	if node := c.Annotations[volumes.AnnotationSelectedNode]; node != "" {
+		if out.Annotations == nil {
+			out.Annotations = make(map[string]string, 1)
+		}
+		out.Annotations[volumes.AnnotationSelectedNode] = node
+	}
+	out.Spec.AccessModes = c.Spec.AccessModes
+	out.Spec.VolumeMode = c.Spec.VolumeMode
+	if size, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		out.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: size}
+	}
 }
 
 // TrimVolume keeps of a PersistentVolume what the webhooks and the

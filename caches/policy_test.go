@@ -254,9 +254,10 @@ func TestTrimEndpointSlice(t *testing.T) {
 
 // TestTrimClaimAndVolume: what the webhooks and the reconcilers read of a
 // listener claim and its volume survives (the listener annotations, the
-// class, the binding, the pinned node, the driver); sizes, access modes,
-// volume attributes, finalizers, a claim's owners and other annotations are
-// gone.
+// class, the binding, the pinned node, the driver; while the claim is
+// unbound, what its volume is made from); a bound claim's size and access
+// modes, volume attributes, finalizers, a claim's owners and other
+// annotations are gone.
 func TestTrimClaimAndVolume(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "listener-web-0", Namespace: "ns", UID: "c1", ResourceVersion: "9",
 		Annotations:     map[string]string{"listeners.stackable.tech/listener-class": "external", "volume.kubernetes.io/selected-node": "n1"},
@@ -284,6 +285,34 @@ func TestTrimClaimAndVolume(t *testing.T) {
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
 	if !equality.Semantic.DeepEqual(got, wantClaim) {
 		t.Fatalf("trimmed claim:\n got %+v\nwant %+v", got, wantClaim)
+	}
+
+	// Unbound, it keeps what the provisioner makes its volume from (the
+	// scheduler's node, access modes, volume mode, the requested size),
+	// and drops the rest.
+	unbound := pvc.DeepCopy()
+	unbound.Spec.VolumeName = ""
+	unbound.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+	unbound.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2")}
+	unbound.Spec.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	unbound.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
+	gotUnbound, err := TrimClaim(unbound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unboundMeta := *trimmedMeta.DeepCopy()
+	unboundMeta.Annotations["volume.kubernetes.io/selected-node"] = "n1"
+	wantUnbound := &corev1.PersistentVolumeClaim{ObjectMeta: unboundMeta,
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+	if !equality.Semantic.DeepEqual(gotUnbound, wantUnbound) {
+		t.Fatalf("trimmed unbound claim:\n got %+v\nwant %+v", gotUnbound, wantUnbound)
+	}
+	if again, _ := TrimClaim(wantUnbound.DeepCopy()); !equality.Semantic.DeepEqual(again, wantUnbound) {
+		t.Fatalf("trimming an unbound claim twice changed it: %+v", again)
 	}
 
 	pvMeta := metav1.ObjectMeta{Name: "pvc-c1", UID: "v1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "listeners.stackable.tech"},

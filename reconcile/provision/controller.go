@@ -54,7 +54,7 @@ func setup(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error 
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 1
 	}
-	r := &reconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder}
+	r := &reconciler{client: mgr.GetClient(), recorder: recorder}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
 		For(&corev1.PersistentVolumeClaim{}, builder.WithPredicates(unbound())).
@@ -81,21 +81,20 @@ func unbound() predicate.Predicate {
 // reconciler provisions one listener claim at a time.
 type reconciler struct {
 	// client reads the cached claims, Listeners, classes, storage classes
-	// and nodes, and creates volumes.
-	client client.Client
-	// live reads the claim whole (the cache keeps no access modes or
-	// size) just before its volume is made from it.
-	live     client.Reader
+	// and nodes, and creates volumes. The cache keeps of an unbound claim
+	// what its volume is made from (caches.TrimClaim), so making a volume
+	// costs one request, the create.
+	client   client.Client
 	recorder events.EventRecorder
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	cached := &corev1.PersistentVolumeClaim{}
-	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := r.client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	plan, wait, err := r.plan(ctx, cached)
+	plan, wait, err := r.plan(ctx, claim)
 	if err != nil || plan == nil {
 		if wait != "" {
 			log.V(1).Info("not provisioning yet", "claim", req.NamespacedName, "reason", wait)
@@ -103,22 +102,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-
-	claim := &corev1.PersistentVolumeClaim{}
-	if err := r.live.Get(ctx, req.NamespacedName, claim); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if claim.UID != cached.UID || !wantsVolume(claim) {
-		// Bound meanwhile, deleted, or made again under the same name (its
-		// own events follow).
-		return ctrl.Result{}, nil
-	}
-	use, _ := claims.OfClaim(claim)
-	if use != plan.use || (plan.node != "" && claim.Annotations[volumes.AnnotationSelectedNode] != plan.node) {
-		// What the cache said is out of date; its next event brings the
-		// claim back.
-		return ctrl.Result{}, nil
-	}
+	// The cached claim may be a moment behind: bound meanwhile (by
+	// csi-provisioner, to a volume of this same name: the create below
+	// finds it), or deleted (the volume, bound to a UID no claim has, is
+	// released and deleted by its reclaim policy, as csi-provisioner's
+	// would be).
+	use := plan.use
 	pv, err := volumes.PersistentVolume(volumes.Request{Claim: claim, Use: use, StorageClass: plan.storageClass, Node: plan.node})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("volume of claim %s: %w", req.NamespacedName, err)

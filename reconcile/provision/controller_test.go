@@ -125,6 +125,11 @@ func TestUnpinnedClaimGetsItsVolumeAtOnce(t *testing.T) {
 	e, ns := fixture(t)
 	ctx := t.Context()
 	own := classClaim(ns, "own", classUnpinned)
+	// Not the defaults: the volume is made from the cached claim, which
+	// keeps these only while it is unbound (caches.TrimClaim).
+	own.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
+	own.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("3Mi")
+	own.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 	shared := listenerClaim(ns, "shared", map[string]string{v1alpha1.AnnotationListenerName: "kafka"})
 	testenv.Create(t, ctx, e.Client,
 		&v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kafka"}, Spec: v1alpha1.ListenerSpec{ClassName: ptr.To(classUnpinned)}},
@@ -162,8 +167,9 @@ func TestUnpinnedClaimGetsItsVolumeAtOnce(t *testing.T) {
 			}
 			if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Spec.StorageClassName != v1alpha1.StorageClassName ||
 				!equality.Semantic.DeepEqual(pv.Spec.AccessModes, tc.claim.Spec.AccessModes) ||
-				!pv.Spec.Capacity.Storage().Equal(*tc.claim.Spec.Resources.Requests.Storage()) {
-				t.Errorf("spec %+v, want the class's reclaim policy, the claim's access modes and size", pv.Spec)
+				!pv.Spec.Capacity.Storage().Equal(*tc.claim.Spec.Resources.Requests.Storage()) ||
+				pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+				t.Errorf("spec %+v, want the class's reclaim policy, the claim's access modes, size and volume mode", pv.Spec)
 			}
 			bound(t, e, tc.claim)
 		})
