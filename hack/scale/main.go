@@ -138,6 +138,16 @@ func run(ctx context.Context, o options) error {
 	if err := ensureNamespaces(ctx, c); err != nil {
 		return err
 	}
+	// What each component costs before any listener claim or ordinary
+	// object: the base every per-claim cost adds to.
+	base, err := m.steady(ctx, o.settle)
+	if err != nil {
+		return err
+	}
+	base.label = "no listener claims"
+	if err := m.profile(ctx, base); err != nil {
+		return err
+	}
 
 	half := o.listeners / 2
 	var rows []row
@@ -243,7 +253,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	var out strings.Builder
-	report(&out, o, rows, small, large)
+	report(&out, o, base, rows, small, large)
 	reportMix(&out, rows, large, stages, floor, boundFloor)
 	fmt.Print(out.String())
 	return os.WriteFile(o.out, []byte(out.String()), 0o644)
@@ -566,7 +576,7 @@ func (m *measurer) listenerPhase(ctx context.Context, name string, n int) (phase
 }
 
 // report writes the harness's table.
-func report(w io.Writer, o options, rows []row, small, large phase) {
+func report(w io.Writer, o options, base row, rows []row, small, large phase) {
 	mb := func(b float64) string { return fmt.Sprintf("%.1f", b/1e6) }
 	fmt.Fprintf(w, "\nScale run %s: %d kwok nodes, ordinary pods %d and %d, %d listener claims\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.nodes, o.smallPods, o.pods, o.listeners)
 	if o.liveHeap {
@@ -574,7 +584,7 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\t(anon\tfile)\theap in use MB\trestarts\tAPI req/s\tCPU ms/s")
-	for _, r := range rows {
+	for _, r := range append([]row{base}, rows...) {
 		for _, c := range r.components {
 			anon, file := "-", "-"
 			if c.split {
@@ -595,6 +605,9 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 			}
 		}
 	}
+	if len(rows) > 0 {
+		reportPerClaim(w, o, base, rows[len(rows)-1])
+	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "listener claims created\tcreate p50\tcreate p99\tpod webhook p50\tpod webhook p99\tListener Ready p50\tp99\tmax\tleader CPU")
@@ -613,4 +626,23 @@ func report(w io.Writer, o options, rows []row, small, large phase) {
 			ms(p.p.webhookP50), ms(p.p.webhookP99), p.p.readyP50, p.p.readyP99, p.p.readyMx, p.p.leaderCPU)
 	}
 	tw.Flush()
+}
+
+// rssTarget is issue 23's budget of each controller replica.
+const rssTarget = 64e6
+
+// reportPerClaim writes, for each component, what it grew by from no
+// listener claims to the last row (all of them, with the ordinary objects,
+// which cost next to nothing), per listener claim, next to what the RSS
+// budget leaves each claim above the base.
+func reportPerClaim(w io.Writer, o options, base, last row) {
+	fmt.Fprintf(w, "\nper listener claim, from no claims to %d in the whole mix (RSS / heap in use), and what ≤ %.0f MB RSS leaves each claim above the base:\n", o.listeners, rssTarget/1e6)
+	n := float64(o.listeners)
+	for _, a := range last.components {
+		for _, b := range base.components {
+			if a.name == b.name {
+				fmt.Fprintf(w, "  %-26s RSS %7.0f B   heap %7.0f B   budget %7.0f B\n", a.name, (a.rss-b.rss)/n, (a.heap-b.heap)/n, (rssTarget-b.rss)/n)
+			}
+		}
+	}
 }

@@ -82,3 +82,17 @@ func TestClaimSteps(t *testing.T) {
 		t.Errorf("a pending claim has a bound time: %v", bound)
 	}
 }
+
+// TestReportPerClaim: the per-claim line is the growth from the base to
+// the last row over the claims, and the budget what 64 MB leaves above the
+// base.
+func TestReportPerClaim(t *testing.T) {
+	base := row{components: []component{{name: "controller (leader)", rss: 52e6, heap: 9e6}}}
+	last := row{components: []component{{name: "controller (leader)", rss: 68e6, heap: 21e6}}}
+	var b strings.Builder
+	reportPerClaim(&b, options{listeners: 1000}, base, last)
+	want := "controller (leader)        RSS   16000 B   heap   12000 B   budget   12000 B"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("got\n%s\nwant a line %q", b.String(), want)
+	}
+}
