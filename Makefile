@@ -185,7 +185,7 @@ scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; h
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
 	  -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
-	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
+	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -wait 4h -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
 
 # Time to address on the real nodes (issue 23): a burst of BENCH_PODS pods
 # (default 100) with a listener volume against the same burst without one,

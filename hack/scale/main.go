@@ -40,6 +40,7 @@ type options struct {
 	nodes, pods, smallPods, listeners      int
 	claims, volumes, services, floor       int // the rest of the realistic mix (mix.go)
 	settle                                 time.Duration
+	wait                                   time.Duration
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.IntVar(&o.services, "services", 5000, "Ordinary Services (each selecting ordinary pods, so each has an EndpointSlice), added after the claims.")
 	flag.IntVar(&o.floor, "floor", -1, "Pods without a listener volume created at once after the last phase, the floor of its time to Ready (default: as many as the last phase's claims).")
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "How long to wait at each size before measuring (steady state; also the window for API requests per second).")
+	flag.DurationVar(&o.wait, "wait", 15*time.Minute, "How long to wait for each phase's pods and Listeners (the 10x point needs hours on 2 cores).")
 	flag.Parse()
 	// The API server's warnings are logged through controller-runtime's
 	// logger; the harness does not read them.
@@ -104,7 +106,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	m := &measurer{c: c, cfg: cfg, scraper: scraper, profiles: o.profiles, liveHeap: o.liveHeap}
+	m := &measurer{c: c, cfg: cfg, scraper: scraper, profiles: o.profiles, liveHeap: o.liveHeap, wait: o.wait}
 	if err := m.baseline(ctx); err != nil {
 		return err
 	}
@@ -139,14 +141,19 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	// What each component costs before any listener claim or ordinary
-	// object: the base every per-claim cost adds to.
-	base, err := m.steady(ctx, o.settle)
-	if err != nil {
+	// object: the base every per-claim cost adds to (not when a run is
+	// resumed: its objects are there already).
+	var base row
+	if resumed, err := anyListenerPods(ctx, c); err != nil {
 		return err
-	}
-	base.label = "no listener claims"
-	if err := m.profile(ctx, base); err != nil {
-		return err
+	} else if !resumed {
+		if base, err = m.steady(ctx, o.settle); err != nil {
+			return err
+		}
+		base.label = "no listener claims"
+		if err := m.profile(ctx, base); err != nil {
+			return err
+		}
 	}
 
 	half := o.listeners / 2
@@ -162,7 +169,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		m.ordinary = size
-		if err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d ordinary pods Running", size), func() (bool, string, error) {
+		if err := waitFor(ctx, o.wait, fmt.Sprintf("%d ordinary pods Running", size), func() (bool, string, error) {
 			n, err := podsNotRunning(ctx, c)
 			return n == 0, fmt.Sprintf("%d pending", n), err
 		}); err != nil {
@@ -286,8 +293,25 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 	}
 }
 
+// anyListenerPods reports whether a listener workload of the harness
+// exists already (a resumed run).
+func anyListenerPods(ctx context.Context, c client.Client) (bool, error) {
+	for i := range namespaces {
+		var list metav1.PartialObjectMetadataList
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := c.List(ctx, &list, client.InNamespace(namespaceName(i)), client.MatchingLabels{v1alpha1.LabelListenerVolume: "true"}, client.Limit(1)); err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // measurer holds what the phases share.
 type measurer struct {
+	wait     time.Duration // for each phase's Listeners
 	c        client.Client
 	cfg      *rest.Config
 	scraper  *metricsscrape.Scraper // reads /metrics with a token
@@ -532,7 +556,7 @@ func (m *measurer) listenerPhase(ctx context.Context, name string, n int) (phase
 	}
 	want := (n+1)/2 + shared
 	var readies []float64
-	if err := waitFor(ctx, 15*time.Minute, fmt.Sprintf("%d Listeners of phase %s Ready", want, name), func() (bool, string, error) {
+	if err := waitFor(ctx, m.wait, fmt.Sprintf("%d Listeners of phase %s Ready", want, name), func() (bool, string, error) {
 		readies = readies[:0]
 		for i := range namespaces {
 			var ls v1alpha1.ListenerList
@@ -584,7 +608,11 @@ func report(w io.Writer, o options, base row, rows []row, small, large phase) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\t(anon\tfile)\theap in use MB\trestarts\tAPI req/s\tCPU ms/s")
-	for _, r := range append([]row{base}, rows...) {
+	all := rows
+	if len(base.components) > 0 {
+		all = append([]row{base}, rows...)
+	}
+	for _, r := range all {
 		for _, c := range r.components {
 			anon, file := "-", "-"
 			if c.split {
@@ -605,7 +633,7 @@ func report(w io.Writer, o options, base row, rows []row, small, large phase) {
 			}
 		}
 	}
-	if len(rows) > 0 {
+	if len(rows) > 0 && len(base.components) > 0 {
 		reportPerClaim(w, o, base, rows[len(rows)-1])
 	}
 	fmt.Fprintln(w)
