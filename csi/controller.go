@@ -72,8 +72,10 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	var shared *v1alpha1.Listener
 	key := client.ObjectKey{Namespace: claim.Namespace, Name: ref.Listener}
 	if !ref.Own {
+		// Read live: the controller watches no Listeners (it is asked
+		// rarely, and a watch would hold every Listener of the cluster).
 		shared = &v1alpha1.Listener{}
-		if err := s.reader.Get(ctx, key, shared); err != nil {
+		if err := s.live.Get(ctx, key, shared); err != nil {
 			return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("listener %s (named by claim %s)", key, claimKey))
 		}
 	}
@@ -150,26 +152,43 @@ func (s *controllerServer) ValidateVolumeCapabilities(ctx context.Context, req *
 	}}, nil
 }
 
-// volumeExists looks for the PersistentVolume of volume id: by name first,
-// from the API server (csi-provisioner names the volume after the request,
-// as the id is; the cache holds only volumes marked once bound), then
-// through the cache's volume handle index (volumes created by hand, once
-// bound to a listener claim).
+// volumeExists looks for the PersistentVolume of volume id, from the API
+// server: by name first (csi-provisioner names the volume after the
+// request, as the id is), then among the listener volumes (marked once
+// bound), a page at a time, by volume handle (volumes created by hand).
+// Nothing calls ValidateVolumeCapabilities in a cluster's normal work, so
+// no cache of every volume is kept for it.
 func (s *controllerServer) volumeExists(ctx context.Context, id string) error {
 	pv := &corev1.PersistentVolume{}
 	err := s.live.Get(ctx, client.ObjectKey{Name: id}, pv)
 	switch {
-	case err == nil && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == s.driver && pv.Spec.CSI.VolumeHandle == id:
+	case err == nil && s.isVolume(pv, id):
 		return nil
 	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
 		return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
 	}
-	list := &corev1.PersistentVolumeList{}
-	if err := s.reader.List(ctx, list, client.MatchingFields{volumeHandleIndex: volumeHandleKey(s.driver, id)}); err != nil {
-		return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
+	opts := []client.ListOption{client.MatchingLabels{v1alpha1.LabelListenerVolume: "true"}, client.Limit(volumePage)}
+	for {
+		list := &corev1.PersistentVolumeList{}
+		if err := s.live.List(ctx, list, opts...); err != nil {
+			return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
+		}
+		for i := range list.Items {
+			if s.isVolume(&list.Items[i], id) {
+				return nil
+			}
+		}
+		if list.Continue == "" {
+			return status.Errorf(codes.NotFound, "volume %s not found: no PersistentVolume of driver %s has that volume handle", id, s.driver)
+		}
+		opts = append(opts[:2], client.Continue(list.Continue))
 	}
-	if len(list.Items) == 0 {
-		return status.Errorf(codes.NotFound, "volume %s not found: no PersistentVolume of driver %s has that volume handle", id, s.driver)
-	}
-	return nil
+}
+
+// volumePage is how many volumes volumeExists reads at a time.
+const volumePage = 500
+
+// isVolume reports whether pv is the volume id of this driver.
+func (s *controllerServer) isVolume(pv *corev1.PersistentVolume, id string) bool {
+	return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == s.driver && pv.Spec.CSI.VolumeHandle == id
 }

@@ -55,8 +55,9 @@ func (c *apiCounter) count(req *http.Request) {
 	switch {
 	case req.URL.Query().Get("watch") == "true":
 		verb = "watch"
-	case req.Method == http.MethodGet && len(parts) >= 2 && parts[len(parts)-2] == "listeners":
-		resource = "listeners"
+	case req.Method == http.MethodGet && len(parts) >= 2 && namedRead(parts[len(parts)-2]):
+		// A GET of one object: .../<resource>/<name>.
+		resource = parts[len(parts)-2]
 	case req.Method == http.MethodGet:
 		verb = "list"
 	}
@@ -68,6 +69,15 @@ func (c *apiCounter) count(req *http.Request) {
 	c.n[verb+" "+resource]++
 }
 
+// namedRead reports whether resource is one the driver reads one object of.
+func namedRead(resource string) bool {
+	switch resource {
+	case "listeners", "listenerclasses", "pods", "nodes", "persistentvolumes", "persistentvolumeclaims":
+		return true
+	}
+	return false
+}
+
 // listenerCalls are the requests about Listeners since the last call.
 func (c *apiCounter) listenerCalls() map[string]int {
 	c.mu.Lock()
@@ -75,6 +85,20 @@ func (c *apiCounter) listenerCalls() map[string]int {
 	out := map[string]int{}
 	for k, v := range c.n {
 		if strings.HasSuffix(k, " listeners") {
+			out[k] = v
+		}
+	}
+	c.n = nil
+	return out
+}
+
+// reads are the GETs and LISTs (not watches) since the last call.
+func (c *apiCounter) reads() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.n {
+		if strings.HasPrefix(k, "get ") || strings.HasPrefix(k, "list ") {
 			out[k] = v
 		}
 	}
@@ -98,15 +122,15 @@ func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *
 	return startScoped(t, nodeName, opts, false, false)
 }
 
-// startScoped is startNodePlugin, also serving the controller service
-// (its cache then watches Listeners and PersistentVolumes) if controller.
+// startScoped is startNodePlugin, also serving the controller service if
+// controller.
 func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, controller, seal bool) *nodePlugin {
 	t.Helper()
 	e := testenv.Require(t, env)
 	calls := &apiCounter{}
 	cfg := calls.wrap(e.Config)
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := NewCache(ctx, cfg, e.Scheme, CacheOptions{NodeName: nodeName, Controller: controller})
+	c, err := NewCache(ctx, cfg, e.Scheme, CacheOptions{NodeName: nodeName})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -60,7 +59,7 @@ func startDriver(t testing.TB, opts Options) *driver {
 		opts.NodeName = "node-unused"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := NewCache(ctx, e.Config, e.Scheme, CacheOptions{NodeName: opts.NodeName, Controller: true})
+	c, err := NewCache(ctx, e.Config, e.Scheme, CacheOptions{NodeName: opts.NodeName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,16 +201,12 @@ func (f *fixture) create(ctx context.Context, obj client.Object) {
 }
 
 // await waits until the driver's cache holds obj at its current
-// resourceVersion (for the types the cache watches cluster-wide).
+// resourceVersion, for ListenerClasses, the one type it watches
+// cluster-wide: everything else is read live (or, on a node, through its
+// own watches).
 func (f *fixture) await(obj client.Object) {
 	f.t.Helper()
-	switch o := obj.(type) {
-	case *v1alpha1.Listener, *v1alpha1.ListenerClass:
-	case *corev1.PersistentVolume:
-		if !claims.Marked(o.Labels) {
-			return // the cache holds only marked (listener) volumes
-		}
-	default:
+	if _, ok := obj.(*v1alpha1.ListenerClass); !ok {
 		return
 	}
 	if f.cache == nil {

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
@@ -294,34 +292,26 @@ func TestNodePublishConcurrentCallsOnOneTarget(t *testing.T) {
 	}
 }
 
-// countingReader counts the reads that reach the API server.
-type countingReader struct {
-	client.Reader
-	gets, lists atomic.Int64
-}
-
-func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	r.gets.Add(1)
-	return r.Reader.Get(ctx, key, obj, opts...)
-}
-
-func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	r.lists.Add(1)
-	return r.Reader.List(ctx, list, opts...)
-}
-
+// TestNodePublishReadsOnlyTheCache: a node plugin wired as the binary
+// wires it (its node's pods, the ListenerClasses, a watch per Listener it
+// publishes) publishes again and again without reading the API server; a
+// pod its cache has not seen is read live rather than reported gone.
 func TestNodePublishReadsOnlyTheCache(t *testing.T) {
 	f := newFixture(t)
-	live := &countingReader{Reader: f.c}
-	d := f.startDriver(Options{NodeName: f.node, Live: live})
+	p := startNodePlugin(t, f.node, ListenerScopeOptions{})
 	f.listener("np", f.nodePort, v1alpha1.ListenerStatus{NodePorts: map[string]int32{"http": 30080}})
+	// The first publish of a Listener starts its watch.
+	if err := p.publish(t, f, "np", filepath.Join(t.TempDir(), "m")); err != nil {
+		t.Fatalf("first publish: %v", err)
+	}
+	p.calls.reads()
 	for i := range 5 {
-		if err := publish(d, "vol", filepath.Join(t.TempDir(), "m"), f.volumeContext("np", "np")); err != nil {
+		if err := p.publish(t, f, "np", filepath.Join(t.TempDir(), "m")); err != nil {
 			t.Fatalf("publish #%d: %v", i+1, err)
 		}
 	}
-	if g, l := live.gets.Load(), live.lists.Load(); g != 0 || l != 0 {
-		t.Errorf("5 publishes with warm caches made %d GETs and %d LISTs against the API server, want none", g, l)
+	if got := p.calls.reads(); len(got) != 0 {
+		t.Errorf("5 publishes with warm caches read the API server: %v, want nothing", got)
 	}
 	// A pod the cache has not seen (here: scheduled to another node, so
 	// outside the node-scoped watch) is read live rather than reported gone.
@@ -331,9 +321,11 @@ func TestNodePublishReadsOnlyTheCache(t *testing.T) {
 	})
 	vctx := f.volumeContext("np", "np")
 	vctx[v1alpha1.ContextPodName] = "elsewhere"
-	err := publish(d, "vol", filepath.Join(t.TempDir(), "m"), vctx)
+	_, err := p.node.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{
+		VolumeId: "pvc-np", TargetPath: filepath.Join(t.TempDir(), "m"), VolumeCapability: mountCap(), VolumeContext: vctx,
+	})
 	wantCode(t, err, codes.FailedPrecondition, "node "+f.node+"-other")
-	if live.gets.Load() == 0 {
-		t.Errorf("a pod missing from the cache was not read live")
+	if got := p.calls.reads(); got["get pods"] == 0 {
+		t.Errorf("a pod missing from the cache was not read live: %v", got)
 	}
 }

@@ -83,7 +83,11 @@ func TestRolesGrantEachComponentOnlyWhatItReads(t *testing.T) {
 		{node, "create", core("persistentvolumes"), false},
 		// The controller: provisioning reads, and csi-provisioner's role.
 		{controller, "list", core("persistentvolumes"), true},
-		{controller, "watch", listeners("listeners"), true},
+		{controller, "get", listeners("listeners"), true},
+		{controller, "watch", listeners("listenerclasses"), true},
+		// Listeners are read one at a time, never watched or listed.
+		{controller, "watch", listeners("listeners"), false},
+		{controller, "list", listeners("listeners"), false},
 		{controller, "get", core("persistentvolumeclaims"), true},
 		{controller, "create", core("persistentvolumes"), true}, // csi-provisioner
 		{controller, "list", core("pods"), false},

@@ -19,14 +19,16 @@ import (
 )
 
 // The reads the CSI controller makes; `make manifests` turns these into
-// the listener-operator-csi ClusterRole. Listeners and PersistentVolumes
-// are watched by the controller's cache (cluster-wide: it serves every
-// claim), claims are only read one at a time. The node plugin's role is
-// generated from package noderbac.
+// the listener-operator-csi ClusterRole. Only ListenerClasses are watched
+// (few, cluster-wide policy); claims, shared Listeners and volumes are read
+// one at a time when csi-provisioner asks (volumes listed a page at a time,
+// by the listener-volume label, only to find one created by hand). The
+// node plugin's role is generated from package noderbac.
 //
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners;listenerclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses,verbs=get;list;watch
 
 // Options configure a Server.
 type Options struct {

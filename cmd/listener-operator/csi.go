@@ -100,7 +100,7 @@ func (o *csiOptions) run(ctx context.Context) error {
 			return fmt.Errorf("drop capabilities (--drop-capabilities=false keeps them): %w", err)
 		}
 	}
-	cacheOpts := csi.CacheOptions{Controller: !node}
+	var cacheOpts csi.CacheOptions
 	if node {
 		cacheOpts.NodeName = o.nodeName
 	}
