@@ -280,7 +280,7 @@ func normalized(o objects) map[string]any {
 	return out
 }
 
-var clusterScopedUnknownToKustomize = map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+var clusterScopedUnknownToKustomize = map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "FlowSchema": true}
 
 func TestKustomizeAndHelmRenderTheSameObjects(t *testing.T) {
 	pairs := []struct {

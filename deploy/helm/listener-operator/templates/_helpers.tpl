@@ -162,6 +162,19 @@ cert-manager) cainjector's annotation. Arguments: (list $ "files/x.yaml").
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if eq $obj.kind "FlowSchema" }}
+{{- range $r := $obj.spec.rules }}
+{{- range $s := $r.subjects }}
+{{- if eq $s.kind "ServiceAccount" }}
+{{- $_ := set $s.serviceAccount "name" (include "listener-operator.serviceAccountName" $root) }}
+{{- $_ := set $s.serviceAccount "namespace" $root.Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- range $rr := $r.resourceRules }}
+{{- $_ := set $rr "namespaces" (list $root.Release.Namespace) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if eq $obj.kind "ValidatingAdmissionPolicyBinding" }}
 {{- $_ := set $obj.spec "policyName" (include "listener-operator.rename" (list $root $obj.spec.policyName)) }}
 {{- end }}
