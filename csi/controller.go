@@ -13,6 +13,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // controllerServer provisions listener volumes. A volume is only a pointer
@@ -167,10 +168,10 @@ func (s *controllerServer) volumeExists(ctx context.Context, id string) error {
 	case err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err):
 		return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
 	}
-	opts := []client.ListOption{client.MatchingLabels{v1alpha1.LabelListenerVolume: "true"}, client.Limit(volumePage)}
+	opts := &client.ListOptions{LabelSelector: caches.Marked(), Limit: volumePage}
 	for {
 		list := &corev1.PersistentVolumeList{}
-		if err := s.live.List(ctx, list, opts...); err != nil {
+		if err := s.live.List(ctx, list, opts); err != nil {
 			return apiError(ctx, err, codes.NotFound, fmt.Sprintf("volume %s", id))
 		}
 		for i := range list.Items {
@@ -181,7 +182,7 @@ func (s *controllerServer) volumeExists(ctx context.Context, id string) error {
 		if list.Continue == "" {
 			return status.Errorf(codes.NotFound, "volume %s not found: no PersistentVolume of driver %s has that volume handle", id, s.driver)
 		}
-		opts = append(opts[:2], client.Continue(list.Continue))
+		opts.Continue = list.Continue
 	}
 }
 

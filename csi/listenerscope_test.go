@@ -80,25 +80,22 @@ func namedRead(resource string) bool {
 
 // listenerCalls are the requests about Listeners since the last call.
 func (c *apiCounter) listenerCalls() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range c.n {
-		if strings.HasSuffix(k, " listeners") {
-			out[k] = v
-		}
-	}
-	c.n = nil
-	return out
+	return c.take(func(k string) bool { return strings.HasSuffix(k, " listeners") })
 }
 
 // reads are the GETs and LISTs (not watches) since the last call.
 func (c *apiCounter) reads() map[string]int {
+	return c.take(func(k string) bool { return strings.HasPrefix(k, "get ") || strings.HasPrefix(k, "list ") })
+}
+
+// take returns the counts whose "verb resource" key keeps, and starts
+// counting afresh.
+func (c *apiCounter) take(keep func(string) bool) map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]int{}
 	for k, v := range c.n {
-		if strings.HasPrefix(k, "get ") || strings.HasPrefix(k, "list ") {
+		if keep(k) {
 			out[k] = v
 		}
 	}

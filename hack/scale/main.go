@@ -311,7 +311,7 @@ func anyListenerPods(ctx context.Context, c client.Client) (bool, error) {
 
 // measurer holds what the phases share.
 type measurer struct {
-	wait     time.Duration // for each phase's Listeners
+	wait     time.Duration // for each phase's pods and Listeners
 	c        client.Client
 	cfg      *rest.Config
 	scraper  *metricsscrape.Scraper // reads /metrics with a token
@@ -624,14 +624,10 @@ func report(w io.Writer, o options, base row, rows []row, small, large phase) {
 	tw.Flush()
 	if len(rows) >= 2 {
 		fmt.Fprintf(w, "\nslope per ordinary pod between %d and %d pods:\n", o.smallPods, o.pods)
-		for _, a := range rows[1].components {
-			for _, b := range rows[0].components {
-				if a.name == b.name {
-					d := float64(o.pods - o.smallPods)
-					fmt.Fprintf(w, "  %-26s RSS %7.0f B/pod   heap %7.0f B/pod\n", a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
-				}
-			}
-		}
+		d := float64(o.pods - o.smallPods)
+		eachComponent(rows[1], rows[0], func(a, b component) {
+			fmt.Fprintf(w, "  %-26s RSS %7.0f B/pod   heap %7.0f B/pod\n", a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
+		})
 	}
 	if len(rows) > 0 && len(base.components) > 0 {
 		reportPerClaim(w, o, base, rows[len(rows)-1])
@@ -666,10 +662,18 @@ const rssTarget = 64e6
 func reportPerClaim(w io.Writer, o options, base, last row) {
 	fmt.Fprintf(w, "\nper listener claim, from no claims to %d in the whole mix (RSS / heap in use), and what ≤ %.0f MB RSS leaves each claim above the base:\n", o.listeners, rssTarget/1e6)
 	n := float64(o.listeners)
-	for _, a := range last.components {
-		for _, b := range base.components {
+	eachComponent(last, base, func(a, b component) {
+		fmt.Fprintf(w, "  %-26s RSS %7.0f B   heap %7.0f B   budget %7.0f B\n", a.name, (a.rss-b.rss)/n, (a.heap-b.heap)/n, (rssTarget-b.rss)/n)
+	})
+}
+
+// eachComponent calls fn with each component of later and the same
+// component (by name) in earlier.
+func eachComponent(later, earlier row, fn func(a, b component)) {
+	for _, a := range later.components {
+		for _, b := range earlier.components {
 			if a.name == b.name {
-				fmt.Fprintf(w, "  %-26s RSS %7.0f B   heap %7.0f B   budget %7.0f B\n", a.name, (a.rss-b.rss)/n, (a.heap-b.heap)/n, (rssTarget-b.rss)/n)
+				fn(a, b)
 			}
 		}
 	}

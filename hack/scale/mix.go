@@ -295,14 +295,10 @@ func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor, boun
 		if rows[i].added == 0 {
 			continue
 		}
-		for _, a := range rows[i].components {
-			for _, b := range rows[i-1].components {
-				if a.name == b.name {
-					d := float64(rows[i].added)
-					fmt.Fprintf(w, "  %-22s %-26s RSS %7.0f B   heap %7.0f B\n", rows[i].kind, a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
-				}
-			}
-		}
+		d := float64(rows[i].added)
+		eachComponent(rows[i], rows[i-1], func(a, b component) {
+			fmt.Fprintf(w, "  %-22s %-26s RSS %7.0f B   heap %7.0f B\n", rows[i].kind, a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
+		})
 	}
 	sec := func(ds []float64, p float64) string {
 		v := percentile(ds, p)

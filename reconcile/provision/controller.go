@@ -107,8 +107,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// finds it), or deleted (the volume, bound to a UID no claim has, is
 	// released and deleted by its reclaim policy, as csi-provisioner's
 	// would be).
-	use := plan.use
-	pv, err := volumes.PersistentVolume(volumes.Request{Claim: claim, Use: use, StorageClass: plan.storageClass, Node: plan.node})
+	pv, err := volumes.PersistentVolume(volumes.Request{Claim: claim, Use: plan.use, StorageClass: plan.storageClass, Node: plan.node})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("volume of claim %s: %w", req.NamespacedName, err)
 	}
@@ -130,7 +129,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		where = ", pinned to node " + plan.node
 	}
 	r.recorder.Eventf(claim, pv, corev1.EventTypeNormal, EventProvisioned, "Provision",
-		"Provisioned volume %s for Listener %s%s (listener-operator)", pv.Name, use.Listener, where)
+		"Provisioned volume %s for Listener %s%s (listener-operator)", pv.Name, plan.use.Listener, where)
 	return ctrl.Result{}, nil
 }
 
