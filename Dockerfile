@@ -4,7 +4,8 @@
 #
 #   docker build -t listener-operator:dev --build-arg VERSION=$(git describe --tags --always) .
 #
-# Build stage: a static binary (no cgo), so the runtime image needs no libc.
+# Build stage: a static binary (no cgo), so the runtime image needs no libc;
+# the tags are the Makefile's GO_TAGS (why: there).
 FROM golang:1.26 AS build
 WORKDIR /src
 # Dependencies first: this layer is reused until go.mod/go.sum change.
@@ -15,7 +16,7 @@ ARG VERSION=dev
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -buildvcs=false \
+    go build -trimpath -buildvcs=false -tags grpcnotrace \
       -ldflags "-s -w -X github.com/listener-operator/listener-operator/internal/version.Version=${VERSION}" \
       -o /out/listener-operator ./cmd/listener-operator
 

@@ -9,6 +9,12 @@ TOOLS_BIN   := $(BIN)/tools
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_LDFLAGS  := -X github.com/listener-operator/listener-operator/internal/version.Version=$(VERSION)
+# grpcnotrace: gRPC leaves out golang.org/x/net/trace, whose html/template
+# makes the linker keep every exported method of every type. Without it the
+# binary is 14 MB larger and every process of the operator holds 7 MB more of
+# it resident (docs/benchmarks.md). The Dockerfile builds with the same tags
+# (TestBuildsLinkNoTemplateEngine).
+GO_TAGS     := grpcnotrace
 # Tests run the control plane that hack/build-k8s.sh builds.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # One setting for every build: flipping it invalidates the whole build cache.
@@ -24,7 +30,7 @@ help: ## Show this help.
 
 .PHONY: build
 build: ## Build bin/listener-operator.
-	go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(BIN)/listener-operator ./cmd/listener-operator
+	go build -trimpath -tags $(GO_TAGS) -ldflags "$(GO_LDFLAGS)" -o $(BIN)/listener-operator ./cmd/listener-operator
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
