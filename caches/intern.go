@@ -1,7 +1,10 @@
 package caches
 
 import (
+	"encoding/binary"
+	"slices"
 	"strings"
+	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,9 +43,13 @@ var commonValues = map[string]string{
 	v1alpha1.FieldManager:          v1alpha1.FieldManager,
 }
 
-// internLabels returns m with canonical keys (and common values), in a new
-// map; nil stays nil. A value that begins the object's name (its
-// StatefulSet pod name, its instance) is held in the name's memory.
+// internLabels returns m with canonical keys (and common values), as the
+// one map held of maps with its content (sharedMaps: the labels a
+// workload's claims, Listeners and Services have in common, a class's
+// annotation); nil stays nil. A value that begins the object's name (its
+// StatefulSet pod name, its instance) is held in the name's memory (in a
+// shared map: in the name of the first object that had it). Nothing may
+// write to the result: many objects may hold it.
 func internLabels(m map[string]string, name string) map[string]string {
 	if m == nil {
 		return nil
@@ -56,7 +63,70 @@ func internLabels(m map[string]string, name string) map[string]string {
 		}
 		out[intern(k)] = v
 	}
-	return out
+	return sharedMaps.get(out)
+}
+
+// sharedMaps holds one copy of each small label or annotation map that
+// repeats across cached objects (a Go map costs some 300 bytes even with
+// one entry, and a listener claim brings ten or so).
+var sharedMaps = &mapTable{}
+
+// mapTable is a bounded table of maps by content: two generations of at
+// most mapTableGeneration entries each, the older dropped when the newer is
+// full, an entry found in the older moved to the newer. A map that repeats
+// stays; maps that never repeat pass through and are forgotten. Dropping an
+// entry costs nothing but sharing: the objects that hold it keep it.
+type mapTable struct {
+	mu       sync.Mutex
+	cur, old map[string]map[string]string
+	key      []byte
+	keys     []string
+}
+
+// mapTableGeneration bounds what the table keeps alive beyond the cached
+// objects: at most 512 keys and the maps of objects gone since, some
+// 200 KB. A map that repeats is asked for far more often than once in 256
+// others.
+const mapTableGeneration = 256
+
+// maxSharedMap is the largest map the table holds: larger ones rarely
+// repeat.
+const maxSharedMap = 8
+
+// get returns the table's map with m's content, holding m if there is none.
+func (t *mapTable) get(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > maxSharedMap {
+		return m
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.keys = t.keys[:0]
+	for k := range m {
+		t.keys = append(t.keys, k)
+	}
+	slices.Sort(t.keys)
+	t.key = t.key[:0]
+	for _, k := range t.keys {
+		// Each string after its length: an annotation's value may hold
+		// any byte, and two different maps must never have one key.
+		v := m[k]
+		t.key = append(binary.AppendUvarint(t.key, uint64(len(k))), k...)
+		t.key = append(binary.AppendUvarint(t.key, uint64(len(v))), v...)
+	}
+	if c, ok := t.cur[string(t.key)]; ok {
+		return c
+	}
+	if c, ok := t.old[string(t.key)]; ok {
+		m = c
+	}
+	if len(t.cur) >= mapTableGeneration {
+		t.old, t.cur = t.cur, nil
+	}
+	if t.cur == nil {
+		t.cur = make(map[string]map[string]string, mapTableGeneration)
+	}
+	t.cur[string(t.key)] = m
+	return m
 }
 
 // inName is v held in the memory of name when name begins with it (the

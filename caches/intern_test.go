@@ -1,6 +1,9 @@
 package caches
 
 import (
+	"fmt"
+	"maps"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -167,5 +170,88 @@ func TestValuesHeldInTheName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.check)
+	}
+}
+
+// TestRepeatingMapsAreHeldOnce: objects whose labels or annotations say the
+// same hold one map after their transforms; a map that names its object,
+// or says something else, is its own; and what each object says is
+// unchanged.
+func TestRepeatingMapsAreHeldOnce(t *testing.T) {
+	claim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: labels,
+				Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "external", "kubectl.kubernetes.io/last-applied-configuration": name}},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(v1alpha1.StorageClassName), VolumeName: "pv-" + name},
+		}
+	}
+	trim := func(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+		t.Helper()
+		out, err := TrimClaim(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.PersistentVolumeClaim)
+	}
+	ptrOf := func(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+	workload := func() map[string]string {
+		return map[string]string{"app.kubernetes.io/name": "kafka", "app.kubernetes.io/instance": "kafka", v1alpha1.LabelListenerVolume: "true"}
+	}
+	a, b := trim(claim("kafka-0-listener", workload())), trim(claim("kafka-1-listener", workload()))
+	if ptrOf(a.Labels) != ptrOf(b.Labels) {
+		t.Errorf("two claims of one workload hold two copies of the same labels %v", a.Labels)
+	}
+	if ptrOf(a.Annotations) != ptrOf(b.Annotations) {
+		t.Errorf("two claims of one class hold two copies of the same annotations %v", a.Annotations)
+	}
+	if !maps.Equal(a.Labels, workload()) || !maps.Equal(a.Annotations, map[string]string{v1alpha1.AnnotationListenerClass: "external"}) {
+		t.Errorf("a transform changed what a claim says: labels %v, annotations %v", a.Labels, a.Annotations)
+	}
+
+	other := workload()
+	other["app.kubernetes.io/instance"] = "kafka-two"
+	if c := trim(claim("kafka-two-0-listener", other)); ptrOf(c.Labels) == ptrOf(a.Labels) || c.Labels["app.kubernetes.io/instance"] != "kafka-two" {
+		t.Errorf("a claim of another workload got labels %v", c.Labels)
+	}
+	if c := trim(claim("solo", map[string]string{"app": "solo"})); c.Labels["app"] != "solo" || c.Labels[v1alpha1.LabelListenerVolume] != "" {
+		t.Errorf("a claim of its own got labels %v", c.Labels)
+	}
+}
+
+// TestMapTable: the table tells maps apart by content whatever bytes their
+// strings hold, stays bounded however many different maps pass, and keeps
+// a map that keeps repeating while others pass.
+func TestMapTable(t *testing.T) {
+	ptrOf := func(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+	var tab mapTable
+	for _, pair := range [][2]map[string]string{
+		{{"a": "bc"}, {"ab": "c"}},
+		{{"a": "b\x00c"}, {"a": "b", "\x00c": ""}},
+		{{"a": ""}, {"a": "", "": ""}},
+		{{"k": "1", "l": "2"}, {"k": "2", "l": "1"}},
+	} {
+		x, y := tab.get(pair[0]), tab.get(pair[1])
+		if ptrOf(x) == ptrOf(y) || !maps.Equal(x, pair[0]) || !maps.Equal(y, pair[1]) {
+			t.Errorf("%q and %q: the table gave %q and %q", pair[0], pair[1], x, y)
+		}
+	}
+	popular := tab.get(map[string]string{"app": "kafka"})
+	for i := range 10 * mapTableGeneration {
+		tab.get(map[string]string{"pod": fmt.Sprint(i)})
+		if i%(mapTableGeneration/2) == 0 {
+			if got := tab.get(map[string]string{"app": "kafka"}); ptrOf(got) != ptrOf(popular) {
+				t.Fatalf("after %d other maps, a map that keeps repeating got a second copy", i)
+			}
+		}
+	}
+	if n := len(tab.cur) + len(tab.old); n > 2*mapTableGeneration {
+		t.Errorf("the table holds %d maps, more than two generations of %d", n, mapTableGeneration)
+	}
+	big := map[string]string{}
+	for i := range maxSharedMap + 1 {
+		big[fmt.Sprint(i)] = "v"
+	}
+	if ptrOf(tab.get(big)) != ptrOf(big) || ptrOf(tab.get(maps.Clone(big))) == ptrOf(big) {
+		t.Errorf("a map of %d entries is held by the table", len(big))
 	}
 }

@@ -87,8 +87,10 @@ var listenerKinds = []struct {
 	{"listener Service", func(i int) client.Object {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
-				Labels:          map[string]string{"app.kubernetes.io/name": "listener", "app.kubernetes.io/instance": listenerClaimName(i), "app.kubernetes.io/managed-by": v1alpha1.FieldManager},
-				Annotations:     map[string]string{"listeners.stackable.tech/service-hash": "3f2a9c0d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f"},
+				Labels: map[string]string{"app.kubernetes.io/name": "listener", "app.kubernetes.io/instance": listenerClaimName(i), "app.kubernetes.io/managed-by": v1alpha1.FieldManager},
+				// A hash of the Service, its name among what it hashes:
+				// no two Services have the same.
+				Annotations:     map[string]string{"listeners.stackable.tech/service-hash": fmt.Sprintf("3f2a9c0d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f%010d", i)},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("2c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: corev1.ServiceSpec{
 				// Headless: the test control plane's service range is small.
@@ -195,7 +197,8 @@ func BenchmarkListenerObjects(b *testing.B) {
 // at commit 3ae4bf5, kept to measure the shipped one against in the same
 // process: a pod bound to a node kept its controller and node affinity;
 // label and annotation values, owners' names and UIDs and a volume's handle
-// were copies of their own, not held in the object's name (inName).
+// were copies of their own, not held in the object's name (inName), and
+// each object had label and annotation maps of its own (sharedMaps).
 func previousWebhooks() cache.Options {
 	opts := Webhooks()
 	previously(&opts)
@@ -256,17 +259,26 @@ func previously(opts *cache.Options) {
 	}
 }
 
-// unshare gives an object's label and annotation values (but the common
+// unshare gives an object its own label and annotation maps (no longer
+// one copy of those that repeat, sharedMaps), their values (but the common
 // ones, canonical before too) and its owners' names and UIDs copies of
 // their own.
 func unshare(o metav1.Object) {
-	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+	own := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
 		for k, v := range m {
 			if _, common := commonValues[v]; !common {
-				m[k] = strings.Clone(v)
+				v = strings.Clone(v)
 			}
+			out[k] = v
 		}
+		return out
 	}
+	o.SetLabels(own(o.GetLabels()))
+	o.SetAnnotations(own(o.GetAnnotations()))
 	refs := o.GetOwnerReferences()
 	for i := range refs {
 		refs[i].Name = strings.Clone(refs[i].Name)
