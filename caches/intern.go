@@ -89,13 +89,25 @@ type mapTable struct {
 // others.
 const mapTableGeneration = 256
 
-// maxSharedMap is the largest map the table holds: larger ones rarely
-// repeat.
-const maxSharedMap = 8
+// maxSharedMap and maxSharedBytes bound the maps the table holds, by
+// entries and by the bytes of their keys and values: larger ones rarely
+// repeat, and what a tenant writes in a Listener's annotations (up to
+// 256 KiB) must not become a key the table keeps.
+const (
+	maxSharedMap   = 8
+	maxSharedBytes = 512
+)
 
 // get returns the table's map with m's content, holding m if there is none.
 func (t *mapTable) get(m map[string]string) map[string]string {
 	if len(m) == 0 || len(m) > maxSharedMap {
+		return m
+	}
+	size := 0
+	for k, v := range m {
+		size += len(k) + len(v)
+	}
+	if size > maxSharedBytes {
 		return m
 	}
 	t.mu.Lock()

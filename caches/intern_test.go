@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -253,5 +254,14 @@ func TestMapTable(t *testing.T) {
 	}
 	if ptrOf(tab.get(big)) != ptrOf(big) || ptrOf(tab.get(maps.Clone(big))) == ptrOf(big) {
 		t.Errorf("a map of %d entries is held by the table", len(big))
+	}
+	long := map[string]string{"note": strings.Repeat("x", 256<<10)}
+	if ptrOf(tab.get(long)) != ptrOf(long) || ptrOf(tab.get(maps.Clone(long))) == ptrOf(long) {
+		t.Errorf("a map of a 256 KiB annotation is held by the table")
+	}
+	for k := range tab.cur {
+		if len(k) > 2*maxSharedBytes {
+			t.Errorf("the table keeps a key of %d bytes", len(k))
+		}
 	}
 }
