@@ -228,6 +228,8 @@ func TestMapTable(t *testing.T) {
 	for _, pair := range [][2]map[string]string{
 		{{"a": "bc"}, {"ab": "c"}},
 		{{"a": "b\x00c"}, {"a": "b", "\x00c": ""}},
+		// The same bytes if strings were only separated by NUL.
+		{{"a": "x\x00b\x00y"}, {"a": "x", "b": "y"}},
 		{{"a": ""}, {"a": "", "": ""}},
 		{{"k": "1", "l": "2"}, {"k": "2", "l": "1"}},
 	} {
