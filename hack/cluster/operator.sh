@@ -56,10 +56,14 @@ deploy() {
     ! running "$(node_pid "$i" containerd)" || import_images "$i"
   done
   render_install
+  # Pods that run already (a deploy onto a deployed cluster) keep the old
+  # content of the same tags until restarted; pods the apply creates run
+  # what was just built.
+  local installed
+  installed=$(kc -n "$OPERATOR_NS" get deployment,daemonset -o name 2>/dev/null || true)
   say "applying the operator's manifests"
   kc apply --server-side --force-conflicts -f "$work/deploy.yaml" >/dev/null
-  if [ "$built" -gt 0 ]; then
-    # Same tags, new content: restart so the pods run what was just built.
+  if [ "$built" -gt 0 ] && [ -n "$installed" ]; then
     kc -n "$OPERATOR_NS" rollout restart deployment,daemonset >/dev/null 2>&1 || true
   fi
   say "waiting for the operator, the CSI driver and the webhooks (about 30 s)"
@@ -68,10 +72,21 @@ deploy() {
     kc -n "$OPERATOR_NS" rollout status "$w" --timeout=300s >/dev/null || {
       kc -n "$OPERATOR_NS" get pods -o wide >&2; die "$w did not become ready"; }
   done
+  # A rollout is complete while the replaced pods still terminate; the old
+  # leader's last writes would land in the first test. Wait until they are
+  # gone.
+  wait_for "the replaced operator pods to terminate" 120 no_terminating_pods
   wait_for "the preset ListenerClasses" 120 kc get listenerclass cluster-internal
   # The webhooks answer once the API server trusts their certificate.
   wait_for "the admission webhooks" 120 kc apply --dry-run=server -f "$root/hack/cluster/webhook-probe.yaml"
   say "operator deployed"
+}
+
+# no_terminating_pods succeeds when no pod of the operator is being deleted.
+no_terminating_pods() {
+  local t
+  t=$(kc -n "$OPERATOR_NS" get pods -o jsonpath='{range .items[?(@.metadata.deletionTimestamp)]}{.metadata.name}{"\n"}{end}') || return 1
+  [ -z "$t" ]
 }
 
 undeploy() {
