@@ -46,11 +46,11 @@ var commonValues = map[string]string{
 // internLabels returns m with canonical keys (and common values), as the
 // one map held of maps with its content (sharedMaps: the labels a
 // workload's claims, Listeners and Services have in common, a class's
-// annotation); nil stays nil. A value that begins the object's name (its
-// StatefulSet pod name, its instance) is held in the name's memory (in a
-// shared map: in the name of the first object that had it). Nothing may
-// write to the result: many objects may hold it.
-func internLabels(m map[string]string, name string) map[string]string {
+// annotation); nil stays nil. A value that begins one of names (the
+// object's own: its StatefulSet pod name, its instance) is held in that
+// name's memory (in a shared map: in the name of the first object that had
+// it). Nothing may write to the result: many objects may hold it.
+func internLabels(m map[string]string, names ...string) map[string]string {
 	if m == nil {
 		return nil
 	}
@@ -59,7 +59,7 @@ func internLabels(m map[string]string, name string) map[string]string {
 		if c, ok := commonValues[v]; ok {
 			v = c
 		} else {
-			v = inName(v, name)
+			v = inName(v, names...)
 		}
 		out[intern(k)] = v
 	}
@@ -141,13 +141,15 @@ func (t *mapTable) get(m map[string]string) map[string]string {
 	return m
 }
 
-// inName is v held in the memory of name when name begins with it (the
-// copy a decoder made of v is then garbage): a volume's handle is its
-// name, a slice's name begins with its Service's, a claim's Listener has
-// the claim's name. Otherwise v.
-func inName(v, name string) string {
-	if v != "" && strings.HasPrefix(name, v) {
-		return name[:len(v)]
+// inName is v held in the memory of the first of names that begins with
+// it (the copy a decoder made of v is then garbage): a volume's handle is
+// its name, a slice's name begins with its Service's, a claim's Listener
+// has the claim's name. Otherwise v.
+func inName(v string, names ...string) string {
+	for _, name := range names {
+		if v != "" && strings.HasPrefix(name, v) {
+			return name[:len(v)]
+		}
 	}
 	return v
 }
@@ -156,15 +158,17 @@ func inName(v, name string) string {
 // the namespace, the generate-name prefix, the label and annotation keys
 // (and common values), the owners' API versions and kinds; label and
 // annotation values and owners' names that begin the object's name are
-// held in the name (inName). It takes the
+// held in the name (inName); label and annotation values that begin one of
+// also (a volume's claim) are held there. It takes the
 // accessors, so that a typed object's ObjectMeta and any client.Object
 // (a metadata-only one among them) go the same way.
-func internMeta(m metav1.Object) {
+func internMeta(m metav1.Object, also ...string) {
 	name := m.GetName()
+	names := append([]string{name}, also...)
 	m.SetNamespace(intern(m.GetNamespace()))
 	m.SetGenerateName(intern(m.GetGenerateName()))
-	m.SetLabels(internLabels(m.GetLabels(), name))
-	m.SetAnnotations(internLabels(m.GetAnnotations(), name))
+	m.SetLabels(internLabels(m.GetLabels(), names...))
+	m.SetAnnotations(internLabels(m.GetAnnotations(), names...))
 	refs := m.GetOwnerReferences()
 	for i := range refs {
 		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
@@ -232,10 +236,16 @@ func internPtr[S ~string](p *S) {
 func internString[S ~string](s *S) { *s = S(intern(string(*s))) }
 
 // internVolume makes the repeated strings of a listener volume canonical:
-// its metadata, storage class, driver, claim reference's kind, version and
-// namespace, the keys, operators and node names of its node affinity.
+// its metadata (its Listener's label held in its claim's name: a per-claim
+// Listener has the claim's name), storage class, driver, claim reference's
+// kind, version and namespace, the keys, operators and node names of its
+// node affinity.
 func internVolume(pv *corev1.PersistentVolume) {
-	internMeta(&pv.ObjectMeta)
+	var claim []string
+	if r := pv.Spec.ClaimRef; r != nil {
+		claim = []string{r.Name}
+	}
+	internMeta(&pv.ObjectMeta, claim...)
 	internString(&pv.Spec.StorageClassName)
 	internString(&pv.Status.Phase)
 	if pv.Spec.CSI != nil {

@@ -1,7 +1,6 @@
 package caches
 
 import (
-	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,14 +128,6 @@ func TrimVolume(obj any) (any, error) {
 	}
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
 		return &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}, nil
-	}
-	if l, ok := pv.Labels[v1alpha1.LabelVolumeListener]; ok && pv.Spec.ClaimRef != nil {
-		// A per-claim Listener has its claim's name. Set in a copy
-		// before internVolume: a map a transform is given may be one
-		// that cached objects share (internLabels).
-		labels := maps.Clone(pv.Labels)
-		labels[v1alpha1.LabelVolumeListener] = inName(l, pv.Spec.ClaimRef.Name)
-		pv.Labels = labels
 	}
 	internVolume(pv)
 	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}

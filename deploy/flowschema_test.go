@@ -26,7 +26,7 @@ import (
 // the operator's own bursts (make scale-10x lost the leader that way).
 func TestLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
 	e := testenv.Require(t, env)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	const ns = "lo-flowschema"
 	var fs *flowcontrolv1.FlowSchema
@@ -44,6 +44,7 @@ func TestLeaseRequestsHaveTheirOwnPriority(t *testing.T) {
 	if err := e.Client.Create(ctx, fs); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create FlowSchema: %v", err)
 	}
+	// t.Context() is done by the time cleanups run.
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), fs) })
 	leaderElection := &flowcontrolv1.PriorityLevelConfiguration{}
 	if err := e.Client.Get(ctx, types.NamespacedName{Name: "leader-election"}, leaderElection); err != nil {
