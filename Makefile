@@ -168,7 +168,8 @@ SCALE_PROFILES   ?=
 # measures time to Ready for).
 SCALE_FLOOR      ?= -1
 # SCALE_LIVE_HEAP=true reads the controllers' heap just after a forced
-# collection (turns their pprof endpoint on).
+# collection (turns their pprof endpoint on, without heap sampling unless
+# SCALE_PROFILES is set: RSS stays as shipped).
 SCALE_LIVE_HEAP  ?= false
 
 .PHONY: scale

@@ -39,6 +39,7 @@ type controllerOptions struct {
 	metrics          metricsOptions
 	probeAddr        string
 	pprofAddr        string
+	pprofHeapSamples bool
 	leaderElect      bool
 	leaderElectionNS string
 	leaderElectionID string
@@ -60,7 +61,8 @@ type controllerOptions struct {
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	o.metrics.addFlags(fs)
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints, for memory and CPU profiles (default: off); turns heap sampling on when GODEBUG=memprofilerate=0 turned it off.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints, for memory and CPU profiles (default: off); turns heap sampling on when GODEBUG=memprofilerate=0 turned it off (see --pprof-heap-samples).")
+	fs.BoolVar(&o.pprofHeapSamples, "pprof-heap-samples", true, "With --pprof-bind-address, sample the heap for /debug/pprof/heap (its table costs 1.5 MB); false serves the endpoints without it: CPU and goroutine profiles, and a forced collection through /debug/pprof/heap?gc=1, at the memory of the operator as shipped.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles; every replica serves webhooks.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the operator's namespace).")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "listener-operator.listeners.stackable.tech", "Name of the leader election Lease.")
@@ -145,6 +147,19 @@ func newScheme() (*runtime.Scheme, error) {
 // (runtime.MemProfileRate): one sample per 512 KiB allocated.
 const defaultMemProfileRate = 512 * 1024
 
+// heapSampleRate is the heap sampling rate (runtime.MemProfileRate) the
+// controller runs with, given the one GODEBUG set (current), whether the
+// pprof endpoints are served and whether they are to sample the heap. The
+// manifests turn sampling off (GODEBUG=memprofilerate=0): its table costs
+// every replica 1.5 MB. A heap profile needs it back on, a forced
+// collection or a CPU profile does not; a rate GODEBUG set is kept.
+func heapSampleRate(current int, pprof, samples bool) int {
+	if pprof && samples && current == 0 {
+		return defaultMemProfileRate
+	}
+	return current
+}
+
 func controllerCommand() command {
 	return optionsCommand("run the manager: reconcilers (leader only) and admission webhooks (every replica)", &controllerOptions{})
 }
@@ -155,12 +170,8 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		return err
 	}
 	log := ctrl.Log.WithName("setup")
-	if o.pprofAddr != "" && goruntime.MemProfileRate == 0 {
-		// The manifests turn heap sampling off (GODEBUG=memprofilerate=0):
-		// its table costs every replica 1.5 MB. A profile endpoint needs it;
-		// what the caches hold is allocated from here on.
-		goruntime.MemProfileRate = defaultMemProfileRate
-	}
+	// What the caches hold is allocated from here on.
+	goruntime.MemProfileRate = heapSampleRate(goruntime.MemProfileRate, o.pprofAddr != "", o.pprofHeapSamples)
 	cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
 	tracing, stopTracing, err := startTracing(ctx, cfg, "controller", log)
 	if err != nil {

@@ -42,3 +42,26 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestHeapSampleRate: the pprof endpoint samples the heap only when asked
+// to, and never overrides a rate GODEBUG set.
+func TestHeapSampleRate(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		current        int
+		pprof, samples bool
+		want           int
+	}{
+		{"as shipped: no endpoint, no sampling", 0, false, true, 0},
+		{"endpoint with heap samples turns sampling on", 0, true, true, defaultMemProfileRate},
+		{"endpoint without heap samples keeps it off", 0, true, false, 0},
+		{"a rate GODEBUG set is kept", 4096, true, true, 4096},
+		{"a rate GODEBUG set is kept without the endpoint", 4096, false, false, 4096},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := heapSampleRate(tc.current, tc.pprof, tc.samples); got != tc.want {
+				t.Errorf("heapSampleRate(%d, %v, %v) = %d, want %d", tc.current, tc.pprof, tc.samples, got, tc.want)
+			}
+		})
+	}
+}

@@ -51,7 +51,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bin/scale.txt", "File the table is also written to.")
 	flag.StringVar(&o.workDir, "work-dir", ".work/scale", "Directory for kwok's configuration and log.")
 	flag.StringVar(&o.profiles, "profiles", "", "If set, turn on the controller's pprof endpoint and save each replica's heap profile there at every measurement.")
-	flag.BoolVar(&o.liveHeap, "live-heap", false, "Force a collection in each controller replica just before each measurement (through the pprof endpoint, which this turns on), so that \"heap in use\" is what is live, not what the last cycle left.")
+	flag.BoolVar(&o.liveHeap, "live-heap", false, "Force a collection in each controller replica just before each measurement (through the pprof endpoint, which this turns on without heap sampling unless -profiles), so that \"heap in use\" is what is live, not what the last cycle left.")
 	flag.IntVar(&o.nodes, "nodes", 50, "Fake (kwok) nodes.")
 	flag.IntVar(&o.pods, "pods", 10000, "Ordinary pods (no listener volume) at the large measurement.")
 	flag.IntVar(&o.smallPods, "small-pods", 2000, "Ordinary pods at the small measurement (for the slope).")
@@ -111,7 +111,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.profiles != "" || o.liveHeap {
-		if err := enableProfiles(ctx, c); err != nil {
+		if err := enableProfiles(ctx, c, o.profiles != ""); err != nil {
 			return err
 		}
 	}
@@ -604,7 +604,13 @@ func report(w io.Writer, o options, base row, rows []row, small, large phase) {
 	mb := func(b float64) string { return fmt.Sprintf("%.1f", b/1e6) }
 	fmt.Fprintf(w, "\nScale run %s: %d kwok nodes, ordinary pods %d and %d, %d listener claims\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.nodes, o.smallPods, o.pods, o.listeners)
 	if o.liveHeap {
-		fmt.Fprint(w, "The controllers' heap in use is read just after a forced collection (-live-heap): what is live. Their pprof endpoint is on (heap sampling: about 1.5 MB of RSS more than as shipped).\n\n")
+		fmt.Fprint(w, "The controllers' heap in use is read just after a forced collection (-live-heap): what is live.")
+		if o.profiles != "" {
+			fmt.Fprint(w, " Their pprof endpoint samples the heap (-profiles): about 1.5 MB of RSS more than as shipped.")
+		} else {
+			fmt.Fprint(w, " Their pprof endpoint only forces the collections (--pprof-heap-samples=false): RSS as shipped.")
+		}
+		fmt.Fprint(w, "\n\n")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "cluster\tcomponent\tRSS MB\t(anon\tfile)\theap in use MB\trestarts\tAPI req/s\tCPU ms/s")

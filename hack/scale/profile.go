@@ -21,9 +21,12 @@ const pprofPort = 6060
 
 // enableProfiles adds --pprof-bind-address to the controller's Deployment
 // and waits for the rollout. It is the one change the harness makes to the
-// shipped manifests, and only when asked (-profiles): serving profiles costs
-// nothing until one is taken.
-func enableProfiles(ctx context.Context, c client.Client) error {
+// shipped manifests, and only when asked (-profiles, -live-heap): serving
+// profiles costs nothing until one is taken. Without heapSamples the
+// endpoint does not sample the heap (--pprof-heap-samples=false): it only
+// forces collections, and the replicas' memory is as shipped (the sampling
+// table costs each 1.5 MB).
+func enableProfiles(ctx context.Context, c client.Client, heapSamples bool) error {
 	var deps appsv1.DeploymentList
 	if err := c.List(ctx, &deps, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "controller"}); err != nil {
 		return err
@@ -32,9 +35,16 @@ func enableProfiles(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("want one controller Deployment in %s, found %d", operatorNamespace, len(deps.Items))
 	}
 	d := &deps.Items[0]
-	arg := fmt.Sprintf("--pprof-bind-address=:%d", pprofPort)
-	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, arg) {
-		d.Spec.Template.Spec.Containers[0].Args = append(args, arg)
+	want := []string{fmt.Sprintf("--pprof-bind-address=:%d", pprofPort), fmt.Sprintf("--pprof-heap-samples=%t", heapSamples)}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	changed := false
+	for _, arg := range want {
+		if !slices.Contains(args, arg) {
+			args, changed = append(args, arg), true
+		}
+	}
+	if changed {
+		d.Spec.Template.Spec.Containers[0].Args = args
 		if err := c.Update(ctx, d); err != nil {
 			return fmt.Errorf("turn on the controller's profiles: %w", err)
 		}
