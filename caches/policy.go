@@ -236,25 +236,44 @@ func Reconcilers() cache.Options {
 	}
 }
 
-// TrimService drops a Service's managedFields unless the operator still has
-// to hand the fields it created the Service with over to server-side apply
-// (csaupgrade reads and rewrites the whole list then): that is, unless an
-// Update entry of the operator's field manager is there. The apply that
-// follows turns it into an Apply entry, and the next event stores the
-// Service without them.
+// TrimService drops a Service's managedFields, but for the operator's
+// fields still to be handed over to server-side apply (HandoverPending: it
+// created the Service and has not applied it since): then it keeps the
+// entries without their field sets, which is enough to know it. The listener
+// reconciler reads such a Service from the API server before it hands the
+// fields over (csaupgrade reads and rewrites the whole list). Field sets
+// cost some 700 bytes a Service, and a Service the operator created keeps
+// its Update entry until the operator next changes it, often never.
 func TrimService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return obj, nil
 	}
 	internService(svc)
-	for _, f := range svc.ManagedFields {
+	if !HandoverPending(svc) {
+		svc.ManagedFields = nil
+		return svc, nil
+	}
+	kept := make([]metav1.ManagedFieldsEntry, len(svc.ManagedFields))
+	for i, f := range svc.ManagedFields {
+		kept[i] = metav1.ManagedFieldsEntry{Manager: intern(f.Manager), Operation: f.Operation}
+	}
+	svc.ManagedFields = kept
+	return svc, nil
+}
+
+// HandoverPending reports whether the operator's field manager still owns
+// fields of o through an Update entry (it created o, and has not applied it
+// since): before its next apply those fields are handed over to its apply
+// manager, or the apply could not remove them. It answers the same for an
+// object as the API server has it and as TrimService keeps it.
+func HandoverPending(o metav1.Object) bool {
+	for _, f := range o.GetManagedFields() {
 		if f.Manager == v1alpha1.FieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate {
-			return svc, nil
+			return true
 		}
 	}
-	svc.ManagedFields = nil
-	return svc, nil
+	return false
 }
 
 // TrimEndpointSlice keeps of an EndpointSlice its identity, the name of its

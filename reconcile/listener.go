@@ -27,6 +27,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // Event reasons of the Listener controller (Ready condition reasons are
@@ -300,23 +301,15 @@ func (r *listenerReconciler) createService(ctx context.Context, l *v1alpha1.List
 // operator's field manager, so fields other managers set are kept and fields
 // the operator stopped wanting are removed. The fields the operator set when
 // it created the Service are first handed over to its apply manager, or an
-// apply could not remove them.
+// apply could not remove them (handOver).
 func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, existing *corev1.Service) (*corev1.Service, error) {
-	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(existing, sets.New(v1alpha1.FieldManager), v1alpha1.FieldManager)
-	if err != nil {
-		return nil, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", existing.Namespace, existing.Name, err)
-	}
-	if upgrade != nil {
-		err := r.client.Patch(ctx, existing.DeepCopy(), client.RawPatch(types.JSONPatchType, upgrade))
-		if countWrite(controllerListener, "Service", "patch", err) != nil {
-			if apierrors.IsConflict(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", existing.Namespace, existing.Name, err)
+	if caches.HandoverPending(existing) {
+		if done, err := r.handOver(ctx, existing); !done || err != nil {
+			return nil, err
 		}
 	}
 	u := want.DeepCopy()
-	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 	if countWrite(controllerListener, "Service", "apply", err) != nil {
 		return nil, fmt.Errorf("apply service %s/%s for listener %s: %w", l.Namespace, want.GetName(), l.Name, err)
 	}
@@ -327,6 +320,35 @@ func (r *listenerReconciler) applyService(ctx context.Context, l *v1alpha1.Liste
 	r.recorder.Eventf(l, svc, corev1.EventTypeNormal, EventServiceUpdated, "Apply", "Updated Service %s", svc.Name)
 	log.FromContext(ctx).V(1).Info("applied service", "service", svc.Name)
 	return svc, nil
+}
+
+// handOver hands the fields the operator's field manager owns in the
+// Service through an Update (it created it) over to its apply manager. The
+// cache keeps the managedFields of such a Service without their field sets
+// (caches.TrimService), and the patch rewrites the whole list: it is made
+// from the Service as the API server has it, and applies only to that
+// resourceVersion. done is false when the Service changed in between (the
+// reconcile is retried).
+func (r *listenerReconciler) handOver(ctx context.Context, cached *corev1.Service) (done bool, err error) {
+	svc := &corev1.Service{}
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(cached), svc); err != nil {
+		return false, fmt.Errorf("read service %s/%s to hand its fields over to server-side apply: %w", cached.Namespace, cached.Name, err)
+	}
+	upgrade, err := csaupgrade.UpgradeManagedFieldsPatch(svc, sets.New(v1alpha1.FieldManager), v1alpha1.FieldManager)
+	if err != nil {
+		return false, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", svc.Namespace, svc.Name, err)
+	}
+	if upgrade == nil {
+		return true, nil // applied since the cache saw it
+	}
+	err = r.client.Patch(ctx, svc, client.RawPatch(types.JSONPatchType, upgrade))
+	if countWrite(controllerListener, "Service", "patch", err) != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("hand over fields of service %s/%s to server-side apply: %w", svc.Namespace, svc.Name, err)
+	}
+	return true, nil
 }
 
 // awaitAllocations reads a new Service back until the API server has
