@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
-	"github.com/listener-operator/listener-operator/api/names"
 )
 
 // LeaderOnly returns a view of mgr for the reconcilers: the same manager
@@ -166,12 +165,6 @@ func (r *router) WaitForCacheSync(ctx context.Context) bool {
 	return r.shared.WaitForCacheSync(ctx) && r.own.WaitForCacheSync(ctx)
 }
 
-// IndexPodClaim indexes the reconcilers' pods by the claims their volumes
-// use (names.PodClaimNames), in their namespace. Both the listener
-// reconcilers and the pinned-node-loss controller look pods up by claim;
-// one index serves them.
-const IndexPodClaim = "pod.claim"
-
 // IndexVolumeNode indexes PersistentVolumes by the nodes they are pinned to
 // (addresses.PinnedNodes). The listener reconciler and the pinned-node-loss
 // controller both look volumes up by node; one index serves them.
@@ -190,9 +183,7 @@ func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
 	// At setup, before anything runs: the informers this creates start
 	// with the caches.
 	if err := AddIndexes(context.Background(), view.GetCache(),
-		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Scope: InNamespace, Values: func(o client.Object) []string {
-			return names.PodClaimNames(o.(*corev1.Pod))
-		}},
+		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Scope: InNamespace, Values: PodNamedClaims},
 		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Scope: AllNamespaces, Values: func(o client.Object) []string {
 			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
 		}},

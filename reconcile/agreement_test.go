@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/agreement"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -21,7 +21,7 @@ import (
 // the reconcilers read through.
 func agreementClient(s agreement.Shape) client.Client {
 	return fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(s.Objects(true)...).
-		WithIndex(&corev1.Pod{}, indexPodClaim, func(o client.Object) []string { return names.PodClaimNames(o.(*corev1.Pod)) }).
+		WithIndex(&corev1.Pod{}, caches.IndexPodClaim, caches.PodNamedClaims).
 		Build()
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/names"
 	listenerports "github.com/listener-operator/listener-operator/api/ports"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // Event reasons of the claim controller.
@@ -94,11 +95,11 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !use.Own {
 		return ctrl.Result{}, nil
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(pvc.Namespace), client.MatchingFields{indexPodClaim: pvc.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list pods of claim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	pods, err := caches.PodsOfClaim(ctx, r.client, pvc.Namespace, pvc.Name)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	ports := listenerports.FromPods(pods.Items)
+	ports := listenerports.FromPods(pods)
 
 	existing := &v1alpha1.Listener{}
 	key := types.NamespacedName{Namespace: pvc.Namespace, Name: use.Listener}
@@ -141,8 +142,8 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if len(ports) == 0 {
 		// Pods that never declared a port (the pod webhook refuses them;
 		// these got in while it was down) would wait silently.
-		for i := range pods.Items {
-			if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		for i := range pods {
+			if p := &pods[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 				r.recorder.Eventf(p, existing, corev1.EventTypeWarning, EventNoPorts, "Reconcile", "%s", portlessMessage(existing.Name, pvc.Name))
 			}
 		}

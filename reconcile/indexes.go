@@ -40,9 +40,6 @@ const (
 	// (registered by caches.ReconcilerView, which the pinned-node-loss
 	// controller shares).
 	indexPVNode = caches.IndexVolumeNode
-	// indexPodClaim: Pods by the claims their volumes use (registered by
-	// caches.ReconcilerView, which the pinned-node-loss controller shares).
-	indexPodClaim = caches.IndexPodClaim
 )
 
 func addIndexes(ctx context.Context, informers cache.Informers) error {

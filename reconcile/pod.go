@@ -21,6 +21,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=patch
@@ -75,7 +76,16 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 }
 
 func podsOfClaims(ctx context.Context, c client.Reader, namespace, claim string) []ctrl.Request {
-	return requestsFor(ctx, c, &corev1.PodList{}, client.InNamespace(namespace), client.MatchingFields{indexPodClaim: claim})
+	pods, err := caches.PodsOfClaim(ctx, c, namespace, claim)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "look up the pods of a claim", "claim", claim)
+		return nil
+	}
+	reqs := make([]ctrl.Request, len(pods))
+	for i := range pods {
+		reqs[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&pods[i])}
+	}
+	return reqs
 }
 
 // podVolumeListener is a listener volume of a pod and the Listener it uses.

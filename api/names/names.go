@@ -90,6 +90,25 @@ func EphemeralClaimName(podName, volumeName string) string {
 	return podName + "-" + volumeName
 }
 
+// PodVolume names a volume of a pod.
+type PodVolume struct {
+	Pod, Volume string
+}
+
+// EphemeralClaimSources are the pod volumes whose generic ephemeral
+// volume's claim would be named claim (EphemeralClaimName): one for each
+// "-" in it that leaves both names non-empty. Which of them is the claim's
+// only the pods can tell.
+func EphemeralClaimSources(claim string) []PodVolume {
+	var out []PodVolume
+	for i := 1; i < len(claim)-1; i++ {
+		if claim[i] == '-' {
+			out = append(out, PodVolume{Pod: claim[:i], Volume: claim[i+1:]})
+		}
+	}
+	return out
+}
+
 // VolumeClaim is a volume of a pod backed by a claim, and the claim.
 type VolumeClaim struct {
 	Volume, Claim string

@@ -1,6 +1,7 @@
 package names
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -135,5 +136,32 @@ func TestSelectsPodByName(t *testing.T) {
 				t.Errorf("SelectsPodByName(%q, %q, %v) = %v, want %v", tc.listenerPod, tc.pod, tc.labels, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEphemeralClaimSources: every pod volume whose ephemeral claim has a
+// name is among the sources of that name, and every source names it back.
+func TestEphemeralClaimSources(t *testing.T) {
+	for _, tc := range []struct {
+		claim string
+		want  []PodVolume
+	}{
+		{"web-0-listener", []PodVolume{{"web", "0-listener"}, {"web-0", "listener"}}},
+		{"a-b", []PodVolume{{"a", "b"}}},
+		{"nodash", nil},
+		{"-lead", nil},
+		{"trail-", nil},
+		{"a--b", []PodVolume{{"a", "-b"}, {"a-", "b"}}},
+		{"", nil},
+	} {
+		got := EphemeralClaimSources(tc.claim)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("EphemeralClaimSources(%q) = %v, want %v", tc.claim, got, tc.want)
+		}
+		for _, src := range got {
+			if back := EphemeralClaimName(src.Pod, src.Volume); back != tc.claim {
+				t.Errorf("source %v of %q names claim %q", src, tc.claim, back)
+			}
+		}
 	}
 }

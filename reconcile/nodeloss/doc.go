@@ -39,7 +39,8 @@
 // reconciler's flow.
 //
 // The package is wired by cmd (SetupWithManager). It imports api/ for the
-// rules and caches for the pod-by-claim index it shares with reconcile
-// (caches.IndexPodClaim, registered by caches.ReconcilerView); never
+// rules and caches for the pod-by-claim lookup it shares with reconcile
+// (caches.PodsOfClaim, through caches.IndexPodClaim, registered by
+// caches.ReconcilerView); never
 // webhooks/ or csi/.
 package nodeloss

@@ -25,10 +25,10 @@ import (
 // the claim exists), with the cache indexes that mapping needs.
 
 // Cache indexes of this controller (names distinct from reconcile's), and
-// the pod and volume indexes it shares with reconcile (registered by
-// caches.ReconcilerView).
+// the volume index it shares with reconcile (registered by
+// caches.ReconcilerView; pods of a claim are looked up by
+// caches.PodsOfClaim).
 const (
-	indexPodClaim   = caches.IndexPodClaim
 	indexPVNode     = caches.IndexVolumeNode
 	indexClaimClass = "nodeloss.claim.class"
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // This file reads what the decision and the actions need: the claim, its
@@ -44,11 +45,7 @@ func (r *reconciler) getClaim(ctx context.Context, key types.NamespacedName) (*c
 
 // podsOf are the pods that mount the claim named key.
 func (r *reconciler) podsOf(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingFields{indexPodClaim: key.Name}); err != nil {
-		return nil, fmt.Errorf("list pods of claim %s: %w", key, err)
-	}
-	return pods.Items, nil
+	return caches.PodsOfClaim(ctx, r.client, key.Namespace, key.Name)
 }
 
 // node is the state of the named node (gone when it does not exist).
