@@ -36,6 +36,9 @@ func listenerClaimName(i int) string { return fmt.Sprintf("kafka-%05d-listener",
 var listenerKinds = []struct {
 	name string
 	make func(i int) client.Object
+	// create are the options the object is created with: as the
+	// operator creates it (its field manager), where it does.
+	create []client.CreateOption
 }{
 	{"listener claim", func(i int) client.Object {
 		return &corev1.PersistentVolumeClaim{
@@ -54,7 +57,7 @@ var listenerKinds = []struct {
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
 			},
 		}
-	}},
+	}, nil},
 	{"listener volume", func(i int) client.Object {
 		return &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pvc-0b9f3c1e-6a4d-4c59-9a9e-%012d", i),
@@ -75,7 +78,7 @@ var listenerKinds = []struct {
 					{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("node-%02d", i%50)}}}}}}},
 			},
 		}
-	}},
+	}, nil},
 	{"Listener", func(i int) client.Object {
 		return &v1alpha1.Listener{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
@@ -83,7 +86,7 @@ var listenerKinds = []struct {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("1c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: v1alpha1.ListenerSpec{ClassName: ptr.To("external-unstable"), Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}}},
 		}
-	}},
+	}, nil},
 	{"listener Service", func(i int) client.Object {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
@@ -100,7 +103,7 @@ var listenerKinds = []struct {
 				PublishNotReadyAddresses: true,
 			},
 		}
-	}},
+	}, []client.CreateOption{client.FieldOwner(v1alpha1.FieldManager)}},
 	{"listener EndpointSlice", func(i int) client.Object {
 		return &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i) + "-x7k2p", Namespace: listenerNamespace,
@@ -116,7 +119,7 @@ var listenerKinds = []struct {
 			}},
 			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("kafka"), Port: ptr.To[int32](9092), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		}
-	}},
+	}, nil},
 	{"listener pod", func(i int) client.Object {
 		p := ordinaryPod(i)
 		p.Name, p.Namespace = fmt.Sprintf("kafka-%05d", i), listenerNamespace
@@ -133,7 +136,7 @@ var listenerKinds = []struct {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("node-%02d", i%50)}}}}}}}}
 		return p
-	}},
+	}, nil},
 	{"PodListeners", func(i int) client.Object {
 		return &v1alpha1.PodListeners{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-0b9f3c1e-6a4d-4c59-9a9e-%012d", i), Namespace: listenerNamespace,
@@ -142,15 +145,16 @@ var listenerKinds = []struct {
 			Spec: v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{"listener": {Scope: v1alpha1.PodListenerScopeNode,
 				IngressAddresses: []v1alpha1.ListenerIngress{{Address: "192.168.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 31092}}}}}},
 		}
-	}},
+	}, nil},
 }
 
 // BenchmarkListenerObjects: heap in use per object of each kind a listener
 // claim brings, with the shipped policy and the previous one (measured in
 // the same process), at two sizes (the slope between them); the sum is the
 // cost of one per-claim listener workload on the leader (replica-B/obj: on
-// every replica). Run with -benchtime=1x; LISTENER_SIZES=small,large
-// overrides the sizes.
+// every replica; leader-inuse-B/obj: the heap spans those bytes keep in
+// use, the room the objects dropped left in them included). Run with
+// -benchtime=1x; LISTENER_SIZES=small,large overrides the sizes.
 func BenchmarkListenerObjects(b *testing.B) {
 	e := testenv.Require(b, env)
 	ctx := context.Background()
@@ -163,29 +167,30 @@ func BenchmarkListenerObjects(b *testing.B) {
 		{"previous", previousWebhooks, previousReconcilers},
 	}
 	for _, k := range listenerKinds {
-		h := make(map[string][2][2]float64, len(configs))
+		h := make(map[string][2][2]heapReading, len(configs))
 		created := 0
 		for si, n := range sizes {
 			start := time.Now()
-			if err := ensureObjects(ctx, e.Client, created, n, k.make); err != nil {
+			if err := ensureObjects(ctx, e.Client, created, n, k.make, k.create...); err != nil {
 				b.Fatal(err)
 			}
 			created = n
 			b.Logf("%d %ss in %s", n, k.name, time.Since(start).Round(time.Second))
 			for _, cfg := range configs {
 				b.Run(fmt.Sprintf("kind=%s/cache=%s/n=%d", k.name, cfg.name, n), func(b *testing.B) {
-					var w, l float64
+					var w, l heapReading
 					for range b.N {
 						w, l = medianHeaps(b, cfg)
 					}
 					hc := h[cfg.name]
-					hc[si] = [2]float64{w, l}
+					hc[si] = [2]heapReading{w, l}
 					h[cfg.name] = hc
-					b.ReportMetric(l/(1<<20), "leader-heap-MiB")
+					b.ReportMetric(l.live/(1<<20), "leader-heap-MiB")
 					if si == 1 {
 						d := float64(sizes[1] - sizes[0])
-						b.ReportMetric((w-hc[0][0])/d, "replica-B/obj")
-						b.ReportMetric((l-hc[0][1])/d, "leader-B/obj")
+						b.ReportMetric((w.live-hc[0][0].live)/d, "replica-B/obj")
+						b.ReportMetric((l.live-hc[0][1].live)/d, "leader-B/obj")
+						b.ReportMetric((l.inUse-hc[0][1].inUse)/d, "leader-inuse-B/obj")
 					}
 				})
 			}

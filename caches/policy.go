@@ -67,47 +67,49 @@ func TrimClaim(obj any) (any, error) {
 		return obj, nil
 	}
 	if !claims.Requested(c.Annotations, c.Spec.StorageClassName) {
-		out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta)}
-		out.Spec.StorageClassName = c.Spec.StorageClassName
-		internMeta(&out.ObjectMeta)
-		internPtr(out.Spec.StorageClassName)
-		return out, nil
+		*c = corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta),
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: c.Spec.StorageClassName}}
+		internMeta(&c.ObjectMeta)
+		internPtr(c.Spec.StorageClassName)
+		return c, nil
 	}
-	out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
+	out := corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
 	out.ManagedFields = nil
 	out.Finalizers = nil
 	out.OwnerReferences = nil // an ephemeral claim's pod: nothing reads it
 	out.Annotations = operatorAnnotations(c.Annotations)
 	if c.Spec.VolumeName == "" {
-		keepForProvisioning(out, c)
+		out.Annotations, out.Spec = keepForProvisioning(out.Annotations, c)
 	}
 	out.Spec.StorageClassName = c.Spec.StorageClassName
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Status.Phase = c.Status.Phase
-	internMeta(&out.ObjectMeta)
-	internPtr(out.Spec.StorageClassName)
-	internString(&out.Status.Phase)
-	return out, nil
+	*c = out
+	internMeta(&c.ObjectMeta)
+	internPtr(c.Spec.StorageClassName)
+	internString(&c.Status.Phase)
+	return c, nil
 }
 
-// keepForProvisioning keeps in out what the operator's provisioner
-// (reconcile/provision) makes an unbound listener claim's volume from
-// (volumes.PersistentVolume): the scheduler's selected node (a pinned
-// class's volume is pinned there), the access modes, the volume mode and
-// the requested size. Once the claim is bound nothing reads them, and the
-// next event of the claim drops them.
-func keepForProvisioning(out, c *corev1.PersistentVolumeClaim) {
+// keepForProvisioning returns the annotations and spec an unbound listener
+// claim c keeps for the operator's provisioner (reconcile/provision), which
+// makes its volume from them (volumes.PersistentVolume): to annotations,
+// the scheduler's selected node (a pinned class's volume is pinned there);
+// in the spec, the access modes, the volume mode and the requested size.
+// Once the claim is bound nothing reads them, and the next event of the
+// claim drops them.
+func keepForProvisioning(annotations map[string]string, c *corev1.PersistentVolumeClaim) (map[string]string, corev1.PersistentVolumeClaimSpec) {
 	if node := c.Annotations[volumes.AnnotationSelectedNode]; node != "" {
-		if out.Annotations == nil {
-			out.Annotations = make(map[string]string, 1)
+		if annotations == nil {
+			annotations = make(map[string]string, 1)
 		}
-		out.Annotations[volumes.AnnotationSelectedNode] = node
+		annotations[volumes.AnnotationSelectedNode] = node
 	}
-	out.Spec.AccessModes = c.Spec.AccessModes
-	out.Spec.VolumeMode = c.Spec.VolumeMode
+	spec := corev1.PersistentVolumeClaimSpec{AccessModes: c.Spec.AccessModes, VolumeMode: c.Spec.VolumeMode}
 	if size, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-		out.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: size}
+		spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: size}
 	}
+	return annotations, spec
 }
 
 // TrimVolume keeps of a PersistentVolume what the webhooks and the
@@ -127,10 +129,11 @@ func TrimVolume(obj any) (any, error) {
 		return obj, nil
 	}
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != v1alpha1.DriverName {
-		return &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}, nil
+		*pv = corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}
+		return pv, nil
 	}
 	internVolume(pv)
-	out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
+	out := corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
 	out.ManagedFields = nil
 	out.Finalizers = nil
 	out.Annotations = nil
@@ -141,7 +144,8 @@ func TrimVolume(obj any) (any, error) {
 		out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: src.Driver, VolumeHandle: inName(src.VolumeHandle, out.Name)}
 	}
 	out.Status.Phase = pv.Status.Phase
-	return out, nil
+	*pv = out
+	return pv, nil
 }
 
 // Shared are the types the webhooks and the reconcilers both read. On the
@@ -287,7 +291,7 @@ func TrimEndpointSlice(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := &discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
+	out := discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
 	out.DeletionTimestamp = s.DeletionTimestamp
 	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
 		// The EndpointSlice controller names a slice after its Service
@@ -301,9 +305,10 @@ func TrimEndpointSlice(obj any) (any, error) {
 			internPtr(out.Endpoints[i].NodeName)
 		}
 	}
-	internMeta(&out.ObjectMeta)
-	internString(&out.AddressType)
-	return out, nil
+	*s = out
+	internMeta(&s.ObjectMeta)
+	internString(&s.AddressType)
+	return s, nil
 }
 
 // StripManagedFields drops metadata.managedFields, which nothing but the
@@ -332,7 +337,7 @@ func TrimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	out := corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
 	out.ManagedFields = nil
 	out.OwnerReferences = nil
 	// Pinned-node loss reads a pod's controller and node affinity only
@@ -384,8 +389,9 @@ func TrimPod(obj any) (any, error) {
 		}}
 	}
 	out.Status.Phase = pod.Status.Phase
-	internPod(out)
-	return out, nil
+	*pod = out
+	internPod(pod)
+	return pod, nil
 }
 
 // TrimNode keeps of a Node what the reconcilers read: its metadata without

@@ -54,7 +54,7 @@ var unrelatedKinds = []struct {
 }
 
 // ensureObjects creates objects [from, n) of a kind with a few workers.
-func ensureObjects(ctx context.Context, c client.Client, from, n int, newObj func(int) client.Object) error {
+func ensureObjects(ctx context.Context, c client.Client, from, n int, newObj func(int) client.Object, opts ...client.CreateOption) error {
 	const workers = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -64,7 +64,7 @@ func ensureObjects(ctx context.Context, c client.Client, from, n int, newObj fun
 			defer wg.Done()
 			for i := from + w; i < n; i += workers {
 				obj := newObj(i)
-				if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				if err := c.Create(ctx, obj, opts...); err != nil && !apierrors.IsAlreadyExists(err) {
 					errs <- fmt.Errorf("create %T %d: %w", obj, i, err)
 					return
 				}
@@ -98,27 +98,36 @@ func podListenersMetadata() client.Object {
 	return m
 }
 
-// liveHeap is the heap the live objects take after two collections
-// (HeapAlloc right after a GC): unlike HeapInuse it does not move with how
-// full the spans happen to be, which at tens of MB of heap is noise of a
-// few hundred bytes per object at these sizes.
-func liveHeap() uint64 {
+// heapReading is the heap after two collections: live is what the live
+// objects take (HeapAlloc), inUse the spans they keep in use (HeapInuse),
+// the room left free in them included. live does not move with how full
+// the spans happen to be (at tens of MB of heap, noise of a few hundred
+// bytes per object at these sizes); inUse is what the process keeps
+// resident for them, and shows how objects kept and objects dropped share
+// spans (TestTrimsReuseTheDecodedObject).
+type heapReading struct{ live, inUse float64 }
+
+func (h heapReading) minus(o heapReading) heapReading {
+	return heapReading{h.live - o.live, h.inUse - o.inUse}
+}
+
+func liveHeap() heapReading {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	return heapReading{float64(ms.HeapAlloc), float64(ms.HeapInuse)}
 }
 
-// settledHeap is the live heap once it stops shrinking: the informers of a
-// cache stopped a moment ago let go of their objects only when their
-// goroutines have ended.
-func settledHeap() uint64 {
+// settledHeap is the heap once the live bytes stop shrinking: the
+// informers of a cache stopped a moment ago let go of their objects only
+// when their goroutines have ended.
+func settledHeap() heapReading {
 	last := liveHeap()
 	for range 20 {
 		time.Sleep(100 * time.Millisecond)
 		h := liveHeap()
-		if h+32<<10 > last && h < last+32<<10 {
+		if h.live+32<<10 > last.live && h.live < last.live+32<<10 {
 			return h
 		}
 		last = h
@@ -126,22 +135,26 @@ func settledHeap() uint64 {
 	return last
 }
 
-// medianHeaps runs replicaHeaps three times and returns the median of each.
-func medianHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader float64) {
-	var ws, ls []float64
+// medianHeaps runs replicaHeaps three times and returns the median of each
+// reading.
+func medianHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) {
+	var runs [4][]float64 // webhooks live, in use; leader live, in use
 	for range 3 {
 		w, l := replicaHeaps(b, cfg)
-		ws, ls = append(ws, w), append(ls, l)
+		for i, v := range []float64{w.live, w.inUse, l.live, l.inUse} {
+			runs[i] = append(runs[i], v)
+		}
 	}
-	sort.Float64s(ws)
-	sort.Float64s(ls)
-	return ws[1], ls[1]
+	for i := range runs {
+		sort.Float64s(runs[i])
+	}
+	return heapReading{runs[0][1], runs[1][1]}, heapReading{runs[2][1], runs[3][1]}
 }
 
 // replicaHeaps starts both caches of cfg with the informers the manager
 // opens and returns the heap each holds once synced (the webhooks' first,
 // then the reconcilers' on top of it).
-func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader float64) {
+func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := func(opts cache.Options, types []client.Object) cache.Cache {
@@ -168,7 +181,7 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader float64) {
 	after := settledHeap()
 	runtime.KeepAlive(w)
 	runtime.KeepAlive(r)
-	return float64(mid) - float64(before), float64(after) - float64(before)
+	return mid.minus(before), after.minus(before)
 }
 
 // BenchmarkUnrelatedObjects: heap in use per object the operator has
@@ -209,7 +222,8 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 				b.Run(fmt.Sprintf("kind=%s/n=%d/cache=%s", k.name, n, cfg.name), func(b *testing.B) {
 					var w, l float64
 					for range b.N {
-						w, l = medianHeaps(b, cfg)
+						wh, lh := medianHeaps(b, cfg)
+						w, l = wh.live, lh.live
 					}
 					h := heaps[cfg.name]
 					h[si] = [2]float64{w, l}
