@@ -40,17 +40,13 @@ func PodsOfClaim(ctx context.Context, c client.Reader, namespace, claim string) 
 		case err != nil:
 			return nil, fmt.Errorf("get pod %s/%s of claim %s: %w", namespace, src.Pod, claim, err)
 		}
-		if hasEphemeralVolume(pod, src.Volume) && !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == pod.Name }) {
+		// The pod's claims as names.PodClaimNames has them, the one rule of
+		// which claims a pod uses; a pod the index listed is not listed twice.
+		if slices.Contains(names.PodClaimNames(pod), claim) && !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == pod.Name }) {
 			pods = append(pods, *pod)
 		}
 	}
 	return pods, nil
-}
-
-// hasEphemeralVolume reports whether pod has a generic ephemeral volume
-// named volume.
-func hasEphemeralVolume(pod *corev1.Pod, volume string) bool {
-	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volume && v.Ephemeral != nil })
 }
 
 // PodNamedClaims are the values of IndexPodClaim for a pod: the claims its
