@@ -290,14 +290,14 @@ func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
 // listener claim, and the last phase's time to Ready against its floor,
 // stage by stage.
 func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor, boundFloor []float64) {
-	fmt.Fprintln(w, "\nslope per object added (RSS / heap in use, bytes per object; the row before as base):")
+	fmt.Fprintln(w, "\nslope per object added (RSS / heap in use / its objects, bytes per object; the row before as base):")
 	for i := 1; i < len(rows); i++ {
 		if rows[i].added == 0 {
 			continue
 		}
 		d := float64(rows[i].added)
 		eachComponent(rows[i], rows[i-1], func(a, b component) {
-			fmt.Fprintf(w, "  %-22s %-26s RSS %7.0f B   heap %7.0f B\n", rows[i].kind, a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d)
+			fmt.Fprintf(w, "  %-22s %-26s RSS %7.0f B   heap %7.0f B   objects %7.0f B\n", rows[i].kind, a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d, (a.live-b.live)/d)
 		})
 	}
 	sec := func(ds []float64, p float64) string {

@@ -48,14 +48,14 @@ func TestMixObjects(t *testing.T) {
 // The mix report names each kind's slope and the burst against its floor.
 func TestReportMix(t *testing.T) {
 	rows := []row{
-		{label: "base", components: []component{{name: "controller (leader)", rss: 50e6, heap: 20e6}}},
-		{label: "+ 1000 ordinary claims", added: 1000, kind: "ordinary claims", components: []component{{name: "controller (leader)", rss: 51e6, heap: 20.5e6}}},
+		{label: "base", components: []component{{name: "controller (leader)", rss: 50e6, heap: 20e6, live: 15e6}}},
+		{label: "+ 1000 ordinary claims", added: 1000, kind: "ordinary claims", components: []component{{name: "controller (leader)", rss: 51e6, heap: 20.5e6, live: 15.2e6}}},
 	}
 	var b strings.Builder
 	reportMix(&b, rows, phase{claims: 500, readyP50: time.Second, readyP99: 2 * time.Second},
 		[]stage{{name: "Listener Ready", ds: []float64{1, 2, 4}}}, []float64{1, 2, 2}, []float64{2, 3, 8})
 	out := b.String()
-	for _, want := range []string{"ordinary claims", "RSS    1000 B", "heap     500 B", "Listener Ready (per-claim)", "floor: pod Ready", "p99 / floor p99 = 2.00", "bound-volume floor: pod Ready", "p99 / bound-volume floor p99 = 0.50"} {
+	for _, want := range []string{"ordinary claims", "RSS    1000 B", "heap     500 B", "objects     200 B", "Listener Ready (per-claim)", "floor: pod Ready", "p99 / floor p99 = 2.00", "bound-volume floor: pod Ready", "p99 / bound-volume floor p99 = 0.50"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
@@ -87,11 +87,11 @@ func TestClaimSteps(t *testing.T) {
 // the last row over the claims, and the budget what 64 MB leaves above the
 // base.
 func TestReportPerClaim(t *testing.T) {
-	base := row{components: []component{{name: "controller (leader)", rss: 52e6, heap: 9e6}}}
-	last := row{components: []component{{name: "controller (leader)", rss: 68e6, heap: 21e6}}}
+	base := row{components: []component{{name: "controller (leader)", rss: 52e6, heap: 9e6, live: 7e6}}}
+	last := row{components: []component{{name: "controller (leader)", rss: 68e6, heap: 21e6, live: 16e6}}}
 	var b strings.Builder
 	reportPerClaim(&b, options{listeners: 1000}, base, last)
-	want := "controller (leader)        RSS   16000 B   heap   12000 B   budget   12000 B"
+	want := "controller (leader)        RSS   16000 B   heap   12000 B   objects    9000 B   budget   12000 B"
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("got\n%s\nwant a line %q", b.String(), want)
 	}
