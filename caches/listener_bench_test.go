@@ -140,7 +140,10 @@ var listenerKinds = []struct {
 	{"PodListeners", func(i int) client.Object {
 		return &v1alpha1.PodListeners{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-0b9f3c1e-6a4d-4c59-9a9e-%012d", i), Namespace: listenerNamespace,
-				Labels:          map[string]string{"app.kubernetes.io/managed-by": v1alpha1.FieldManager},
+				Labels: map[string]string{"app.kubernetes.io/managed-by": v1alpha1.FieldManager},
+				// The hash of its spec (reconcile.AnnotationPodListenersHash),
+				// which the metadata-only cache keeps: no two pods' are alike.
+				Annotations:     map[string]string{"listeners.stackable.tech/podlisteners-hash": fmt.Sprintf("%016x", 0x10804fddfa2aee07+i)},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("kafka-%05d", i), UID: types.UID(fmt.Sprintf("0b9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{"listener": {Scope: v1alpha1.PodListenerScopeNode,
 				IngressAddresses: []v1alpha1.ListenerIngress{{Address: "192.168.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 31092}}}}}},
