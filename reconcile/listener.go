@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -108,6 +109,9 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if err := r.publish(ctx, l, o); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if o.retry != nil {
+		return ctrl.Result{}, o.retry
 	}
 	return o.result(), nil
 }
@@ -246,6 +250,9 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			// retrying will not help until someone edits them.
 			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)})), nil
 		}
+		if v, ok := serviceRefused(svcName, err); ok {
+			return nil, ptr.To(retrying(v, err)), nil
+		}
 		return nil, nil, err
 	}
 	if svc == nil {
@@ -261,6 +268,26 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			"%s", v1alpha1.TruncateMessage(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
 	}
 	return svc, nil, nil
+}
+
+// serviceRefused is the verdict on a Service the API server refused to
+// create or update for a reason outside the Listener: Forbidden (a
+// ResourceQuota on Services or node ports, an admission policy, the
+// operator's own permissions) or an internal error (the cluster's Service IP
+// or node port range is full: "range is full"). Without it such a Listener
+// had no status at all, and only the operator's log said why.
+func serviceRefused(name string, err error) (verdict, bool) {
+	if !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
+		return verdict{}, false
+	}
+	reason := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		reason = status.Status().Message
+	}
+	return verdict{reason: v1alpha1.ReasonServiceRefused, message: fmt.Sprintf(
+		"the API server refused Service %s: %s; the operator tries again with backoff: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
+		name, reason)}, true
 }
 
 // existingService reads the Service from the cache. A Service the cache has

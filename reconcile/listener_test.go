@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -219,6 +221,49 @@ func TestForeignServiceIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReason(t, ctx, c, ns, "taken", v1alpha1.ReasonReady)
+}
+
+// TestRefusedServiceIsReported: a Service the API server refuses for a
+// reason outside the Listener (here a ResourceQuota on Services; the same
+// path takes a full Service IP or node port range) gives the Listener
+// Ready=False ServiceRefused with the API server's reason and a Warning
+// event, and the Listener gets its Service once the quota allows it.
+func TestRefusedServiceIsReported(t *testing.T) {
+	e, ctx, ns := setup(t)
+	c := e.Client
+	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-services", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}}
+	testenv.Create(t, ctx, c, quota)
+	// What kube-controller-manager's quota controller, which does not run
+	// here, would write: the admission plugin checks against it.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}
+	if err := c.Status().Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Create(t, ctx, c, listener(ns, "quota", class.Name, port("http", 80)))
+
+	l := waitReason(t, ctx, c, ns, "quota", v1alpha1.ReasonServiceRefused)
+	cond := findCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+	for _, want := range []string{"Service quota", "exceeded quota: no-services", "ResourceQuota"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not say %q", cond.Message, want)
+		}
+	}
+	if len(l.Status.IngressAddresses) != 0 {
+		t.Errorf("addresses %+v published without a Service", l.Status.IngressAddresses)
+	}
+	if ev := waitEvent(t, ctx, c, ns, "quota", v1alpha1.ReasonServiceRefused); ev.Type != corev1.EventTypeWarning {
+		t.Errorf("event type %s, want Warning", ev.Type)
+	}
+
+	// The quota raised: the retries (no event reaches the Listener) create
+	// the Service.
+	if err := c.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	waitReason(t, ctx, c, ns, "quota", v1alpha1.ReasonReady)
+	getService(t, ctx, c, ns, "quota", nil)
 }
 
 func TestMalformedListenersDoNotStopOthers(t *testing.T) {
@@ -434,5 +479,40 @@ func TestLoadBalancerStatusBecomesAddresses(t *testing.T) {
 	}
 	if !reflect.DeepEqual(l.Status.IngressAddresses, want) || l.Status.NodePorts != nil {
 		t.Errorf("addresses = %+v, node ports %v; want %+v and no node ports", l.Status.IngressAddresses, l.Status.NodePorts, want)
+	}
+}
+
+// TestServiceRefused: which refusals of a Service become the Listener's
+// verdict (and which stay plain retries), with the API server's reason in
+// the message.
+func TestServiceRefused(t *testing.T) {
+	gr := corev1.Resource("services")
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewForbidden(gr, "web", fmt.Errorf("exceeded quota: q, requested: services=1, used: services=0, limited: services=0")), true},
+		{apierrors.NewInternalError(fmt.Errorf(`failed to allocate a serviceIP for Service "web": range is full`)), true},
+		{fmt.Errorf("create service ns/web for listener web: %w", apierrors.NewForbidden(gr, "web", fmt.Errorf("denied by policy"))), true},
+		{apierrors.NewConflict(gr, "web", fmt.Errorf("changed")), false},
+		{apierrors.NewTimeoutError("slow", 1), false},
+		{apierrors.NewNotFound(gr, "web"), false},
+		{fmt.Errorf("connection refused"), false},
+	} {
+		v, ok := serviceRefused("web", tc.err)
+		if ok != tc.want {
+			t.Errorf("%v: refused %v, want %v", tc.err, ok, tc.want)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var status apierrors.APIStatus
+		if !errors.As(tc.err, &status) {
+			t.Fatalf("%v is not an API status", tc.err)
+		}
+		if v.ready || v.reason != v1alpha1.ReasonServiceRefused || !strings.Contains(v.message, status.Status().Message) || !strings.Contains(v.message, "Service web") {
+			t.Errorf("%v: verdict %+v, want not ready, %s, with the API server's message", tc.err, v, v1alpha1.ReasonServiceRefused)
+		}
 	}
 }

@@ -20,6 +20,11 @@ type outcome struct {
 	verdict verdict
 	// requeueAfter is when to look again on its own (0: on events only).
 	requeueAfter time.Duration
+	// retry, when set, is what the reconcile returns once the verdict is
+	// published: the controller tries again with its backoff, since what
+	// refused may give way without an event the Listener hears of (a quota
+	// raised, a Service deleted elsewhere frees an address).
+	retry error
 }
 
 // settled is the outcome of a Listener whose status was computed.
@@ -31,6 +36,14 @@ func settled(st v1alpha1.ListenerStatus, v verdict) outcome {
 // the verdict (the addresses it published stay, see keepPublished).
 func judged(v verdict) outcome {
 	return settled(v1alpha1.ListenerStatus{}, v)
+}
+
+// retrying is the outcome of a Listener whose verdict is published while
+// the reconcile is retried with backoff because of err.
+func retrying(v verdict, err error) outcome {
+	o := judged(v)
+	o.retry = err
+	return o
 }
 
 // cacheBehind is the outcome of a reconcile that found the Service cache

@@ -155,4 +155,9 @@ const (
 	ReasonAwaitingLoadBalancer = "AwaitingLoadBalancer"
 	ReasonNoNodes              = "NoNodes"
 	ReasonInvalid              = "Invalid"
+	// ReasonServiceRefused: the API server refused to create or update the
+	// Listener's Service for a reason outside the Listener (a ResourceQuota,
+	// an admission policy, the cluster's Service IP or node port range
+	// being full); the operator tries again with backoff.
+	ReasonServiceRefused = "ServiceRefused"
 )
