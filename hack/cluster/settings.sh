@@ -28,6 +28,16 @@ POD_RANGE_END=10.88.0.239
 CLUSTER_CIDR=10.88.0.0/17
 SERVICE_CIDR=10.88.128.0/20
 SERVICE_IP=10.88.128.1
+# The node ports Services get (kube-apiserver's default).
+NODE_PORT_RANGE=30000-32767
+# SERVICES_LARGE, when set (make scale-10x), gives Services 16,382
+# addresses (/18, still outside CLUSTER_CIDR) and 10,000 node ports instead
+# of 4,094 and 2,768: the 10x point's 6,000 Listeners need 6,000 Services,
+# 3,000 of them NodePort.
+if [[ -n ${SERVICES_LARGE:-} ]]; then
+  SERVICE_CIDR=10.88.128.0/18
+  NODE_PORT_RANGE=30000-39999
+fi
 # Every kubelet's cluster domain and DNS address (pods' resolv.conf: search
 # <ns>.svc.$CLUSTER_DOMAIN svc.$CLUSTER_DOMAIN $CLUSTER_DOMAIN). No DNS server
 # runs; the address is the one pods were given anyway. `make e2e` sets a

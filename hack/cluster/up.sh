@@ -13,7 +13,7 @@ start_control_plane() {
     --initial-cluster default=http://127.0.0.1:23800 --unsafe-no-fsync --log-level warn
   start kube-apiserver "$k8sbin/kube-apiserver" --etcd-servers "$ETCD_URL" \
     --bind-address "$HOST_IP" --advertise-address "$HOST_IP" --secure-port 6443 \
-    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --service-cluster-ip-range "$SERVICE_CIDR" --service-node-port-range "$NODE_PORT_RANGE" \
     --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
