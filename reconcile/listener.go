@@ -110,10 +110,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, err
 		}
 	}
-	if o.retry != nil {
-		return ctrl.Result{}, o.retry
-	}
-	return o.result(), nil
+	return o.result()
 }
 
 // reconcileService brings the Listener's Service in line and computes the

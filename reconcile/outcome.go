@@ -68,7 +68,8 @@ func recheckAfter(v verdict) time.Duration {
 	return 0
 }
 
-// result is the controller-runtime result of an outcome.
-func (o outcome) result() ctrl.Result {
-	return ctrl.Result{RequeueAfter: o.requeueAfter}
+// result is the controller-runtime result of an outcome, and the error a
+// retried one fails with (the controller's backoff then applies).
+func (o outcome) result() (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.retry
 }
