@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -70,7 +69,7 @@ func TestRepeatedStringsAreHeldOnce(t *testing.T) {
 
 // TestValuesHeldInTheName: a value that begins the object's own name (or
 // its claim's) is held in the name's memory, and reads the same: a
-// listener volume's handle and Listener, an EndpointSlice's Service, a
+// listener volume's handle and Listener, a
 // Service's Listener and instance label, a pod's StatefulSet and pod-name
 // label, a PodListeners' owner UID. A value that differs keeps its own
 // copy.
@@ -104,22 +103,6 @@ func TestValuesHeldInTheName(t *testing.T) {
 			out, _ := TrimVolume(pv)
 			if h := out.(*corev1.PersistentVolume).Spec.CSI.VolumeHandle; h != "vol-b" {
 				t.Fatalf("handle %q, want vol-b", h)
-			}
-		}},
-		{"slice's Service", func(t *testing.T) {
-			es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: s("web-x7k2p"), Labels: map[string]string{discoveryv1.LabelServiceName: s("web")}}}
-			out, _ := TrimEndpointSlice(es)
-			got := out.(*discoveryv1.EndpointSlice)
-			if got.Labels[discoveryv1.LabelServiceName] != "web" {
-				t.Fatalf("labels %v", got.Labels)
-			}
-			inName("service name", got.Labels[discoveryv1.LabelServiceName], got.Name)
-		}},
-		{"slice named otherwise", func(t *testing.T) {
-			es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: s("other"), Labels: map[string]string{discoveryv1.LabelServiceName: s("web")}}}
-			out, _ := TrimEndpointSlice(es)
-			if got := out.(*discoveryv1.EndpointSlice).Labels; got[discoveryv1.LabelServiceName] != "web" {
-				t.Fatalf("labels %v", got)
 			}
 		}},
 		{"volume's Listener is its claim's name", func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,7 +27,8 @@ import (
 // a per-claim Listener: the claim, its volume, the Listener, its Service
 // and EndpointSlice, the pod and its PodListeners. Objects whose status
 // the API server takes only through the status subresource (Listener,
-// claim, volume) are measured without it.
+// claim, volume) are measured without it, but for the pod: the reconcilers
+// keep its Ready condition, so it gets a running pod's status.
 
 const listenerNamespace = "cache-listener"
 
@@ -39,6 +40,9 @@ var listenerKinds = []struct {
 	// create are the options the object is created with: as the
 	// operator creates it (its field manager), where it does.
 	create []client.CreateOption
+	// status, when set, is written on each object after its create,
+	// through the status subresource (as the kubelet writes a pod's).
+	status func(client.Object)
 }{
 	{"listener claim", func(i int) client.Object {
 		return &corev1.PersistentVolumeClaim{
@@ -57,7 +61,7 @@ var listenerKinds = []struct {
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
 			},
 		}
-	}, nil},
+	}, nil, nil},
 	{"listener volume", func(i int) client.Object {
 		return &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pvc-0b9f3c1e-6a4d-4c59-9a9e-%012d", i),
@@ -78,7 +82,7 @@ var listenerKinds = []struct {
 					{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("node-%02d", i%50)}}}}}}},
 			},
 		}
-	}, nil},
+	}, nil, nil},
 	{"Listener", func(i int) client.Object {
 		return &v1alpha1.Listener{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
@@ -86,7 +90,7 @@ var listenerKinds = []struct {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("1c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: v1alpha1.ListenerSpec{ClassName: ptr.To("external-unstable"), Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}}},
 		}
-	}, nil},
+	}, nil, nil},
 	{"listener Service", func(i int) client.Object {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
@@ -103,7 +107,7 @@ var listenerKinds = []struct {
 				PublishNotReadyAddresses: true,
 			},
 		}
-	}, []client.CreateOption{client.FieldOwner(v1alpha1.FieldManager)}},
+	}, []client.CreateOption{client.FieldOwner(v1alpha1.FieldManager)}, nil},
 	{"listener EndpointSlice", func(i int) client.Object {
 		return &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i) + "-x7k2p", Namespace: listenerNamespace,
@@ -119,7 +123,7 @@ var listenerKinds = []struct {
 			}},
 			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("kafka"), Port: ptr.To[int32](9092), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		}
-	}, nil},
+	}, nil, nil},
 	{"listener pod", func(i int) client.Object {
 		p := ordinaryPod(i)
 		p.Name, p.Namespace = fmt.Sprintf("kafka-%05d", i), listenerNamespace
@@ -136,7 +140,7 @@ var listenerKinds = []struct {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{fmt.Sprintf("node-%02d", i%50)}}}}}}}}
 		return p
-	}, nil},
+	}, nil, runningPodStatus},
 	{"PodListeners", func(i int) client.Object {
 		return &v1alpha1.PodListeners{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-0b9f3c1e-6a4d-4c59-9a9e-%012d", i), Namespace: listenerNamespace,
@@ -148,7 +152,7 @@ var listenerKinds = []struct {
 			Spec: v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{"listener": {Scope: v1alpha1.PodListenerScopeNode,
 				IngressAddresses: []v1alpha1.ListenerIngress{{Address: "192.168.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 31092}}}}}},
 		}
-	}, nil},
+	}, nil, nil},
 }
 
 // BenchmarkListenerObjects: heap in use per object of each kind a listener
@@ -166,8 +170,8 @@ func BenchmarkListenerObjects(b *testing.B) {
 	}
 	sizes := benchSizesFrom(b, "LISTENER_SIZES", []int{1000, 5000})
 	configs := []cacheConfig{
-		{"shipped", Webhooks, Reconcilers},
-		{"previous", previousWebhooks, previousReconcilers},
+		{"shipped", Webhooks, Reconcilers, false},
+		{"previous", previousWebhooks, previousReconcilers, true},
 	}
 	for _, k := range listenerKinds {
 		h := make(map[string][2][2]heapReading, len(configs))
@@ -176,6 +180,11 @@ func BenchmarkListenerObjects(b *testing.B) {
 			start := time.Now()
 			if err := ensureObjects(ctx, e.Client, created, n, k.make, k.create...); err != nil {
 				b.Fatal(err)
+			}
+			if k.status != nil {
+				if err := writeStatuses(ctx, e.Client, created, n, k.make, k.status); err != nil {
+					b.Fatal(err)
+				}
 			}
 			created = n
 			b.Logf("%d %ss in %s", n, k.name, time.Since(start).Round(time.Second))
@@ -201,97 +210,63 @@ func BenchmarkListenerObjects(b *testing.B) {
 	}
 }
 
-// previousWebhooks and previousReconcilers are the shipped policy as it was
-// at commit 3ae4bf5, kept to measure the shipped one against in the same
-// process: a pod bound to a node kept its controller and node affinity;
-// label and annotation values, owners' names and UIDs and a volume's handle
-// were copies of their own, not held in the object's name (inName), and
-// each object had label and annotation maps of its own (sharedMaps).
-func previousWebhooks() cache.Options {
-	opts := Webhooks()
-	previously(&opts)
-	return opts
+// runningPodStatus is the status the kubelet writes for a running pod.
+func runningPodStatus(o client.Object) {
+	p := o.(*corev1.Pod)
+	now := metav1.Now()
+	p.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+		HostIP: "192.168.0.1", PodIP: "10.244.1.7", PodIPs: []corev1.PodIP{{IP: "10.244.1.7"}},
+		StartTime: &now, QOSClass: corev1.PodQOSBurstable,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Ready: true, Started: ptr.To(true), Image: p.Spec.Containers[0].Image,
+			ImageID:     "registry.example/kafka@sha256:4f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0",
+			ContainerID: "containerd://8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d",
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+	}
 }
+
+// writeStatuses writes status on objects [from, n) of a kind: it reads
+// each, sets its status and updates the subresource.
+func writeStatuses(ctx context.Context, c client.Client, from, n int, newObj func(int) client.Object, status func(client.Object)) error {
+	return eachObject(from, n, func(i int) error {
+		obj := newObj(i)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return fmt.Errorf("read %T %d: %w", obj, i, err)
+		}
+		status(obj)
+		if err := c.Status().Update(ctx, obj); err != nil {
+			return fmt.Errorf("status of %T %d: %w", obj, i, err)
+		}
+		return nil
+	})
+}
+
+// previousWebhooks and previousReconcilers are the shipped policy as it was
+// at commit 342363d, kept to measure the shipped one against in the same
+// process: the reconcilers held the EndpointSlices of the operator's
+// Services (a NodePort Listener's nodes came from them, not from its pods),
+// and a pod kept none of its conditions.
+func previousWebhooks() cache.Options { return Webhooks() }
 
 func previousReconcilers() cache.Options {
 	opts := Reconcilers()
 	setByObject(opts, &corev1.Pod{}, cache.ByObject{Label: Marked(), Transform: func(obj any) (any, error) {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return obj, nil
+		out, err := TrimPod(obj)
+		if p, ok := out.(*corev1.Pod); ok {
+			p.Status.Conditions = nil
 		}
-		ref, affinity := metav1.GetControllerOf(pod), pod.Spec.Affinity
-		out, err := TrimPod(pod)
-		if err != nil {
-			return out, err
-		}
-		p := out.(*corev1.Pod)
-		if ref != nil {
-			ref.APIVersion, ref.Kind = intern(ref.APIVersion), intern(ref.Kind)
-			p.OwnerReferences = []metav1.OwnerReference{*ref}
-		}
-		if affinity != nil && affinity.NodeAffinity != nil && affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
-			}}
-			internNodeSelector(p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
-		}
-		return p, nil
+		return out, err
 	}})
-	previously(&opts)
+	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
+	opts.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: ours, Transform: trimSliceAsBefore}
 	return opts
-}
-
-// previously wraps every transform of opts so that what inName shares
-// with an object's name is a copy of its own again, as before.
-func previously(opts *cache.Options) {
-	wrap := func(tf func(any) (any, error)) func(any) (any, error) {
-		return func(obj any) (any, error) {
-			out, err := tf(obj)
-			if err != nil {
-				return out, err
-			}
-			if o, ok := out.(metav1.Object); ok {
-				unshare(o)
-			}
-			if pv, ok := out.(*corev1.PersistentVolume); ok && pv.Spec.CSI != nil {
-				pv.Spec.CSI.VolumeHandle = strings.Clone(pv.Spec.CSI.VolumeHandle)
-			}
-			return out, nil
-		}
-	}
-	opts.DefaultTransform = wrap(opts.DefaultTransform)
-	for k, by := range opts.ByObject {
-		by.Transform = wrap(by.Transform)
-		opts.ByObject[k] = by
-	}
-}
-
-// unshare gives an object its own label and annotation maps (no longer
-// one copy of those that repeat, sharedMaps), their values (but the common
-// ones, canonical before too) and its owners' names and UIDs copies of
-// their own.
-func unshare(o metav1.Object) {
-	own := func(m map[string]string) map[string]string {
-		if m == nil {
-			return nil
-		}
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			if _, common := commonValues[v]; !common {
-				v = strings.Clone(v)
-			}
-			out[k] = v
-		}
-		return out
-	}
-	o.SetLabels(own(o.GetLabels()))
-	o.SetAnnotations(own(o.GetAnnotations()))
-	refs := o.GetOwnerReferences()
-	for i := range refs {
-		refs[i].Name = strings.Clone(refs[i].Name)
-		refs[i].UID = types.UID(strings.Clone(string(refs[i].UID)))
-	}
 }
 
 // setByObject sets the policy of obj's type in opts, in place of the one

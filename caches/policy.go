@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -215,15 +214,15 @@ func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 // Reconcilers is the cache policy of the reconcilers' cache, which only the
 // leader starts (see LeaderOnly) and which holds what only they read. Pods
 // are selected by the listener-volume label: a cluster's other pods are
-// never sent to the operator nor held by it. Services and EndpointSlices are
-// selected by app.kubernetes.io/name=listener, which every Service the
-// operator makes carries (the Stackable operator's too, so the takeover
-// finds them) and the EndpointSlice controller copies to the Service's
-// slices: the cluster's other Services and slices are not held either. A
-// foreign Service under a name a Listener wants is found by a live read
-// when creating the Service fails (see reconcile). managedFields are dropped
-// from everything (from a Service once the operator has applied it), and
-// what the reconcilers never read of pods, nodes and EndpointSlices.
+// never sent to the operator nor held by it. Services are selected by
+// app.kubernetes.io/name=listener, which every Service the operator makes
+// carries (the Stackable operator's too, so the takeover finds them): the
+// cluster's other Services are not held either. A foreign Service under a
+// name a Listener wants is found by a live read when creating the Service
+// fails (see reconcile). EndpointSlices are not held at all: the nodes a
+// Listener's pods run on come from the pods themselves. managedFields are
+// dropped from everything (from a Service once the operator has applied
+// it), and what the reconcilers never read of pods and nodes.
 func Reconcilers() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	return cache.Options{
@@ -233,9 +232,8 @@ func Reconcilers() cache.Options {
 				Label:     Marked(),
 				Transform: TrimPod,
 			},
-			&corev1.Node{}:               {Transform: TrimNode},
-			&corev1.Service{}:            {Label: ours, Transform: TrimService},
-			&discoveryv1.EndpointSlice{}: {Label: ours, Transform: TrimEndpointSlice},
+			&corev1.Node{}:    {Transform: TrimNode},
+			&corev1.Service{}: {Label: ours, Transform: TrimService},
 		},
 	}
 }
@@ -280,35 +278,17 @@ func HandoverPending(o metav1.Object) bool {
 	return false
 }
 
-// TrimEndpointSlice keeps of an EndpointSlice its identity, the name of its
-// Service (the label kubernetes.io/service-name) and, of each endpoint, the
-// node it runs on and its conditions: which nodes serve a Service is all the
-// reconcilers read. The other labels (copies of the Service's), the
-// annotations, owners, addresses, target references, hints, zones and ports
-// are dropped.
-func TrimEndpointSlice(obj any) (any, error) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return obj, nil
+// conditionStatus is s as the constant of its value (a string the decoder
+// made for each object otherwise).
+func conditionStatus(s corev1.ConditionStatus) corev1.ConditionStatus {
+	switch s {
+	case corev1.ConditionTrue:
+		return corev1.ConditionTrue
+	case corev1.ConditionFalse:
+		return corev1.ConditionFalse
+	default:
+		return corev1.ConditionUnknown
 	}
-	out := discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
-	out.DeletionTimestamp = s.DeletionTimestamp
-	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
-		// The EndpointSlice controller names a slice after its Service
-		// ("<service>-<suffix>"): the name holds the value already.
-		out.Labels = map[string]string{discoveryv1.LabelServiceName: inName(svc, out.Name)}
-	}
-	if len(s.Endpoints) > 0 {
-		out.Endpoints = make([]discoveryv1.Endpoint, len(s.Endpoints))
-		for i, ep := range s.Endpoints {
-			out.Endpoints[i] = discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions}
-			internPtr(out.Endpoints[i].NodeName)
-		}
-	}
-	*s = out
-	internMeta(&s.ObjectMeta)
-	internString(&s.AddressType)
-	return s, nil
 }
 
 // StripManagedFields drops metadata.managedFields, which nothing but the
@@ -330,8 +310,9 @@ func StripManagedFields(obj any) (any, error) {
 // Listener's ports come from its pods' container ports), spec.nodeName and
 // status.phase; while the pod is Pending (no node yet), also its controller
 // and its required node affinity (what pins it to a node). Images, env,
-// probes, resources, init containers, pod (anti-)affinity, conditions and
-// the rest of the status are dropped.
+// probes, resources, init containers, pod (anti-)affinity, the conditions
+// but Ready (its status alone: a NodePort Listener that publishes only
+// ready pods' nodes reads it) and the rest of the status are dropped.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -389,6 +370,13 @@ func TrimPod(obj any) (any, error) {
 		}}
 	}
 	out.Status.Phase = pod.Status.Phase
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			// Constants: the condition costs no string of its own.
+			out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: conditionStatus(c.Status)}}
+			break
+		}
+	}
 	*pod = out
 	internPod(pod)
 	return pod, nil

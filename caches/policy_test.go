@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
@@ -51,9 +50,13 @@ func fullPod() *corev1.Pod {
 			InitContainers: []corev1.Container{{Name: "init", Image: "i", Ports: []corev1.ContainerPort{{ContainerPort: 1}}}},
 		},
 		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			PodIPs:     []corev1.PodIP{{IP: "10.0.0.1"}},
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
+				{Type: corev1.PodReady, Status: corev1.ConditionStatus(string([]byte("True"))), LastTransitionTime: metav1.Now(), Reason: "r", Message: "m"},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+			},
+			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
 		},
 	}
 }
@@ -102,7 +105,10 @@ func TestTrimPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := &corev1.Pod{ObjectMeta: *keptMeta.DeepCopy(), Spec: *keptSpec.DeepCopy(), Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			// Of the conditions only Ready, its status alone (a NodePort
+			// Listener that publishes only ready pods' nodes reads it).
+			want := &corev1.Pod{ObjectMeta: *keptMeta.DeepCopy(), Spec: *keptSpec.DeepCopy(), Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 			want.OwnerReferences = tt.owners
 			want.Spec.NodeName = tt.node
 			want.Spec.Affinity = tt.wantAffinity
@@ -120,7 +126,7 @@ func TestTrimPod(t *testing.T) {
 // TestTransformsPassOtherObjects: an informer may hand a tombstone or
 // another type; it passes unchanged.
 func TestTransformsPassOtherObjects(t *testing.T) {
-	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimEndpointSlice": TrimEndpointSlice, "TrimClaim": TrimClaim, "TrimVolume": TrimVolume, "StripManagedFields": StripManagedFields} {
+	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimClaim": TrimClaim, "TrimVolume": TrimVolume, "StripManagedFields": StripManagedFields} {
 		other := "not an object"
 		got, err := fn(other)
 		if err != nil || got != other {
@@ -146,7 +152,6 @@ func TestTrimsReuseTheDecodedObject(t *testing.T) {
 		"TrimClaim (ordinary)":  {TrimClaim, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
 		"TrimVolume (listener)": {TrimVolume, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName}}}}},
 		"TrimVolume (other)":    {TrimVolume, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}}},
-		"TrimEndpointSlice":     {TrimEndpointSlice, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}}},
 		"TrimService":           {TrimService, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}},
 	} {
 		got, err := tc.fn(tc.obj)
@@ -236,44 +241,6 @@ func TestTrimService(t *testing.T) {
 				t.Fatalf("HandoverPending: cached Service %v, API server's %v, want %v", cached, server, tc.wantKept)
 			}
 		})
-	}
-}
-
-// TestTrimEndpointSlice: the nodes of the endpoints and their conditions
-// survive (which nodes serve a Service); addresses and the rest are gone.
-func TestTrimEndpointSlice(t *testing.T) {
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "s1", ResourceVersion: "4",
-			Labels:          map[string]string{discoveryv1.LabelServiceName: "web", "app.kubernetes.io/name": "listener", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
-			Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-24T12:00:00Z"},
-			OwnerReferences: []metav1.OwnerReference{{Kind: "Service", Name: "web"}},
-			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "endpointslice-controller"}}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{
-			{Addresses: []string{"10.0.0.1"}, NodeName: ptr.To("n1"), Zone: ptr.To("z"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "web-0"}},
-			{Addresses: []string{"10.0.0.2"}, NodeName: ptr.To("n2"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true)}},
-		},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
-	}
-	got, err := TrimEndpointSlice(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &discoveryv1.EndpointSlice{
-		// The Service's name, nothing else of the metadata but identity.
-		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "ns", UID: "s1", ResourceVersion: "4", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{
-			{NodeName: ptr.To("n1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-			{NodeName: ptr.To("n2"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true)}},
-		},
-	}
-	if !equality.Semantic.DeepEqual(got, want) {
-		t.Fatalf("trimmed slice:\n got %+v\nwant %+v", got, want)
-	}
-	if again, _ := TrimEndpointSlice(want.DeepCopy()); !equality.Semantic.DeepEqual(again, want) {
-		t.Fatalf("trimming twice changed the slice: %+v", again)
 	}
 }
 

@@ -55,6 +55,18 @@ var unrelatedKinds = []struct {
 
 // ensureObjects creates objects [from, n) of a kind with a few workers.
 func ensureObjects(ctx context.Context, c client.Client, from, n int, newObj func(int) client.Object, opts ...client.CreateOption) error {
+	return eachObject(from, n, func(i int) error {
+		obj := newObj(i)
+		if err := c.Create(ctx, obj, opts...); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %T %d: %w", obj, i, err)
+		}
+		return nil
+	})
+}
+
+// eachObject runs do for [from, n) with a few workers and returns the
+// first error (each worker stops at its own).
+func eachObject(from, n int, do func(i int) error) error {
 	const workers = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -63,9 +75,8 @@ func ensureObjects(ctx context.Context, c client.Client, from, n int, newObj fun
 		go func() {
 			defer wg.Done()
 			for i := from + w; i < n; i += workers {
-				obj := newObj(i)
-				if err := c.Create(ctx, obj, opts...); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- fmt.Errorf("create %T %d: %w", obj, i, err)
+				if err := do(i); err != nil {
+					errs <- err
 					return
 				}
 			}
@@ -81,13 +92,16 @@ func ensureObjects(ctx context.Context, c client.Client, from, n int, newObj fun
 type cacheConfig struct {
 	name                 string
 	webhooks, reconciler func() cache.Options
+	// withSlices: the reconcilers also hold EndpointSlices, as they did
+	// until the nodes of a Listener's pods came from the pods.
+	withSlices bool
 }
 
 // webhookTypes are the types the webhooks' cache holds (webhooks.SetupWithManager
 // and the Shared types); reconcilerTypes those only the reconcilers' holds.
 var (
 	webhookTypes    = []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &corev1.Namespace{}, &storagev1.StorageClass{}}
-	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}, podListenersMetadata()}
+	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, podListenersMetadata()}
 )
 
 // podListenersMetadata is the reconcilers' metadata-only view of
@@ -177,7 +191,11 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 	before := settledHeap()
 	w := start(cfg.webhooks(), webhookTypes)
 	mid := settledHeap()
-	r := start(cfg.reconciler(), reconcilerTypes)
+	kinds := reconcilerTypes
+	if cfg.withSlices {
+		kinds = append(slices.Clip(kinds), &discoveryv1.EndpointSlice{})
+	}
+	r := start(cfg.reconciler(), kinds)
 	after := settledHeap()
 	runtime.KeepAlive(w)
 	runtime.KeepAlive(r)
@@ -201,8 +219,8 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 	}
 	sizes := benchSizesFrom(b, "UNRELATED_SIZES", []int{2000, 10000})
 	configs := []cacheConfig{
-		{"shipped", Webhooks, Reconcilers},
-		{"before", beforeIssue23Webhooks, beforeIssue23Reconcilers},
+		{"shipped", Webhooks, Reconcilers, false},
+		{"before", beforeIssue23Webhooks, beforeIssue23Reconcilers, true},
 	}
 	only := os.Getenv("UNRELATED_KINDS") // e.g. "claim,volume"; empty: every kind
 	for _, k := range unrelatedKinds {
@@ -307,10 +325,31 @@ func beforeIssue23Reconcilers() cache.Options {
 	}}
 	for obj, by := range opts.ByObject {
 		switch obj.(type) {
-		case *corev1.Service, *discoveryv1.EndpointSlice:
+		case *corev1.Service:
 			by.Label = nil
 			opts.ByObject[obj] = by
 		}
 	}
+	opts.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Transform: trimSliceAsBefore}
 	return opts
+}
+
+// trimSliceAsBefore is what the reconcilers kept of an EndpointSlice while
+// they held them (until 2026-11-27): its identity, its Service's name and,
+// of each endpoint, its node and conditions.
+func trimSliceAsBefore(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
+	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
+		out.Labels = map[string]string{discoveryv1.LabelServiceName: inName(svc, out.Name)}
+	}
+	for _, ep := range s.Endpoints {
+		out.Endpoints = append(out.Endpoints, discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions})
+	}
+	*s = out
+	internMeta(&s.ObjectMeta)
+	return s, nil
 }

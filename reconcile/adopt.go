@@ -69,7 +69,7 @@ func waitingPod(want map[string]string, pods []corev1.Pod) *corev1.Pod {
 	sel := labels.SelectorFromSet(want)
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !p.DeletionTimestamp.IsZero() || podFinished(p) {
 			continue
 		}
 		if !sel.Matches(labels.Set(p.Labels)) {

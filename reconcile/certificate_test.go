@@ -11,7 +11,6 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,12 +144,9 @@ func TestCertificateFollowsAddresses(t *testing.T) {
 		ServiceType: v1alpha1.ServiceTypeNodePort,
 		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Kind: v1alpha1.IssuerKindIssuer, Name: "team-ca"}},
 	})
-	testenv.Create(t, ctx, c, listener(ns, "np", npClass.Name, port("tls", 443)),
-		&discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np", LabelName: LabelNameValue}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		})
+	npClaim := listenerClaim(ns, "np-0", map[string]string{v1alpha1.AnnotationListenerName: "np"})
+	testenv.Create(t, ctx, c, listener(ns, "np", npClass.Name, port("tls", 443)), npClaim)
+	servingPod(t, ctx, c, ns, "np-0", n.Name, true, npClaim.Name)
 	cert = waitCertificate(t, c, ns, "np", svcNames("np"), []string{"10.3.0.1"})
 	if cert.Spec.IssuerRef.Kind != "Issuer" || cert.Spec.IssuerRef.Name != "team-ca" {
 		t.Errorf("issuer %+v, want the Issuer team-ca of the Listener's namespace", cert.Spec.IssuerRef)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -141,4 +142,41 @@ func node(t *testing.T, ctx context.Context, c client.Client, name string, addrs
 func resourceOne() *resource.Quantity {
 	q := resource.MustParse("1")
 	return &q
+}
+
+// servingPod creates a listener pod (labelled as the pod webhook labels it,
+// which this package's API server does not run) that mounts claims and is
+// bound to node, with its Ready condition as the kubelet would report it.
+func servingPod(t *testing.T, ctx context.Context, c client.Client, ns, name, node string, ready bool, claims ...string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{v1alpha1.LabelListenerVolume: "true"}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "example"}}},
+	}
+	for i, claim := range claims {
+		p.Spec.Volumes = append(p.Spec.Volumes, claimVolume(fmt.Sprintf("listener-%d", i), claim))
+	}
+	testenv.Create(t, ctx, c, p)
+	setPodReady(t, ctx, c, p, ready)
+	return p
+}
+
+// setPodReady sets a running pod's Ready condition, as the kubelet does.
+func setPodReady(t *testing.T, ctx context.Context, c client.Client, p *corev1.Pod, ready bool) {
+	t.Helper()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	// The operator labels its pods meanwhile: read, change, write.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		return c.Status().Update(ctx, p)
+	}); err != nil {
+		t.Fatalf("set pod %s ready=%v: %v", p.Name, ready, err)
+	}
 }

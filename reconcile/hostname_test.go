@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,12 +65,8 @@ func TestHostnamePublished(t *testing.T) {
 		Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "main", Image: "example"}},
 			Volumes: []corev1.Volume{claimVolume("listener", claim.Name)}},
 	}
-	testenv.Create(t, ctx, c, listener(ns, "broker-0", npClass.Name, port("kafka", 9092)), claim, pod,
-		&discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: "broker-0-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "broker-0", LabelName: LabelNameValue}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		})
+	// The pod is bound to n1: the Listener publishes n1 (podNodes).
+	testenv.Create(t, ctx, c, listener(ns, "broker-0", npClass.Name, port("kafka", 9092)), claim, pod)
 	wantHost := "broker-0." + ns + ".kafka.example.com"
 	l := waitStatus(t, ctx, c, ns, "broker-0", func(l *v1alpha1.Listener) error {
 		if len(l.Status.IngressAddresses) != 2 || l.Status.IngressAddresses[0].Address != wantHost || l.Status.IngressAddresses[1].Address != "10.4.0.1" {

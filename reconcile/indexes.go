@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,10 +29,8 @@ const (
 	indexListenerServiceName = "status.serviceName"
 	// indexServiceOwner: Services by the name of the Listener that controls them.
 	indexServiceOwner = "listener.controller"
-	// indexSliceService: EndpointSlices by the Service they belong to.
-	indexSliceService = "endpointslice.service"
-	// indexSliceNode: EndpointSlices by the nodes of their endpoints.
-	indexSliceNode = "endpointslice.node"
+	// indexPodNode: pods by the node they are bound to.
+	indexPodNode = "pod.node"
 	// indexClaimListener: PersistentVolumeClaims by the Listener they use.
 	indexClaimListener = "claim.listener"
 	// indexPVNode: PersistentVolumes by the nodes they are pinned to
@@ -63,14 +60,11 @@ func addIndexes(ctx context.Context, informers cache.Informers) error {
 			}
 			return nil
 		}},
-		caches.Index{Object: &discoveryv1.EndpointSlice{}, Field: indexSliceService, Scope: caches.InNamespace, Values: func(o client.Object) []string {
-			if s := o.GetLabels()[discoveryv1.LabelServiceName]; s != "" {
-				return []string{s}
+		caches.Index{Object: &corev1.Pod{}, Field: indexPodNode, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
+			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+				return []string{n}
 			}
 			return nil
-		}},
-		caches.Index{Object: &discoveryv1.EndpointSlice{}, Field: indexSliceNode, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
-			return endpointNodes([]discoveryv1.EndpointSlice{*o.(*discoveryv1.EndpointSlice)}, true)
 		}},
 		// Only claims of a Listener of another name: a per-claim Listener's
 		// claim has its name (claimsOfListener reads it by name).

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,7 +68,6 @@ func portlessMessage(listener, claim string) string {
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listenerclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
@@ -143,7 +141,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	}
 	var nodes []*corev1.Node
 	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
-		if nodes, err = r.servingNodes(ctx, l, svc.Name); err != nil {
+		if nodes, err = r.servingNodes(ctx, l); err != nil {
 			return outcome{}, err
 		}
 	}
@@ -437,19 +435,21 @@ func (r *listenerReconciler) deleteStaleServices(ctx context.Context, l *v1alpha
 }
 
 // servingNodes are the nodes a NodePort Listener is reachable through: those
-// its volumes are pinned to and those running its endpoints.
-func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Listener, svcName string) ([]*corev1.Node, error) {
-	var slices discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &slices, client.InNamespace(l.Namespace), client.MatchingFields{indexSliceService: svcName}); err != nil {
-		return nil, fmt.Errorf("list endpoint slices of service %s/%s: %w", l.Namespace, svcName, err)
-	}
-	nodeNames := endpointNodes(slices.Items, l.Spec.PublishNotReadyAddresses == nil || *l.Spec.PublishNotReadyAddresses)
-
+// its volumes are pinned to and those its pods run on (podNodes), both found
+// through its claims.
+func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Listener) ([]*corev1.Node, error) {
+	publishNotReady := l.Spec.PublishNotReadyAddresses == nil || *l.Spec.PublishNotReadyAddresses
 	claims, err := claimsOfListener(ctx, r.client, l.Namespace, l.Name)
 	if err != nil {
 		return nil, err
 	}
+	var nodeNames []string
 	for _, c := range claims {
+		pods, err := caches.PodsOfClaim(ctx, r.client, c.Namespace, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		nodeNames = append(nodeNames, podNodes(pods, publishNotReady)...)
 		if c.Spec.VolumeName == "" {
 			continue
 		}

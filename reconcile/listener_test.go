@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -332,7 +331,7 @@ func TestLongNamesAndStaleServices(t *testing.T) {
 	})
 }
 
-func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
+func TestNodePortAddressesFollowPodsAndPinnedVolumes(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
 	n1 := node(t, ctx, c, ns+"-n1", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.1.0.1"}, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n1"})
@@ -362,21 +361,15 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 		}
 	}
 
-	// A ready endpoint on n1 and a not-ready one on n3.
-	slice := &discoveryv1.EndpointSlice{
-		// Labelled as the EndpointSlice controller does: the Service's
-		// labels copied (the reconcilers cache only slices with ours).
-		ObjectMeta:  metav1.ObjectMeta{Name: "np-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "np", LabelName: LabelNameValue}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{
-			{Addresses: []string{"10.244.0.1"}, NodeName: ptr.To(n1.Name), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-			{Addresses: []string{"10.244.0.3"}, NodeName: ptr.To(ns + "-n3"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
-		},
-	}
-	testenv.Create(t, ctx, c, slice)
+	// A ready pod of the Listener on n1 and a pod that is not ready on n3.
+	a := listenerClaim(ns, "np-a", map[string]string{v1alpha1.AnnotationListenerName: "np"})
+	b := listenerClaim(ns, "np-b", map[string]string{v1alpha1.AnnotationListenerName: "np"})
+	testenv.Create(t, ctx, c, a, b)
+	p1 := servingPod(t, ctx, c, ns, "np-0", n1.Name, true, a.Name)
+	p3 := servingPod(t, ctx, c, ns, "np-1", ns+"-n3", false, b.Name)
 	l = waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1"))
 	if reason, ready := readyReason(l); !ready {
-		t.Errorf("listener with a ready endpoint: reason %s", reason)
+		t.Errorf("listener with a ready pod: reason %s", reason)
 	}
 
 	// A volume of the Listener pinned to n2 adds n2 (its external IP).
@@ -410,11 +403,8 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 	}
 	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1", "203.0.113.2"))
 
-	// The endpoint on n1 stops being ready: only the pinned node is left.
-	slice.Endpoints[0].Conditions.Ready = ptr.To(false)
-	if err := c.Update(ctx, slice); err != nil {
-		t.Fatal(err)
-	}
+	// The pod on n1 stops being ready: only the pinned node is left.
+	setPodReady(t, ctx, c, p1, false)
 	waitStatus(t, ctx, c, ns, "np", addrs("203.0.113.2"))
 
 	// Publishing not-ready addresses brings n1 and n3 back.
@@ -437,8 +427,19 @@ func TestNodePortAddressesFollowEndpointsAndPinnedVolumes(t *testing.T) {
 	}
 	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.11", "10.1.0.3", "203.0.113.2"))
 
-	// The endpoints go away: the pinned node remains.
-	if err := c.Delete(ctx, slice); err != nil {
+	// The pod on n3 finishes, and the one on n1 goes: the pinned node
+	// remains.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p3), p3); err != nil {
+			return err
+		}
+		p3.Status.Phase = corev1.PodSucceeded
+		return c.Status().Update(ctx, p3)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.11", "203.0.113.2"))
+	if err := c.Delete(ctx, p1, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, ctx, c, ns, "np", addrs("203.0.113.2"))

@@ -3,16 +3,15 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -43,43 +42,51 @@ func TestRecheckAfter(t *testing.T) {
 	}
 }
 
-// TestSliceFindsListenerWithoutItsService: an EndpointSlice finds its
-// Listener through the Listener index (status.serviceName, or the name its
-// Service gets), with no Service in the reconcilers' cache, as after a
-// leader change whose Service cache lags the slices'.
-func TestSliceFindsListenerWithoutItsService(t *testing.T) {
+// TestPodFindsTheListenersOfItsClaims: a pod maps to the Listener of each
+// listener claim it mounts (a claim's own, one it shares, one of an
+// ephemeral volume), read from the reconcilers' cache, and to nothing
+// through a claim that is not a listener claim: what a pod event or a node
+// event wakes (the nodes a NodePort Listener publishes are its pods').
+func TestPodFindsTheListenersOfItsClaims(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
-	// No class: the controller makes no Service for either.
-	fresh := listener(ns, "fresh", "absent-"+ns, port("http", 80))
-	published := listener(ns, "published", "absent-"+ns, port("http", 80))
-	testenv.Create(t, ctx, c, fresh, published)
-	published = waitReason(t, ctx, c, ns, published.Name, v1alpha1.ReasonClassNotFound)
-	published.Status.ServiceName = "published-earlier"
-	if err := c.Status().Update(ctx, published); err != nil {
-		t.Fatalf("publish a Service name: %v", err)
+	own := listenerClaim(ns, "web-0-listener", map[string]string{v1alpha1.AnnotationListenerClass: "absent-" + ns})
+	shared := listenerClaim(ns, "shared", map[string]string{v1alpha1.AnnotationListenerName: "brokers"})
+	eph := listenerClaim(ns, "web-0-bootstrap", map[string]string{v1alpha1.AnnotationListenerName: "bootstrap"})
+	ordinary := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *resourceOne()}},
+		},
 	}
-	for _, tc := range []struct {
-		name, service, want string
-	}{
-		{"a Listener before its first status", names.ServiceName(fresh.Name), fresh.Name},
-		{"a Listener by the Service its status names", "published-earlier", published.Name},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.service + "-abcde",
-				Labels: map[string]string{discoveryv1.LabelServiceName: tc.service}}}
-			want := types.NamespacedName{Namespace: ns, Name: tc.want}
-			testenv.Converges(t, "the slice of "+tc.service+" maps to Listener "+tc.want, func() error {
-				var got []string
-				for _, req := range listenerOfSlice(ctx, leaderClient, slice) {
-					if req.NamespacedName == want {
-						return nil
-					}
-					got = append(got, req.String())
-				}
-				return fmt.Errorf("mapped to %v", got)
-			})
-		})
+	testenv.Create(t, ctx, c, own, shared, eph, ordinary)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns}, Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{
+			claimVolume("listener", own.Name), claimVolume("brokers", shared.Name), claimVolume("data", ordinary.Name),
+			{Name: "bootstrap", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+		},
+	}}
+	want := []string{"bootstrap", "brokers", own.Name}
+	testenv.Converges(t, "pod web-0 maps to the Listeners of its three listener claims", func() error {
+		var got []string
+		for _, req := range listenersOfPod(ctx, leaderClient, pod) {
+			if req.Namespace != ns {
+				return fmt.Errorf("request %s in another namespace", req)
+			}
+			got = append(got, req.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("mapped to %v, want %v", got, want)
+		}
+		return nil
+	})
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: ns}, Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{claimVolume("data", ordinary.Name), claimVolume("gone", "never-made")},
+	}}
+	if got := listenersOfPod(ctx, leaderClient, other); len(got) != 0 {
+		t.Errorf("a pod with no listener claim maps to %v, want nothing", got)
 	}
 }
 

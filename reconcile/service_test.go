@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -148,20 +147,36 @@ func TestServiceUpToDate(t *testing.T) {
 	}
 }
 
-func TestEndpointAndPinnedNodes(t *testing.T) {
-	n := func(s string) *string { return &s }
-	slices := []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
-		{NodeName: n("b"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-		{NodeName: n("a"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
-		{NodeName: n("c")}, // readiness unknown counts as ready
-		{NodeName: nil, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-		{NodeName: n("b"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
-	}}}
-	if got, want := endpointNodes(slices, false), []string{"b", "c"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("ready endpoint nodes = %v, want %v", got, want)
+func TestPodAndPinnedNodes(t *testing.T) {
+	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	pod := func(node string, phase corev1.PodPhase, conds []corev1.PodCondition, deleting bool) corev1.Pod {
+		p := corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase, Conditions: conds}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		return p
 	}
-	if got, want := endpointNodes(slices, true), []string{"a", "b", "c"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("all endpoint nodes = %v, want %v", got, want)
+	pods := []corev1.Pod{
+		pod("b", corev1.PodRunning, ready, false),
+		pod("a", corev1.PodRunning, notReady, false),
+		pod("c", corev1.PodPending, nil, false),        // bound, not started: no Ready condition yet
+		pod("", corev1.PodPending, nil, false),         // not scheduled
+		pod("b", corev1.PodRunning, ready, false),      // a second pod on b
+		pod("d", corev1.PodRunning, ready, true),       // being deleted, still ready
+		pod("e", corev1.PodSucceeded, notReady, false), // finished
+		pod("f", corev1.PodFailed, ready, false),       // finished (its last Ready stays)
+	}
+	for _, tc := range []struct {
+		publishNotReady bool
+		want            []string
+	}{
+		{false, []string{"b"}},
+		{true, []string{"a", "b", "c", "d"}},
+	} {
+		if got := podNodes(pods, tc.publishNotReady); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("podNodes(publishNotReady=%v) = %v, want %v", tc.publishNotReady, got, tc.want)
+		}
 	}
 
 	pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,9 +93,10 @@ func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.Eve
 		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOfClass(ctx, c, o.GetName())
 		})).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return listenerOfSlice(ctx, c, o.(*discoveryv1.EndpointSlice))
-		})).
+		// A NodePort Listener publishes the nodes its pods run on.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenersOfPod(ctx, c, o.(*corev1.Pod))
+		}), builder.WithPredicates(podServingChanged())).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok {
 				return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
@@ -148,15 +148,39 @@ func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 	return reqs
 }
 
-// listenerOfSlice maps an EndpointSlice to the Listeners whose Service it
-// belongs to, through the Listener index on status.serviceName: not through
-// the Service, whose cache may lag the slice's (a new leader's does).
-func listenerOfSlice(ctx context.Context, c client.Reader, s *discoveryv1.EndpointSlice) []ctrl.Request {
-	svcName := s.Labels[discoveryv1.LabelServiceName]
-	if svcName == "" {
-		return nil
+// listenersOfPod maps a pod to the Listeners of its claims.
+func listenersOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []ctrl.Request {
+	var reqs []ctrl.Request
+	for _, name := range names.PodClaimNames(pod) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pvc); err != nil {
+			continue // not a listener claim (not cached), or not made yet: its creation maps
+		}
+		if l, ok := claimListener(pvc); ok {
+			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: l}})
+		}
 	}
-	return listenersOfService(ctx, c, s.Namespace, svcName)
+	return reqs
+}
+
+// podServingChanged passes pod events that can change the nodes a NodePort
+// Listener publishes (podNodes): a pod appearing or going, bound to a node,
+// becoming ready or not, finishing, or starting to be deleted; not the other
+// status updates of a pod's life.
+func podServingChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldP, ok1 := e.ObjectOld.(*corev1.Pod)
+			newP, ok2 := e.ObjectNew.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return oldP.Spec.NodeName != newP.Spec.NodeName ||
+				podReady(oldP) != podReady(newP) ||
+				podFinished(oldP) != podFinished(newP) ||
+				(oldP.DeletionTimestamp == nil) != (newP.DeletionTimestamp == nil)
+		},
+	}
 }
 
 // listenerOfVolume maps a PersistentVolume to the Listener its claim uses.
@@ -175,16 +199,16 @@ func listenerOfVolume(ctx context.Context, c client.Reader, pv *corev1.Persisten
 	return nil
 }
 
-// listenersOnNode maps a node to the Listeners it may serve: through
-// endpoints running on it or volumes pinned to it.
+// listenersOnNode maps a node to the Listeners it may serve: through the
+// pods running on it or the volumes pinned to it.
 func listenersOnNode(ctx context.Context, c client.Reader, node string) []ctrl.Request {
 	var reqs []ctrl.Request
-	var slices discoveryv1.EndpointSliceList
-	if err := c.List(ctx, &slices, client.MatchingFields{indexSliceNode: node}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list endpoint slices on node", "node", node)
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.MatchingFields{indexPodNode: node}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list pods on node", "node", node)
 	}
-	for i := range slices.Items {
-		reqs = append(reqs, listenerOfSlice(ctx, c, &slices.Items[i])...)
+	for i := range pods.Items {
+		reqs = append(reqs, listenersOfPod(ctx, c, &pods.Items[i])...)
 	}
 	var pvs corev1.PersistentVolumeList
 	if err := c.List(ctx, &pvs, client.MatchingFields{indexPVNode: node}); err != nil {

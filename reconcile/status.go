@@ -7,11 +7,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -63,23 +61,43 @@ func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
 	return st, verdict{ready: true, reason: v1alpha1.ReasonReady, message: fmt.Sprintf("Service %s publishes %d address(es)", o.svc.Name, len(st.IngressAddresses))}
 }
 
-// endpointNodes are the nodes of a Service's endpoints: ready ones, or all
-// when the Listener publishes addresses of pods that are not ready.
-func endpointNodes(slices_ []discoveryv1.EndpointSlice, publishNotReady bool) []string {
+// podNodes are the nodes a NodePort Listener's pods run on: every pod bound
+// to a node that has not finished, or, when the Listener does not publish
+// addresses of pods that are not ready, only the ready pods that are not
+// being deleted. These are the pods its Service's endpoints are made from
+// (the EndpointSlice controller derives them from the same pods, which the
+// Service selects by the label the Listener's volume gives them), read from
+// the pods the operator holds anyway rather than from a copy of them. A pod
+// counts from the moment it is bound to its node: the CSI driver writes that
+// node's address into the pod's volume then, so the Listener publishes what
+// its pods were told.
+func podNodes(pods []corev1.Pod, publishNotReady bool) []string {
 	seen := map[string]struct{}{}
-	for _, s := range slices_ {
-		for _, ep := range s.Endpoints {
-			if ep.NodeName == nil || *ep.NodeName == "" {
-				continue
-			}
-			// A nil ready condition means unknown, which consumers are told
-			// to treat as ready.
-			if publishNotReady || ptr.Deref(ep.Conditions.Ready, true) {
-				seen[*ep.NodeName] = struct{}{}
-			}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || podFinished(p) {
+			continue
+		}
+		if publishNotReady || (podReady(p) && p.DeletionTimestamp == nil) {
+			seen[p.Spec.NodeName] = struct{}{}
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// podFinished reports whether a pod has run to its end.
+func podFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// podReady reports whether a pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // keepPublished is the status a Listener publishes with a verdict that is

@@ -320,7 +320,7 @@ func (r *takeoverReconciler) label(ctx context.Context, pods []corev1.Pod, want 
 	var live []corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !p.DeletionTimestamp.IsZero() || podFinished(p) {
 			continue
 		}
 		missing := takeoverLabels(want, p.Labels)

@@ -621,10 +621,8 @@ func TestFaultFinishedPodKeepsItsAddress(t *testing.T) {
 		return l.Labels["e2e-seen"] == "finished", fmt.Sprintf("labels %v", l.Labels)
 	})
 	// What a user reads: the same ports, node ports and addresses, and a
-	// condition that is Ready (Kubernetes keeps a finished pod's endpoint
-	// in the EndpointSlice until the pod is deleted: its controller does
-	// not react to the phase alone) or NoNodes (once the endpoint goes),
-	// never Invalid.
+	// condition that is Ready or NoNodes (a finished pod's node no longer
+	// serves; the addresses published stay), never Invalid.
 	eventually(t, ctx, time.Minute, "the Listener's status current", func(context.Context) (bool, string) {
 		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim}, &l); err != nil {
 			return false, err.Error()
