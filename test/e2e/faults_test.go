@@ -122,21 +122,29 @@ func TestFaultLeaderKilledDuringConvergence(t *testing.T) {
 	faultClasses(t, ctx)
 	ns := namespace(t, ctx, "e2e-leader")
 
-	// One backend pod serves every NodePort Listener (its Service selects
-	// the pod by the Listener's label), so they have a node to publish.
+	name := func(i int) string { return fmt.Sprintf("l-%04d", i) }
+	// One backend pod serves every NodePort Listener, so they have a node
+	// to publish: it mounts a listener volume of each (as every exposed pod
+	// must), made once the Listeners exist (a claim naming a Listener that
+	// does not is refused).
 	backend := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "backend", Namespace: ns, Labels: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: "backend", Namespace: ns},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			Containers:                    []corev1.Container{{Name: "hello", Image: demoImage, ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"-listen", ":8080"}}},
 		},
 	}
-	name := func(i int) string { return fmt.Sprintf("l-%04d", i) }
 	for i := 1; i < n; i += 2 {
-		backend.Labels[names.PodSelectorLabel(name(i))] = v1alpha1.PodSelectorLabelValue
-	}
-	if err := k8s.client.Create(ctx, backend); err != nil {
-		t.Fatalf("create backend pod: %v", err)
+		backend.Spec.Volumes = append(backend.Spec.Volumes, corev1.Volume{Name: name(i), VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerName: name(i)}},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					StorageClassName: ptr.To(v1alpha1.StorageClassName),
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}},
+				},
+			},
+		}}})
 	}
 
 	// Writes before the test, per pod: the counters are per process.
@@ -237,6 +245,9 @@ func TestFaultLeaderKilledDuringConvergence(t *testing.T) {
 		}
 		kills++
 		t.Logf("batch %d created, leader %s killed (%s)", batch+1, victim, time.Since(start).Round(time.Second))
+	}
+	if err := k8s.client.Create(ctx, backend); err != nil {
+		t.Fatalf("create backend pod: %v", err)
 	}
 
 	eventually(t, ctx, 10*time.Minute, fmt.Sprintf("%d Listeners Ready", n), func(ctx context.Context) (bool, string) {
