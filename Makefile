@@ -64,6 +64,8 @@ verify: generate manifests ## Check that generated files are committed, gofmt an
 	  if [ -n "$$untracked" ]; then echo "generated files are not committed: $$untracked"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	@# The end-to-end tests build only with their tag.
+	go vet -tags e2e ./test/...
 	@echo "verify: ok"
 
 ##@ Test
