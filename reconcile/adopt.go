@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listener-operator/listener-operator/api/claims"
+	"github.com/listener-operator/listener-operator/api/ports"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -69,7 +70,7 @@ func waitingPod(want map[string]string, pods []corev1.Pod) *corev1.Pod {
 	sel := labels.SelectorFromSet(want)
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || podFinished(p) {
+		if !ports.Running(p) {
 			continue
 		}
 		if !sel.Matches(labels.Set(p.Labels)) {

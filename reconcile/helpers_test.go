@@ -168,15 +168,23 @@ func setPodReady(t *testing.T, ctx context.Context, c client.Client, p *corev1.P
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	// The operator labels its pods meanwhile: read, change, write.
+	setPodStatus(t, ctx, c, p, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	})
+}
+
+// setPodStatus changes a pod's status as the kubelet writes it. The
+// operator labels its pods meanwhile: read, change, write.
+func setPodStatus(t *testing.T, ctx context.Context, c client.Client, p *corev1.Pod, change func(*corev1.Pod)) {
+	t.Helper()
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		change(p)
 		return c.Status().Update(ctx, p)
 	}); err != nil {
-		t.Fatalf("set pod %s ready=%v: %v", p.Name, ready, err)
+		t.Fatalf("status of pod %s: %v", p.Name, err)
 	}
 }

@@ -429,15 +429,7 @@ func TestNodePortAddressesFollowPodsAndPinnedVolumes(t *testing.T) {
 
 	// The pod on n3 finishes, and the one on n1 goes: the pinned node
 	// remains.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(p3), p3); err != nil {
-			return err
-		}
-		p3.Status.Phase = corev1.PodSucceeded
-		return c.Status().Update(ctx, p3)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setPodStatus(t, ctx, c, p3, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
 	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.11", "203.0.113.2"))
 	if err := c.Delete(ctx, p1, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if len(vols) == 0 {
 		return ctrl.Result{}, nil
 	}
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if pod.Spec.NodeName == "" || podFinished(pod) {
 		return ctrl.Result{}, nil
 	}
 	spec, err := r.podListenersSpec(ctx, pod, vols)
