@@ -158,10 +158,11 @@ SCALE_SMALL_PODS ?= 2000
 SCALE_LISTENERS  ?= 1000
 SCALE_SETTLE     ?= 60s
 # The rest of the realistic mix (issue 23): ordinary claims, static volumes
-# of another driver, Services.
+# of another driver, Services, namespaces.
 SCALE_CLAIMS     ?= 10000
 SCALE_VOLUMES    ?= 5000
 SCALE_SERVICES   ?= 5000
+SCALE_NAMESPACES ?= 2000
 # SCALE_PROFILES=dir turns on the controller's pprof endpoint and saves each
 # replica's heap profile at every measurement there (default: off, as shipped).
 SCALE_PROFILES   ?=
@@ -186,7 +187,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
-	  -batch $(or $(SCALE_BATCH),0) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
+	  -batch $(or $(SCALE_BATCH),0) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) -namespaces $(SCALE_NAMESPACES) \
 	  -floor $(SCALE_FLOOR) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 # The 10x point: 10,000 listener claims with running pods under the shipped
@@ -200,7 +201,7 @@ scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; h
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
-	  -batch $(or $(SCALE_BATCH),500) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) \
+	  -batch $(or $(SCALE_BATCH),500) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) -namespaces $(SCALE_NAMESPACES) \
 	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -wait 4h -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
 
 # Time to address on the real nodes (issue 23): a burst of BENCH_PODS pods

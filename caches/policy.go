@@ -30,14 +30,36 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // volumes: the cluster's other claims and volumes are never sent to the
 // operator (the pod webhook remembers a bounded number of the others it
 // read). They keep only the fields that are read (TrimClaim, TrimVolume).
+// Every namespace is held (any may name a default class), but only its
+// identity and the operator's annotations (TrimNamespace).
 func Webhooks() cache.Options {
 	return cache.Options{
 		DefaultTransform: Compact,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: {Label: Marked(), Transform: TrimClaim},
 			&corev1.PersistentVolume{}:      {Label: Marked(), Transform: TrimVolume},
+			&corev1.Namespace{}:             {Transform: TrimNamespace},
 		},
 	}
+}
+
+// TrimNamespace keeps of a Namespace what the webhooks read: its identity
+// (name, UID, resourceVersion) and the annotations of the operator's prefix,
+// of which the claim webhook reads one (the namespace's default class,
+// v1alpha1.AnnotationDefaultClass). A namespace is not a listener's, and a
+// cluster has thousands: their labels, kubectl's last-applied copy and the
+// annotations of other tools (often the largest part), finalizers and
+// status are dropped. Nothing writes a namespace back from the cache.
+func TrimNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	meta := minimalMeta(ns.ObjectMeta)
+	meta.Annotations = operatorAnnotations(ns.Annotations)
+	*ns = corev1.Namespace{TypeMeta: ns.TypeMeta, ObjectMeta: meta}
+	internMeta(&ns.ObjectMeta)
+	return ns, nil
 }
 
 // Marked selects what carries the listener-volume label (claims.Marked):

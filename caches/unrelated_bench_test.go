@@ -51,6 +51,7 @@ var unrelatedKinds = []struct {
 		return ordinary.EndpointSlice(i, unrelatedNamespace, fmt.Sprintf("node-%02d", i%50))
 	}},
 	{"node", func(i int) client.Object { return ordinary.Node(fmt.Sprintf("unrelated-node-%05d", i)) }},
+	{"namespace", func(i int) client.Object { return ordinary.Namespace(i) }},
 }
 
 // ensureObjects creates objects [from, n) of a kind with a few workers.
@@ -205,7 +206,7 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 // BenchmarkUnrelatedObjects: heap in use per object the operator has
 // nothing to do with, kind by kind (pods, claims of another class with
 // kubectl's last-applied copy, static volumes of another driver, Services,
-// EndpointSlices, nodes), at two sizes of that kind (the slope between
+// EndpointSlices, nodes, namespaces), at two sizes of that kind (the slope between
 // them, other kinds unchanged), on every replica (the webhooks' cache) and
 // on the leader (both caches), with the policy as shipped and as it was
 // before issue 23 (beforeIssue23), measured in the same process. Run with

@@ -32,6 +32,10 @@ func TestClaimDefaulting(t *testing.T) {
 	e := testenv.Require(t, env)
 	ns := namespace(t, nil)
 	nsWithDefault := namespace(t, map[string]string{v1alpha1.AnnotationDefaultClass: "external-unstable"})
+	// The cache keeps only the operator's annotations of a namespace
+	// (caches.TrimNamespace): among others' the default still counts.
+	nsBusy := namespace(t, map[string]string{v1alpha1.AnnotationDefaultClass: "external-stable",
+		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Namespace"}`, "team.example.com/contact": "a@example.com"})
 	sc := ptr(v1alpha1.StorageClassName)
 	for _, tc := range []struct {
 		name      string
@@ -43,6 +47,8 @@ func TestClaimDefaulting(t *testing.T) {
 			map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}, v1alpha1.StorageClassName},
 		{"class defaulted from the namespace", listenerClaim(nsWithDefault, "b", map[string]string{"team": "x"}, sc),
 			map[string]string{"team": "x", v1alpha1.AnnotationListenerClass: "external-unstable"}, v1alpha1.StorageClassName},
+		{"class defaulted from a namespace other tools annotate too", listenerClaim(nsBusy, "f", nil, sc),
+			map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, v1alpha1.StorageClassName},
 		{"storage class filled in", listenerClaim(ns, "c", map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, nil),
 			map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, v1alpha1.StorageClassName},
 		{"explicit class kept", listenerClaim(ns, "d", map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}, sc),

@@ -39,6 +39,7 @@ type options struct {
 	liveHeap                               bool   // force a collection before each measurement
 	nodes, pods, smallPods, listeners      int
 	claims, volumes, services, floor       int // the rest of the realistic mix (mix.go)
+	namespaces                             int // ordinary namespaces, the mix's last step
 	batch                                  int // listener pods created at a time in a phase; 0 = all at once
 	settle                                 time.Duration
 	wait                                   time.Duration
@@ -61,6 +62,7 @@ func main() {
 	flag.IntVar(&o.claims, "claims", 10000, "Ordinary claims (another storage class, kubectl's last-applied annotation), added after the ordinary pods.")
 	flag.IntVar(&o.volumes, "volumes", 5000, "Static PersistentVolumes of another CSI driver, added after the claims.")
 	flag.IntVar(&o.services, "services", 5000, "Ordinary Services (each selecting ordinary pods, so each has an EndpointSlice), added after the claims.")
+	flag.IntVar(&o.namespaces, "namespaces", 2000, "Ordinary namespaces (labels, other tools' annotations, kubectl's last-applied annotation), added after the Services.")
 	flag.IntVar(&o.floor, "floor", -1, "Pods without a listener volume created at once after the last phase, the floor of its time to Ready (default: as many as the last phase's claims).")
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "How long to wait at each size before measuring (steady state; also the window for API requests per second).")
 	flag.DurationVar(&o.wait, "wait", 15*time.Minute, "How long to wait for each phase's pods and Listeners (the 10x point needs hours on 2 cores).")
@@ -189,8 +191,8 @@ func run(ctx context.Context, o options) error {
 		rows = append(rows, r)
 	}
 	// The rest of the realistic mix: ordinary claims, static volumes of
-	// another driver, then ordinary Services with their EndpointSlices,
-	// each measured at steady state.
+	// another driver, ordinary Services with their EndpointSlices, then
+	// ordinary namespaces, each measured at steady state.
 	for _, k := range []struct {
 		what  string
 		n     int
@@ -202,6 +204,10 @@ func run(ctx context.Context, o options) error {
 		{"ordinary Services", o.services, func(i int) client.Object { return ordinaryService(i) }, func() (bool, string, error) {
 			n, err := slicesOfServices(ctx, c)
 			return n >= o.services, fmt.Sprintf("%d/%d EndpointSlices", n, o.services), err
+		}},
+		{"ordinary namespaces", o.namespaces, func(i int) client.Object { return ordinary.Namespace(i) }, func() (bool, string, error) {
+			n, err := namespacesFilled(ctx, c)
+			return n >= o.namespaces, fmt.Sprintf("%d/%d namespaces filled by kube-controller-manager", n, o.namespaces), err
 		}},
 	} {
 		if k.n == 0 {

@@ -25,8 +25,9 @@ import (
 )
 
 // The realistic mix (issue 23): besides ordinary pods, a cluster holds
-// claims of other storage classes, with kubectl's last-applied copy, and
-// Services with their EndpointSlices, none of them a listener's.
+// claims of other storage classes, with kubectl's last-applied copy,
+// Services with their EndpointSlices and namespaces, none of them a
+// listener's.
 
 // ordinaryClass is the storage class of the ordinary claims. No provisioner
 // serves it: the claims stay Pending, as many do (WaitForFirstConsumer).
@@ -71,6 +72,24 @@ func slicesOfServices(ctx context.Context, c client.Client) (int, error) {
 			return 0, err
 		}
 		n += len(list.Items)
+	}
+	return n, nil
+}
+
+// namespacesFilled counts the ordinary namespaces that kube-controller-manager
+// has given what it gives every namespace (the root CA's ConfigMap), so that
+// its work on them is over before the next step is measured.
+func namespacesFilled(ctx context.Context, c client.Client) (int, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := c.List(ctx, &list, client.MatchingFields{"metadata.name": "kube-root-ca.crt"}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Namespace, ordinary.NamespacePrefix) {
+			n++
+		}
 	}
 	return n, nil
 }

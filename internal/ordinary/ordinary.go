@@ -166,6 +166,34 @@ func StaticVolume(i int) *corev1.PersistentVolume {
 	}
 }
 
+// NamespacePrefix begins the name of every ordinary namespace.
+const NamespacePrefix = "tenant-"
+
+// NamespaceName is the name of ordinary namespace i.
+func NamespaceName(i int) string { return fmt.Sprintf("%s%05d", NamespacePrefix, i) }
+
+// Namespace is ordinary namespace i as a platform team's tooling leaves it:
+// the name label the API server adds, a team's and the pod security
+// admission's labels, the annotations of a cluster's other tools and
+// kubectl's last-applied copy.
+func Namespace(i int) *corev1.Namespace {
+	ns := &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: NamespaceName(i),
+			Labels: map[string]string{"kubernetes.io/metadata.name": NamespaceName(i), "team.example.com/name": fmt.Sprintf("team-%d", i/10),
+				"environment": "production", "pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/warn": "restricted"},
+			Annotations: map[string]string{
+				"scheduler.alpha.kubernetes.io/node-selector": "node-role.example.com/workload=true",
+				"team.example.com/contact":                    fmt.Sprintf("team-%d@example.com", i/10),
+				"team.example.com/cost-center":                fmt.Sprintf("cc-%04d", i%997),
+			},
+		},
+	}
+	ns.Annotations[AnnotationLastApplied] = LastApplied(ns)
+	return ns
+}
+
 // Node is a node named name as a cloud kubelet reports it: labels,
 // annotations, conditions, capacity and ten images.
 func Node(name string) *corev1.Node {

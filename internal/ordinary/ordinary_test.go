@@ -9,8 +9,8 @@ import (
 )
 
 // The shapes the benchmarks rely on: a Service selects its own pod only, a
-// claim carries a last-applied copy of the size measured, a slice names its
-// Service.
+// claim and a namespace carry a last-applied copy of the size measured, a
+// slice names its Service.
 func TestShapes(t *testing.T) {
 	svc, pod, other := Service(42, "ns"), Pod(42, "ns"), Pod(43, "ns")
 	sel := labels.SelectorFromSet(svc.Spec.Selector)
@@ -31,5 +31,10 @@ func TestShapes(t *testing.T) {
 	}
 	if svc.Labels["kubernetes.io/service-name"] != "" {
 		t.Error("the slice's labels leaked into the Service")
+	}
+	ns := Namespace(7)
+	applied = ns.Annotations[AnnotationLastApplied]
+	if ns.Name != "tenant-00007" || len(applied) < lastAppliedSize || !strings.Contains(applied, `"tenant-00007"`) || len(ns.Labels) < 3 {
+		t.Errorf("namespace 7 is %q with %d labels and a last-applied copy of %d bytes", ns.Name, len(ns.Labels), len(applied))
 	}
 }
