@@ -201,7 +201,7 @@ func Compact(obj any) (any, error) {
 		// Metadata only (reconcile): its owner (the pod) and the
 		// operator's annotations (the hash of its spec) are read.
 		m.Labels = nil
-		m.Annotations = operatorAnnotations(m.Annotations)
+		m.Annotations = operatorEntries(m.Annotations)
 		if uid, ok := strings.CutPrefix(m.Name, v1alpha1.PodListenersNamePrefix); ok {
 			// Named after its pod's UID (names.PodListenersName): the
 			// name holds the owner's UID already.

@@ -170,8 +170,8 @@ func BenchmarkListenerObjects(b *testing.B) {
 	}
 	sizes := benchSizesFrom(b, "LISTENER_SIZES", []int{1000, 5000})
 	configs := []cacheConfig{
-		{"shipped", Webhooks, Reconcilers, false},
-		{"previous", previousWebhooks, previousReconcilers, true},
+		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
+		{name: "previous", webhooks: previousWebhooks, reconciler: previousReconcilers, withSlices: true, namespaceInformer: true},
 	}
 	for _, k := range listenerKinds {
 		h := make(map[string][2][2]heapReading, len(configs))

@@ -22,7 +22,7 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Webhooks is the cache policy of the manager's own cache, which every
 // replica starts: it holds what the admission webhooks read (ListenerClasses,
-// Listeners, listener claims and volumes, namespaces, storage classes), and
+// Listeners, listener claims and volumes, storage classes), and
 // the Shared types the reconcilers read from it on the leader.
 // managedFields are dropped from everything it holds. Claims and volumes
 // are selected by the listener-volume label (Marked), which the claim
@@ -30,36 +30,16 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // volumes: the cluster's other claims and volumes are never sent to the
 // operator (the pod webhook remembers a bounded number of the others it
 // read). They keep only the fields that are read (TrimClaim, TrimVolume).
-// Every namespace is held (any may name a default class), but only its
-// identity and the operator's annotations (TrimNamespace).
+// Namespaces are not held here: NamespaceDefaults keeps the little the
+// webhooks read of them.
 func Webhooks() cache.Options {
 	return cache.Options{
 		DefaultTransform: Compact,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: {Label: Marked(), Transform: TrimClaim},
 			&corev1.PersistentVolume{}:      {Label: Marked(), Transform: TrimVolume},
-			&corev1.Namespace{}:             {Transform: TrimNamespace},
 		},
 	}
-}
-
-// TrimNamespace keeps of a Namespace what the webhooks read: its identity
-// (name, UID, resourceVersion) and the annotations of the operator's prefix,
-// of which the claim webhook reads one (the namespace's default class,
-// v1alpha1.AnnotationDefaultClass). A namespace is not a listener's, and a
-// cluster has thousands: their labels, kubectl's last-applied copy and the
-// annotations of other tools (often the largest part), finalizers and
-// status are dropped. Nothing writes a namespace back from the cache.
-func TrimNamespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
-	}
-	meta := minimalMeta(ns.ObjectMeta)
-	meta.Annotations = operatorAnnotations(ns.Annotations)
-	*ns = corev1.Namespace{TypeMeta: ns.TypeMeta, ObjectMeta: meta}
-	internMeta(&ns.ObjectMeta)
-	return ns, nil
 }
 
 // Marked selects what carries the listener-volume label (claims.Marked):
@@ -98,7 +78,7 @@ func TrimClaim(obj any) (any, error) {
 	out.ManagedFields = nil
 	out.Finalizers = nil
 	out.OwnerReferences = nil // an ephemeral claim's pod: nothing reads it
-	out.Annotations = operatorAnnotations(c.Annotations)
+	out.Annotations = operatorEntries(c.Annotations)
 	if c.Spec.VolumeName == "" {
 		out.Annotations, out.Spec = keepForProvisioning(out.Annotations, c)
 	}
@@ -183,11 +163,12 @@ func Shared() []client.Object {
 	}
 }
 
-// operatorAnnotations are the annotations of the operator's own prefix
-// (the listener annotations, the StatefulSet claim template, the pinned-node
-// release): kubectl's last-applied copy and the binding annotations of the
-// volume controllers are not read.
-func operatorAnnotations(in map[string]string) map[string]string {
+// operatorEntries are the annotations (or labels) of the operator's own
+// prefix (the listener annotations, the StatefulSet claim template, the
+// pinned-node release; a node's CSI topology label): kubectl's last-applied
+// copy, the binding annotations of the volume controllers and the labels
+// of a node's other tools are not read.
+func operatorEntries(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
 		if strings.HasPrefix(k, operatorAnnotationPrefix) {
@@ -352,7 +333,7 @@ func TrimPod(obj any) (any, error) {
 		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	out.Finalizers = nil
-	out.Annotations = operatorAnnotations(pod.Annotations)
+	out.Annotations = operatorEntries(pod.Annotations)
 	out.Labels = podLabelsRead(pod.Labels)
 	for _, v := range pod.Spec.Volumes {
 		switch {
@@ -405,10 +386,13 @@ func TrimPod(obj any) (any, error) {
 }
 
 // TrimNode keeps of a Node what the reconcilers read: its metadata without
-// managedFields and annotations (kubeadm's, the CNI's, the CSI node IDs),
-// spec.unschedulable and the taints, the addresses (address selection,
-// api/addresses) and the Ready condition (pinned-node loss). Images,
-// capacity, node info and the other conditions are dropped.
+// managedFields, annotations (kubeadm's, the CNI's, the CSI node IDs) and
+// the labels of other tools (a cloud node has dozens: instance type, zone,
+// node pool, the kubelet's); of the labels only the operator's, among them
+// the CSI topology label the node plugin's registration adds (the
+// provisioner reads it); spec.unschedulable and the taints, the addresses
+// (address selection, api/addresses) and the Ready condition (pinned-node
+// loss). Images, capacity, node info and the other conditions are dropped.
 func TrimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
@@ -417,6 +401,7 @@ func TrimNode(obj any) (any, error) {
 	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta}
 	out.ManagedFields = nil
 	out.Annotations = nil
+	out.Labels = operatorEntries(n.Labels)
 	out.Spec.Unschedulable = n.Spec.Unschedulable
 	out.Spec.Taints = n.Spec.Taints
 	out.Status.Addresses = n.Status.Addresses

@@ -126,7 +126,7 @@ func TestTrimPod(t *testing.T) {
 // TestTransformsPassOtherObjects: an informer may hand a tombstone or
 // another type; it passes unchanged.
 func TestTransformsPassOtherObjects(t *testing.T) {
-	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimClaim": TrimClaim, "TrimVolume": TrimVolume, "TrimNamespace": TrimNamespace, "StripManagedFields": StripManagedFields} {
+	for name, fn := range map[string]func(any) (any, error){"TrimPod": TrimPod, "TrimNode": TrimNode, "TrimService": TrimService, "TrimClaim": TrimClaim, "TrimVolume": TrimVolume, "StripManagedFields": StripManagedFields} {
 		other := "not an object"
 		got, err := fn(other)
 		if err != nil || got != other {
@@ -153,7 +153,6 @@ func TestTrimsReuseTheDecodedObject(t *testing.T) {
 		"TrimVolume (listener)": {TrimVolume, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: v1alpha1.DriverName}}}}},
 		"TrimVolume (other)":    {TrimVolume, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}}},
 		"TrimService":           {TrimService, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}},
-		"TrimNamespace":         {TrimNamespace, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}},
 	} {
 		got, err := tc.fn(tc.obj)
 		if err != nil {
@@ -347,11 +346,10 @@ func TestTrimClaimAndVolume(t *testing.T) {
 }
 
 // TestTrimUnrelated: a claim that is not a listener claim, a volume of
-// another driver, a namespace and a node keep only what is read of them:
-// the claim and the volume their identity (and the claim its class, which
-// says it is not a listener claim), the namespace its identity and the
-// operator's annotations (its default class), the node its addresses,
-// taints, schedulability and Ready condition. Trimming twice changes
+// another driver and a node keep only what is read of them: the claim and
+// the volume their identity (and the claim its class, which says it is not
+// a listener claim), the node its addresses, taints, schedulability, Ready
+// condition and the operator's labels. Trimming twice changes
 // nothing.
 func TestTrimUnrelated(t *testing.T) {
 	lastApplied := map[string]string{annotationLastApplied: `{"apiVersion":"v1","kind":"PersistentVolumeClaim"}`}
@@ -361,8 +359,11 @@ func TestTrimUnrelated(t *testing.T) {
 	full.Annotations = lastApplied
 	full.Finalizers = []string{"kubernetes.io/pvc-protection"}
 	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	nodeID := metav1.ObjectMeta{Name: "n1", UID: "n", ResourceVersion: "5", Labels: map[string]string{"kubernetes.io/hostname": "n1"}}
+	// Of a node's labels only the operator's are read: the CSI topology
+	// label (the provisioner asks whether the node plugin runs there).
+	nodeID := metav1.ObjectMeta{Name: "n1", UID: "n", ResourceVersion: "5", Labels: map[string]string{v1alpha1.TopologyKeyHostname: "n1"}}
 	fullNode := nodeID
+	fullNode.Labels = map[string]string{v1alpha1.TopologyKeyHostname: "n1", "kubernetes.io/hostname": "n1", "node.kubernetes.io/instance-type": "m5.xlarge", "topology.kubernetes.io/zone": "zone-a"}
 	fullNode.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0", "csi.volume.kubernetes.io/nodeid": "{}"}
 	fullNode.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Unix(100, 0)}
@@ -370,17 +371,6 @@ func TestTrimUnrelated(t *testing.T) {
 	heartbeat.LastHeartbeatTime = metav1.Unix(200, 0)
 	taints := []corev1.Taint{{Key: "node.kubernetes.io/out-of-service", Effect: corev1.TaintEffectNoExecute}}
 	addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: "n1"}}
-	// A namespace keeps its identity and, of its annotations, only the
-	// operator's: the default class is what the claim webhook reads.
-	nsID := metav1.ObjectMeta{Name: "team-a", UID: "ns1", ResourceVersion: "7"}
-	nsFull := nsID
-	nsFull.Labels = map[string]string{"kubernetes.io/metadata.name": "team-a", "pod-security.kubernetes.io/enforce": "restricted"}
-	nsFull.Annotations = map[string]string{annotationLastApplied: `{"apiVersion":"v1","kind":"Namespace"}`, "openshift.io/sa.scc.uid-range": "1000/10000"}
-	nsFull.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	nsDefault := nsFull
-	nsDefault.Annotations = map[string]string{annotationLastApplied: "{}", v1alpha1.AnnotationDefaultClass: "external-unstable"}
-	nsDefaultKept := nsID
-	nsDefaultKept.Annotations = map[string]string{v1alpha1.AnnotationDefaultClass: "external-unstable"}
 	for _, tc := range []struct {
 		name     string
 		trim     func(any) (any, error)
@@ -402,13 +392,6 @@ func TestTrimUnrelated(t *testing.T) {
 		{"volume without CSI", TrimVolume,
 			&corev1.PersistentVolume{ObjectMeta: full, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}},
 			&corev1.PersistentVolume{ObjectMeta: id}},
-		{"namespace", TrimNamespace,
-			&corev1.Namespace{ObjectMeta: nsFull, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
-				Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
-			&corev1.Namespace{ObjectMeta: nsID}},
-		{"namespace naming a default class", TrimNamespace,
-			&corev1.Namespace{ObjectMeta: nsDefault, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
-			&corev1.Namespace{ObjectMeta: nsDefaultKept}},
 		{"node", TrimNode,
 			&corev1.Node{ObjectMeta: fullNode, Spec: corev1.NodeSpec{Unschedulable: true, Taints: taints, PodCIDR: "10.1.0.0/24"},
 				Status: corev1.NodeStatus{Addresses: addrs, Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure}, heartbeat},

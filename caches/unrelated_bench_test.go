@@ -96,12 +96,16 @@ type cacheConfig struct {
 	// withSlices: the reconcilers also hold EndpointSlices, as they did
 	// until the nodes of a Listener's pods came from the pods.
 	withSlices bool
+	// namespaceInformer: the webhooks' cache holds Namespaces, as it did
+	// until NamespaceDefaults kept only their default classes.
+	namespaceInformer bool
 }
 
 // webhookTypes are the types the webhooks' cache holds (webhooks.SetupWithManager
-// and the Shared types); reconcilerTypes those only the reconcilers' holds.
+// and the Shared types; NamespaceDefaults next to it); reconcilerTypes those
+// only the reconcilers' holds.
 var (
-	webhookTypes    = []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &corev1.Namespace{}, &storagev1.StorageClass{}}
+	webhookTypes    = []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}}
 	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, podListenersMetadata()}
 )
 
@@ -190,7 +194,21 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 		return c
 	}
 	before := settledHeap()
-	w := start(cfg.webhooks(), webhookTypes)
+	types := webhookTypes
+	var namespaces *NamespaceDefaults
+	if cfg.namespaceInformer {
+		types = append(slices.Clip(types), &corev1.Namespace{})
+	} else {
+		var err error
+		if namespaces, err = NewNamespaceDefaults(env.Config, nil); err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = namespaces.Start(ctx) }()
+		if !namespaces.WaitForSync(ctx) {
+			b.Fatal("namespaces not listed")
+		}
+	}
+	w := start(cfg.webhooks(), types)
 	mid := settledHeap()
 	kinds := reconcilerTypes
 	if cfg.withSlices {
@@ -200,6 +218,7 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 	after := settledHeap()
 	runtime.KeepAlive(w)
 	runtime.KeepAlive(r)
+	runtime.KeepAlive(namespaces)
 	return mid.minus(before), after.minus(before)
 }
 
@@ -220,8 +239,8 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 	}
 	sizes := benchSizesFrom(b, "UNRELATED_SIZES", []int{2000, 10000})
 	configs := []cacheConfig{
-		{"shipped", Webhooks, Reconcilers, false},
-		{"before", beforeIssue23Webhooks, beforeIssue23Reconcilers, true},
+		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
+		{name: "before", webhooks: beforeIssue23Webhooks, reconciler: beforeIssue23Reconcilers, withSlices: true, namespaceInformer: true},
 	}
 	only := os.Getenv("UNRELATED_KINDS") // e.g. "claim,volume"; empty: every kind
 	for _, k := range unrelatedKinds {

@@ -181,3 +181,79 @@ func BenchmarkOrdinaryClaimsMemory(b *testing.B) {
 	b.ReportMetric(full/1024, "full-KiB")
 	b.ReportMetric(full/maxOrdinary, "B/name")
 }
+
+// namespaceAnswers is a NamespaceDefaults with fixed answers.
+type namespaceAnswers struct {
+	class string
+	seen  bool
+	err   error
+}
+
+func (n namespaceAnswers) DefaultClass(context.Context, string) (string, bool, error) {
+	return n.class, n.seen, n.err
+}
+
+// namespaceReader answers a Get of namespace "t" with class as its default
+// and counts the calls.
+type namespaceReader struct {
+	client.Reader
+	class string
+	gets  atomic.Int64
+}
+
+func (n *namespaceReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	n.gets.Add(1)
+	if key.Name != "t" {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, key.Name)
+	}
+	obj.SetAnnotations(map[string]string{v1alpha1.AnnotationDefaultClass: n.class})
+	return nil
+}
+
+// TestNamespaceDefaultIsReadLiveOnlyWhenUnseen: a namespace's default class
+// comes from what the namespace watch holds; only a namespace it has not
+// seen (created a moment ago) is read live, and that read is bounded like
+// every read of a name the caches lack. A watch that has not listed yet
+// (the request's context ended first) is an error, not "no default".
+func TestNamespaceDefaultIsReadLiveOnlyWhenUnseen(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		namespaces NamespaceDefaults
+		namespace  string
+		want       string
+		wantErr    bool
+		wantGets   int64
+	}{
+		{"seen, names a class", namespaceAnswers{class: "external-stable", seen: true}, "t", "external-stable", false, 0},
+		{"seen, names none", namespaceAnswers{seen: true}, "t", "", false, 0},
+		{"not seen yet: read live", namespaceAnswers{}, "t", "live-class", false, 1},
+		{"not seen, does not exist", namespaceAnswers{}, "gone", "", false, 1},
+		{"not listed yet", namespaceAnswers{err: context.DeadlineExceeded}, "t", "", true, 0},
+		{"no watch: read live", nil, "t", "live-class", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &namespaceReader{class: "live-class"}
+			l := &lookup{cache: &missingReader{}, live: live, reads: newLiveBounds(), namespaces: tc.namespaces}
+			got, err := l.namespaceDefault(t.Context(), tc.namespace)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("namespaceDefault = %q, %v; want %q (error %v)", got, err, tc.want, tc.wantErr)
+			}
+			if n := live.gets.Load(); n != tc.wantGets {
+				t.Errorf("%d live reads, want %d", n, tc.wantGets)
+			}
+		})
+	}
+	// Thousands of claims in namespaces the watch has not seen cost at
+	// most the live reads' burst.
+	live := &namespaceReader{}
+	reads := newLiveBounds()
+	now := time.Unix(1_000_000, 0)
+	reads.now = func() time.Time { return now }
+	l := &lookup{cache: &missingReader{}, live: live, reads: reads, namespaces: namespaceAnswers{}}
+	for i := range 5000 {
+		_, _ = l.namespaceDefault(t.Context(), fmt.Sprintf("ns-%d", i))
+	}
+	if n := live.gets.Load(); n > liveReadsBurst {
+		t.Errorf("5000 unseen namespaces: %d live reads, want at most %d", n, liveReadsBurst)
+	}
+}

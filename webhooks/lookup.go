@@ -30,6 +30,9 @@ type lookup struct {
 	// ordinary remembers claims that exist and are not listener claims,
 	// which the cache does not hold (ordinaryclaims.go); nil: none.
 	ordinary *ordinaryClaims
+	// namespaces tells the default class of a namespace; nil: every
+	// namespace is read live.
+	namespaces NamespaceDefaults
 }
 
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
@@ -97,11 +100,11 @@ func (l *lookup) classNames(ctx context.Context, want ...string) (validation.Cla
 // (the newest, if several are, as Kubernetes does for StorageClasses). ""
 // means there is none.
 func (l *lookup) defaultClass(ctx context.Context, namespace string) (string, error) {
-	var ns corev1.Namespace
-	if err := l.get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil && !apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("get namespace %s: %w", namespace, err)
+	c, err := l.namespaceDefault(ctx, namespace)
+	if err != nil {
+		return "", err
 	}
-	if c := ns.Annotations[v1alpha1.AnnotationDefaultClass]; c != "" {
+	if c != "" {
 		return c, nil
 	}
 	classes, err := l.classes(ctx)
@@ -118,6 +121,25 @@ func (l *lookup) defaultClass(ctx context.Context, namespace string) (string, er
 		return "", fmt.Errorf("list ListenerClasses: %w", err)
 	}
 	return DefaultClass(live.Items), nil
+}
+
+// namespaceDefault is the default class namespace names, "" if none. A
+// namespace not seen yet (created a moment ago) is read live, as a name the
+// cache lacks is.
+func (l *lookup) namespaceDefault(ctx context.Context, namespace string) (string, error) {
+	if l.namespaces != nil {
+		c, seen, err := l.namespaces.DefaultClass(ctx, namespace)
+		if err != nil || seen {
+			return c, err
+		}
+	}
+	key := types.NamespacedName{Name: namespace}
+	var ns corev1.Namespace
+	err := l.getLive(ctx, key, &ns, apierrors.NewNotFound(corev1.Resource("namespaces"), namespace))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get namespace %s: %w", namespace, err)
+	}
+	return ns.Annotations[v1alpha1.AnnotationDefaultClass], nil
 }
 
 // DefaultClass picks the cluster's default ListenerClass from classes: the

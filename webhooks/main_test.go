@@ -140,7 +140,15 @@ func startManager(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) 
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	if err := SetupWithManager(mgr); err != nil {
+	// What the controller runs for the claim webhook's namespace defaults.
+	namespaces, err := caches.NewNamespaceDefaults(e.Config, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(namespaces); err != nil {
+		return nil, err
+	}
+	if err := SetupWithManager(mgr, namespaces); err != nil {
 		return nil, err
 	}
 	mgr.GetWebhookServer().Register(pathTestSidecarInjector, &webhook.Admission{Handler: sidecarInjector{}})

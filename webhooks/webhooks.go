@@ -42,14 +42,23 @@ const (
 // +kubebuilder:webhookconfiguration:mutating=true,name=listener-operator-mutating
 // +kubebuilder:webhookconfiguration:mutating=false,name=listener-operator-validating
 
+// NamespaceDefaults tells which default ListenerClass a namespace names
+// ("" for none) and whether the namespace has been seen at all (one created
+// a moment ago may not have been): caches.NamespaceDefaults, which holds
+// that much of each namespace and no more.
+type NamespaceDefaults interface {
+	DefaultClass(ctx context.Context, namespace string) (class string, seen bool, err error)
+}
+
 // SetupWithManager registers every handler on the manager's webhook server.
-// It runs on every replica, leader or not.
-func SetupWithManager(mgr ctrl.Manager) error {
-	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), reads: newLiveBounds(), ordinary: newOrdinaryClaims()}
+// It runs on every replica, leader or not. namespaces answers what the
+// claim webhook asks of namespaces; the caller runs it.
+func SetupWithManager(mgr ctrl.Manager, namespaces NamespaceDefaults) error {
+	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), reads: newLiveBounds(), ordinary: newOrdinaryClaims(), namespaces: namespaces}
 	// Start the informers now, so that the first admission does not wait
 	// for a cache to fill.
 	ctx := context.Background()
-	for _, obj := range []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &corev1.Namespace{}, &storagev1.StorageClass{}} {
+	for _, obj := range []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("start informer for %T: %w", obj, err)
 		}

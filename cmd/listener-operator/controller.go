@@ -210,7 +210,15 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := addReadyChecks(mgr, dr); err != nil {
+	// What the claim webhook reads of namespaces (every replica).
+	namespaces, err := caches.NewNamespaceDefaults(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(namespaces); err != nil {
+		return fmt.Errorf("add the namespace watch: %w", err)
+	}
+	if err := addReadyChecks(mgr, dr, namespaces); err != nil {
 		return err
 	}
 
@@ -218,7 +226,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err := o.certs.setup(mgr); err != nil {
 		return err
 	}
-	if err := webhooks.SetupWithManager(mgr); err != nil {
+	if err := webhooks.SetupWithManager(mgr, namespaces); err != nil {
 		return fmt.Errorf("set up webhooks: %w", err)
 	}
 	// The reconcilers read from a cache of their own that only the leader
