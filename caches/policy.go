@@ -304,7 +304,9 @@ func StripManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// TrimPod keeps of a Pod what the reconcilers read: its metadata (without
+// TrimPod keeps of a Pod what the reconcilers read (and the CSI node
+// plugin, of the pods on its node: the node, the UID, the ports of a pod
+// that mounts a claim, which every pod it publishes for does): its metadata (without
 // managedFields, finalizers and owners; of the annotations only the
 // operator's, of the labels those podLabelsRead keeps), the volumes
 // backed by a claim (by name, or generic ephemeral without its claim

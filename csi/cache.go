@@ -24,7 +24,7 @@ type CacheOptions struct {
 
 // NewCache builds the informer cache the driver reads through:
 // ListenerClasses (few, cluster-wide admin policy) and, for a node, only its
-// own Node and the Pods scheduled to it. Nothing that grows with the
+// own Node and the Pods scheduled to it (trimmed). Nothing that grows with the
 // cluster's listeners is watched here: the controller reads a claim, a
 // shared Listener or a volume live when csi-provisioner asks (rarely: the
 // operator provisions listener volumes itself, see reconcile/provision),
@@ -36,7 +36,12 @@ type CacheOptions struct {
 func NewCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts CacheOptions) (cache.Cache, error) {
 	byObject := map[client.Object]cache.ByObject{}
 	if opts.NodeName != "" {
-		byObject[&corev1.Pod{}] = cache.ByObject{Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)}
+		// A node runs pods that are not a listener's, up to its pod
+		// limit: of each the plugin keeps what the reconcilers keep
+		// (caches.TrimPod), which holds what it reads (the node name,
+		// the UID, a listener pod's container ports) and drops images,
+		// env, probes and status.
+		byObject[&corev1.Pod{}] = cache.ByObject{Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName), Transform: caches.TrimPod}
 		byObject[&corev1.Node{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)}
 	}
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,

@@ -27,10 +27,16 @@ func TestNodePublishOnlyWhatBelongsToThePod(t *testing.T) {
 		{Address: "web.example", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"http": 80}},
 	}}
 	// A pod of a rolling update that declares a port its Listener lacks.
+	// It mounts its listener volume through a claim, as every pod the
+	// driver publishes for does (the CSIDriver allows Persistent volumes
+	// only): the node plugin's cache keeps container ports of such pods
+	// (caches.TrimPod).
 	f.create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "new-version"},
 		Spec: corev1.PodSpec{NodeName: f.node, Containers: []corev1.Container{{Name: "app", Image: "app",
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "admin", ContainerPort: 9000}}}}},
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "admin", ContainerPort: 9000}}}},
+			Volumes: []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "rolling"}}}}},
 	})
 
 	// A claim deleted and made again under the same name: the Listener
