@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -189,28 +188,12 @@ func internConditions(cs []metav1.Condition) {
 // Compact is the transform of every type without one of its own: it drops
 // managedFields (StripManagedFields) and makes the repeated strings of the
 // metadata canonical; of a Listener, also its conditions' and addresses'.
-// Of a PodListeners held as metadata, only its owner and the operator's
-// annotations are kept.
 func Compact(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
-	if m, ok := o.(*metav1.PartialObjectMetadata); ok && m.Kind == "PodListeners" {
-		// Metadata only (reconcile): its owner (the pod) and the
-		// operator's annotations (the hash of its spec) are read.
-		m.Labels = nil
-		m.Annotations = operatorEntries(m.Annotations)
-		if uid, ok := strings.CutPrefix(m.Name, v1alpha1.PodListenersNamePrefix); ok {
-			// Named after its pod's UID (names.PodListenersName): the
-			// name holds the owner's UID already.
-			for i := range m.OwnerReferences {
-				r := &m.OwnerReferences[i]
-				r.UID = types.UID(inName(string(r.UID), uid))
-			}
-		}
-	}
 	internMeta(o)
 	if l, ok := o.(*v1alpha1.Listener); ok {
 		internConditions(l.Status.Conditions)

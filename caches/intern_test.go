@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -71,7 +70,7 @@ func TestRepeatedStringsAreHeldOnce(t *testing.T) {
 // its claim's) is held in the name's memory, and reads the same: a
 // listener volume's handle and Listener, a
 // Service's Listener and instance label, a pod's StatefulSet and pod-name
-// label, a PodListeners' owner UID. A value that differs keeps its own
+// label. A value that differs keeps its own
 // copy.
 func TestValuesHeldInTheName(t *testing.T) {
 	s := func(v string) string { return string([]byte(v)) } // a decoder's copy
@@ -138,18 +137,6 @@ func TestValuesHeldInTheName(t *testing.T) {
 			}
 			inName("controller's name", got.OwnerReferences[0].Name, got.Name)
 			inName("pod-name label", got.Labels["statefulset.kubernetes.io/pod-name"], got.Name)
-		}},
-		{"PodListeners' owner", func(t *testing.T) {
-			m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: s(v1alpha1.PodListenersNamePrefix + "0b9f3c1e"),
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "kafka-0", UID: types.UID(s("0b9f3c1e"))}}}}
-			m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PodListeners"))
-			if _, err := Compact(m); err != nil {
-				t.Fatal(err)
-			}
-			if m.OwnerReferences[0].UID != "0b9f3c1e" || m.OwnerReferences[0].Name != "kafka-0" {
-				t.Fatalf("owner %+v", m.OwnerReferences[0])
-			}
-			inName("owner UID", string(m.OwnerReferences[0].UID), m.Name)
 		}},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ var listenerKinds = []struct {
 		return &v1alpha1.PodListeners{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-0b9f3c1e-6a4d-4c59-9a9e-%012d", i), Namespace: listenerNamespace,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": v1alpha1.FieldManager},
-				// The hash of its spec (reconcile.AnnotationPodListenersHash),
+				// The hash of its spec (v1alpha1.AnnotationPodListenersHash),
 				// which the metadata-only cache keeps: no two pods' are alike.
 				Annotations:     map[string]string{"listeners.stackable.tech/podlisteners-hash": fmt.Sprintf("%016x", 0x10804fddfa2aee07+i)},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("kafka-%05d", i), UID: types.UID(fmt.Sprintf("0b9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
@@ -171,7 +172,7 @@ func BenchmarkListenerObjects(b *testing.B) {
 	sizes := benchSizesFrom(b, "LISTENER_SIZES", []int{1000, 5000})
 	configs := []cacheConfig{
 		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
-		{name: "previous", webhooks: previousWebhooks, reconciler: previousReconcilers, withSlices: true, namespaceInformer: true},
+		{name: "previous", webhooks: previousWebhooks, reconciler: previousReconcilers, withSlices: true, namespaceInformer: true, podListenersInformer: true},
 	}
 	for _, k := range listenerKinds {
 		h := make(map[string][2][2]heapReading, len(configs))
@@ -266,7 +267,29 @@ func previousReconcilers() cache.Options {
 	}})
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	opts.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: ours, Transform: trimSliceAsBefore}
+	opts.ByObject[podListenersMetadata()] = cache.ByObject{Transform: trimPodListenersAsBefore}
 	return opts
+}
+
+// trimPodListenersAsBefore is what the reconcilers kept of a PodListeners
+// while they held them as metadata (until 2026-11-27): its owner, with the
+// UID held in the name's memory, and the operator's annotations.
+func trimPodListenersAsBefore(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	m.ManagedFields = nil
+	m.Labels = nil
+	m.Annotations = operatorEntries(m.Annotations)
+	if uid, ok := strings.CutPrefix(m.Name, v1alpha1.PodListenersNamePrefix); ok {
+		for i := range m.OwnerReferences {
+			r := &m.OwnerReferences[i]
+			r.UID = types.UID(inName(string(r.UID), uid))
+		}
+	}
+	internMeta(m)
+	return m, nil
 }
 
 // setByObject sets the policy of obj's type in opts, in place of the one

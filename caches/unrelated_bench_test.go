@@ -98,7 +98,9 @@ type cacheConfig struct {
 	withSlices bool
 	// namespaceInformer: the webhooks' cache holds Namespaces, as it did
 	// until NamespaceDefaults kept only their default classes.
-	namespaceInformer bool
+	namespaceInformer bool // podListenersInformer: the reconcilers' cache holds PodListeners as
+	// metadata, as it did until PodListenersHashes kept only their hashes.
+	podListenersInformer bool
 }
 
 // webhookTypes are the types the webhooks' cache holds (webhooks.SetupWithManager
@@ -106,11 +108,11 @@ type cacheConfig struct {
 // only the reconcilers' holds.
 var (
 	webhookTypes    = []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}}
-	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}, podListenersMetadata()}
+	reconcilerTypes = []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.Service{}}
 )
 
-// podListenersMetadata is the reconcilers' metadata-only view of
-// PodListeners (reconcile: builder.OnlyMetadata).
+// podListenersMetadata is the metadata-only view of PodListeners the
+// reconcilers' cache held until PodListenersHashes (podListenersInformer).
 func podListenersMetadata() client.Object {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PodListeners"))
@@ -214,11 +216,27 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 	if cfg.withSlices {
 		kinds = append(slices.Clip(kinds), &discoveryv1.EndpointSlice{})
 	}
+	var hashes *PodListenersHashes
+	if cfg.podListenersInformer {
+		kinds = append(slices.Clip(kinds), podListenersMetadata())
+	} else {
+		var err error
+		if hashes, err = NewPodListenersHashes(env.Config, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := hashes.Start(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := hashes.WaitForSync(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 	r := start(cfg.reconciler(), kinds)
 	after := settledHeap()
 	runtime.KeepAlive(w)
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(namespaces)
+	runtime.KeepAlive(hashes)
 	return mid.minus(before), after.minus(before)
 }
 
@@ -240,7 +258,7 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 	sizes := benchSizesFrom(b, "UNRELATED_SIZES", []int{2000, 10000})
 	configs := []cacheConfig{
 		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
-		{name: "before", webhooks: beforeIssue23Webhooks, reconciler: beforeIssue23Reconcilers, withSlices: true, namespaceInformer: true},
+		{name: "before", webhooks: beforeIssue23Webhooks, reconciler: beforeIssue23Reconcilers, withSlices: true, namespaceInformer: true, podListenersInformer: true},
 	}
 	only := os.Getenv("UNRELATED_KINDS") // e.g. "claim,volume"; empty: every kind
 	for _, k := range unrelatedKinds {

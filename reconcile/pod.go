@@ -31,11 +31,12 @@ import (
 // admission webhook could not) and keeps each pod's PodListeners.
 type podReconciler struct {
 	client client.Client
-	// live reads a PodListeners whole, which the cache holds as metadata
-	// only (podlisteners.go).
-	live      client.Reader
-	recorder  events.EventRecorder
-	evictions evictor // addresschange.go
+	// live reads a PodListeners whole; podListeners holds only its hash
+	// (podlisteners.go).
+	live         client.Reader
+	podListeners *caches.PodListenersHashes
+	recorder     events.EventRecorder
+	evictions    evictor // addresschange.go
 }
 
 func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
@@ -43,16 +44,21 @@ func setupPodController(mgr ctrl.Manager, opts Options, recorder events.EventRec
 	if err != nil {
 		return err
 	}
-	r := &podReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, evictions: evictions}
+	podListeners, err := caches.NewPodListenersHashes(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	r := &podReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), podListeners: podListeners, recorder: recorder, evictions: evictions}
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerPodListeners).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return len(names.PodClaimNames(o.(*corev1.Pod))) > 0
 		}))).
-		// Metadata only: the spec a pod's PodListeners holds is known by
-		// its hash (podlisteners.go).
-		Owns(&v1alpha1.PodListeners{}, builder.OnlyMetadata).
+		// A PodListeners changed or deleted brings its pod back; only its
+		// hash is held (podlisteners.go), and the workers start once
+		// every PodListeners is known.
+		WatchesRawSource(podListeners).
 		// A pod's claim may be created after the pod (generic ephemeral
 		// volumes) or change its Listener.
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {

@@ -19,26 +19,15 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// A pod's PodListeners is written by the operator only. The reconcilers'
-// cache holds PodListeners as metadata only (their spec, with the
-// addresses of every listener volume of every pod, is most of what a
-// listener pod would cost the leader otherwise): the spec last written is
-// known by its hash (AnnotationPodListenersHash), so a steady cluster
-// reads and writes nothing. Only when the spec to write differs, or an
-// address change may still ask for a restart (AnnotationAddressesChanged),
-// is the PodListeners read whole from the API server.
-const (
-	// AnnotationPodListenersHash on a PodListeners is the hash of the
-	// addresses it was written with (before AddressesAtStart is recorded).
-	AnnotationPodListenersHash = "listeners.stackable.tech/podlisteners-hash"
-	// AnnotationAddressesChanged on a PodListeners says that a volume's
-	// addresses differ from those the pod started with (AddressesAtStart
-	// is set): its class may ask for the pod to restart.
-	AnnotationAddressesChanged = "listeners.stackable.tech/addresses-changed"
-)
-
-// podListenersGVK is the kind of the cache's metadata-only PodListeners.
-var podListenersGVK = v1alpha1.GroupVersion.WithKind("PodListeners")
+// A pod's PodListeners is written by the operator only. The leader does not
+// cache PodListeners (their spec, with the addresses of every listener
+// volume of every pod, is most of what a listener pod would cost the leader
+// otherwise): caches.PodListenersHashes holds the hash of the spec last
+// written (v1alpha1.v1alpha1.AnnotationPodListenersHash) and whether an address
+// change may still ask for a restart (v1alpha1.v1alpha1.AnnotationAddressesChanged),
+// so a steady cluster reads and writes nothing. Only when the spec to write
+// differs, or a restart may be due, is the PodListeners read whole from the
+// API server.
 
 // podListenersHash is the hash of spec as computed for a pod (without
 // AddressesAtStart).
@@ -58,11 +47,11 @@ func podListenersAnnotations(in map[string]string, hash string, spec v1alpha1.Po
 	for k, v := range in {
 		out[k] = v
 	}
-	out[AnnotationPodListenersHash] = hash
-	delete(out, AnnotationAddressesChanged)
+	out[v1alpha1.AnnotationPodListenersHash] = hash
+	delete(out, v1alpha1.AnnotationAddressesChanged)
 	for _, l := range spec.Listeners {
 		if len(l.AddressesAtStart) > 0 {
-			out[AnnotationAddressesChanged] = "true"
+			out[v1alpha1.AnnotationAddressesChanged] = "true"
 			break
 		}
 	}
@@ -75,15 +64,11 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("hash podlisteners %s: %w", key, err)
 	}
-	cached := &metav1.PartialObjectMetadata{}
-	cached.SetGroupVersionKind(podListenersGVK)
-	err = r.client.Get(ctx, key, cached)
+	held, ok := r.podListeners.Get(key)
 	switch {
-	case apierrors.IsNotFound(err):
+	case !ok:
 		return r.createPodListeners(ctx, pod, key, spec, hash)
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get podlisteners %s: %w", key, err)
-	case cached.Annotations[AnnotationPodListenersHash] == hash && cached.Annotations[AnnotationAddressesChanged] == "":
+	case held.Hash == hash && !held.AddressesChanged:
 		return ctrl.Result{}, nil
 	}
 	existing := &v1alpha1.PodListeners{}
@@ -93,7 +78,7 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 		}
 		return ctrl.Result{}, fmt.Errorf("get podlisteners %s: %w", key, err)
 	}
-	if existing.Annotations[AnnotationPodListenersHash] == hash {
+	if existing.Annotations[v1alpha1.AnnotationPodListenersHash] == hash {
 		// Nothing new to write: a restart the class asks for may still be
 		// due (a PodDisruptionBudget refused the eviction before).
 		return r.signalAddressChanges(ctx, pod, existing, vols, nil)

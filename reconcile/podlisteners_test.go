@@ -24,15 +24,15 @@ func TestPodListenersHash(t *testing.T) {
 	if ha != hb || ha == hm || len(ha) != 16 {
 		t.Errorf("hashes: same addresses %q and %q, moved %q", ha, hb, hm)
 	}
-	ann := podListenersAnnotations(map[string]string{"keep": "x", AnnotationAddressesChanged: "true"}, ha, a)
-	if ann["keep"] != "x" || ann[AnnotationPodListenersHash] != ha || ann[AnnotationAddressesChanged] != "" {
+	ann := podListenersAnnotations(map[string]string{"keep": "x", v1alpha1.AnnotationAddressesChanged: "true"}, ha, a)
+	if ann["keep"] != "x" || ann[v1alpha1.AnnotationPodListenersHash] != ha || ann[v1alpha1.AnnotationAddressesChanged] != "" {
 		t.Errorf("annotations without a change from start: %v", ann)
 	}
 	withStart, changed := recordAddressChanges(a, moved)
 	if len(changed) != 1 {
 		t.Fatalf("changed %v, want the moved volume", changed)
 	}
-	if ann := podListenersAnnotations(nil, hm, withStart); ann[AnnotationAddressesChanged] != "true" {
+	if ann := podListenersAnnotations(nil, hm, withStart); ann[v1alpha1.AnnotationAddressesChanged] != "true" {
 		t.Errorf("annotations after an address change: %v", ann)
 	}
 }

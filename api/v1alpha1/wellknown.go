@@ -23,6 +23,15 @@ const (
 	// that a cache that drops volumeAttributes still has it.
 	LabelVolumeListener = "listeners.stackable.tech/listener-name"
 
+	// AnnotationPodListenersHash on a PodListeners is the hash of the
+	// addresses it was written with (before AddressesAtStart is recorded):
+	// the operator writes it, and reads it to know whether to write again.
+	AnnotationPodListenersHash = "listeners.stackable.tech/podlisteners-hash"
+	// AnnotationAddressesChanged on a PodListeners says that a volume's
+	// addresses differ from those the pod started with (AddressesAtStart
+	// is set): its class may ask for the pod to restart.
+	AnnotationAddressesChanged = "listeners.stackable.tech/addresses-changed"
+
 	// AnnotationDefaultClass marks the ListenerClass used when a claim names
 	// neither a class nor a listener. On a Namespace, its value names the
 	// default class for claims in that namespace.
