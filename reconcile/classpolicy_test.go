@@ -228,10 +228,7 @@ func TestBoundClaimKeepsItsListener(t *testing.T) {
 	}
 	testenv.Create(t, ctx, c, pv)
 	t.Cleanup(func() { _ = c.Delete(context.WithoutCancel(ctx), pv) })
-	claim.Spec.VolumeName = pv.Name
-	if err := c.Update(ctx, claim); err != nil {
-		t.Fatalf("bind claim: %v", err)
-	}
+	bindClaim(t, ctx, c, claim, pv.Name)
 	testenv.Converges(t, "the volume records its Listener", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
 			return err

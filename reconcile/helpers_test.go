@@ -174,6 +174,21 @@ func setPodReady(t *testing.T, ctx context.Context, c client.Client, p *corev1.P
 	})
 }
 
+// bindClaim binds claim to the volume named pv, as the PV controller does.
+// The operator labels its claims meanwhile: read, change, write.
+func bindClaim(t *testing.T, ctx context.Context, c client.Client, claim *corev1.PersistentVolumeClaim, pv string) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return err
+		}
+		claim.Spec.VolumeName = pv
+		return c.Update(ctx, claim)
+	}); err != nil {
+		t.Fatalf("bind claim %s: %v", claim.Name, err)
+	}
+}
+
 // setPodStatus changes a pod's status as the kubelet writes it. The
 // operator labels its pods meanwhile: read, change, write.
 func setPodStatus(t *testing.T, ctx context.Context, c client.Client, p *corev1.Pod, change func(*corev1.Pod)) {

@@ -397,10 +397,7 @@ func TestNodePortAddressesFollowPodsAndPinnedVolumes(t *testing.T) {
 	}
 	testenv.Create(t, ctx, c, pv)
 	t.Cleanup(func() { _ = c.Delete(ctx, pv) })
-	claim.Spec.VolumeName = pv.Name
-	if err := c.Update(ctx, claim); err != nil {
-		t.Fatalf("bind claim: %v", err)
-	}
+	bindClaim(t, ctx, c, claim, pv.Name)
 	waitStatus(t, ctx, c, ns, "np", addrs("10.1.0.1", "203.0.113.2"))
 
 	// The pod on n1 stops being ready: only the pinned node is left.
