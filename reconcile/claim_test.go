@@ -213,6 +213,49 @@ func TestPodListeners(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Someone changes what it holds: its change brings the pod back (the
+	// operator holds only PodListeners' hashes, caches.PodListenersHashes,
+	// and is sent their events), and the spec is written again.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pl), pl); err != nil {
+		t.Fatal(err)
+	}
+	want := pl.Spec
+	pl.Spec.Listeners = map[string]v1alpha1.PodListener{"cluster": {Scope: v1alpha1.PodListenerScopeCluster}}
+	pl.Annotations[v1alpha1.AnnotationPodListenersHash] = "tampered"
+	if err := c.Update(ctx, pl); err != nil {
+		t.Fatal(err)
+	}
+	// (Its addresses, that is: what the pod started with was erased with
+	// the rest and cannot be known again.)
+	sameAddresses := func(got v1alpha1.PodListenersSpec) error {
+		for _, vol := range []string{"listener", "cluster"} {
+			if !reflect.DeepEqual(got.Listeners[vol].IngressAddresses, want.Listeners[vol].IngressAddresses) {
+				return fmt.Errorf("volume %s: addresses %+v, want %+v", vol, got.Listeners[vol].IngressAddresses, want.Listeners[vol].IngressAddresses)
+			}
+		}
+		return nil
+	}
+	testenv.Converges(t, "a changed podlisteners is written again", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pl), pl); err != nil {
+			return err
+		}
+		return sameAddresses(pl.Spec)
+	})
+	// Someone deletes it: it is made again.
+	old := pl.UID
+	if err := c.Delete(ctx, pl); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Converges(t, "a deleted podlisteners is made again", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pl), pl); err != nil {
+			return err
+		}
+		if pl.UID == old {
+			return fmt.Errorf("still the deleted one (uid %s)", old)
+		}
+		return sameAddresses(pl.Spec)
+	})
 }
 
 // TestStatefulSetReplicaSelectedByPodName: the claim of a replica of a
