@@ -9,9 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -43,25 +40,11 @@ type NamespaceDefaults struct {
 // NewNamespaceDefaults watches namespaces through cfg (metadata only), on
 // httpClient (nil: one of its own).
 func NewNamespaceDefaults(cfg *rest.Config, httpClient *http.Client) (*NamespaceDefaults, error) {
-	if httpClient == nil {
-		var err error
-		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
-			return nil, fmt.Errorf("create HTTP client: %w", err)
-		}
-	}
-	mc, err := metadata.NewForConfigAndClient(cfg, httpClient)
+	lw, err := metadataListWatch(cfg, httpClient, corev1.SchemeGroupVersion.WithResource("namespaces"))
 	if err != nil {
-		return nil, fmt.Errorf("create metadata client: %w", err)
+		return nil, err
 	}
-	namespaces := mc.Resource(corev1.SchemeGroupVersion.WithResource("namespaces"))
-	return newNamespaceDefaults(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return namespaces.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return namespaces.Watch(ctx, opts)
-		},
-	}), nil
+	return newNamespaceDefaults(lw), nil
 }
 
 func newNamespaceDefaults(lw cache.ListerWatcher) *NamespaceDefaults {

@@ -7,10 +7,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -57,25 +54,11 @@ var _ source.TypedSyncingSource[reconcile.Request] = (*PodListenersHashes)(nil)
 // NewPodListenersHashes watches PodListeners through cfg (metadata only), on
 // httpClient (nil: one of its own).
 func NewPodListenersHashes(cfg *rest.Config, httpClient *http.Client) (*PodListenersHashes, error) {
-	if httpClient == nil {
-		var err error
-		if httpClient, err = rest.HTTPClientFor(cfg); err != nil {
-			return nil, fmt.Errorf("create HTTP client: %w", err)
-		}
-	}
-	mc, err := metadata.NewForConfigAndClient(cfg, httpClient)
+	lw, err := metadataListWatch(cfg, httpClient, v1alpha1.GroupVersion.WithResource("podlisteners"))
 	if err != nil {
-		return nil, fmt.Errorf("create metadata client: %w", err)
+		return nil, err
 	}
-	res := mc.Resource(v1alpha1.GroupVersion.WithResource("podlisteners"))
-	return newPodListenersHashes(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return res.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return res.Watch(ctx, opts)
-		},
-	}), nil
+	return newPodListenersHashes(lw), nil
 }
 
 func newPodListenersHashes(lw cache.ListerWatcher) *PodListenersHashes {
