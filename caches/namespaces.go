@@ -127,8 +127,8 @@ func (s namespaceStore) Resync() error        { return nil }
 
 // Replace holds list instead of what was held (a list or relist).
 func (s namespaceStore) Replace(list []any, _ string) error {
-	fresh := newNamespaceDefaults(nil)
-	fresh.seed = s.d.seed
+	// Built apart and swapped in whole: questions meanwhile get the old answers.
+	fresh := &NamespaceDefaults{seed: s.d.seed, classes: map[string]string{}, seen: map[uint64]struct{}{}}
 	for _, obj := range list {
 		if err := fresh.set(obj, false); err != nil {
 			return err
