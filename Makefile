@@ -166,6 +166,9 @@ SCALE_NAMESPACES ?= 2000
 # SCALE_PROFILES=dir turns on the controller's pprof endpoint and saves each
 # replica's heap profile at every measurement there (default: off, as shipped).
 SCALE_PROFILES   ?=
+# SCALE_PROFILE_RATE=bytes: with SCALE_PROFILES, one heap sample per this many
+# bytes allocated (0: Go's 512 KiB, too coarse for a few hundred objects).
+SCALE_PROFILE_RATE ?= 0
 # SCALE_FLOOR: pods of each floor burst (default: as many as the last
 # listener phase's claims; the 10x point uses 500, the burst the issue
 # measures time to Ready for).
@@ -188,7 +191,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
 	  -batch $(or $(SCALE_BATCH),0) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) -namespaces $(SCALE_NAMESPACES) \
-	  -floor $(SCALE_FLOOR) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
+	  -floor $(SCALE_FLOOR) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -profile-rate $(SCALE_PROFILE_RATE) -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 # The 10x point: 10,000 listener claims with running pods under the shipped
 # limits, on a cluster with room for their 6,000 Services (SERVICES_LARGE:
@@ -202,7 +205,7 @@ scale-10x: $(KWOK) ## The scale benchmark's 10x point (10,000 listener claims; h
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners 10000 \
 	  -batch $(or $(SCALE_BATCH),500) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) -namespaces $(SCALE_NAMESPACES) \
-	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -wait 4h -profiles "$(SCALE_PROFILES)" -out $(BIN)/scale-10x.txt
+	  -floor $(if $(filter -1,$(SCALE_FLOOR)),500,$(SCALE_FLOOR)) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -wait 4h -profiles "$(SCALE_PROFILES)" -profile-rate $(SCALE_PROFILE_RATE) -out $(BIN)/scale-10x.txt
 
 # Time to address on the real nodes (issue 23): a burst of BENCH_PODS pods
 # (default 100) with a listener volume against the same burst without one,

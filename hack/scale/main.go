@@ -37,6 +37,7 @@ type options struct {
 	kubeconfig, kwok, stages, out, workDir string
 	profiles                               string // directory for heap profiles; "" = none
 	liveHeap                               bool   // force a collection before each measurement
+	profileRate                            int    // bytes allocated per heap sample with -profiles; 0 = Go's default
 	nodes, pods, smallPods, listeners      int
 	claims, volumes, services, floor       int // the rest of the realistic mix (mix.go)
 	namespaces                             int // ordinary namespaces, the mix's last step
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bin/scale.txt", "File the table is also written to.")
 	flag.StringVar(&o.workDir, "work-dir", ".work/scale", "Directory for kwok's configuration and log.")
 	flag.StringVar(&o.profiles, "profiles", "", "If set, turn on the controller's pprof endpoint and save each replica's heap profile there at every measurement.")
+	flag.IntVar(&o.profileRate, "profile-rate", 0, "With -profiles, sample the controllers' heap once per this many bytes allocated (GODEBUG=memprofilerate; 0: Go's default of 512 KiB, too coarse to tell what a few hundred objects hold). Each sample costs memory, so the RSS of such a run is not as shipped.")
 	flag.BoolVar(&o.liveHeap, "live-heap", false, "Force a collection in each controller replica just before each measurement (through the pprof endpoint, which this turns on without heap sampling unless -profiles), so that \"heap in use\" is what is live, not what the last cycle left.")
 	flag.IntVar(&o.nodes, "nodes", 50, "Fake (kwok) nodes.")
 	flag.IntVar(&o.pods, "pods", 10000, "Ordinary pods (no listener volume) at the large measurement.")
@@ -115,7 +117,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.profiles != "" || o.liveHeap {
-		if err := enableProfiles(ctx, c, o.profiles != ""); err != nil {
+		if err := enableProfiles(ctx, c, o.profiles != "", o.profileRate); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -25,8 +26,10 @@ const pprofPort = 6060
 // profiles costs nothing until one is taken. Without heapSamples the
 // endpoint does not sample the heap (--pprof-heap-samples=false): it only
 // forces collections, and the replicas' memory is as shipped (the sampling
-// table costs each 1.5 MB).
-func enableProfiles(ctx context.Context, c client.Client, heapSamples bool) error {
+// table costs each 1.5 MB). A rate above zero samples the heap once per
+// that many bytes allocated (GODEBUG=memprofilerate, which the controller
+// keeps), in place of Go's 512 KiB.
+func enableProfiles(ctx context.Context, c client.Client, heapSamples bool, rate int) error {
 	var deps appsv1.DeploymentList
 	if err := c.List(ctx, &deps, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "controller"}); err != nil {
 		return err
@@ -42,6 +45,10 @@ func enableProfiles(ctx context.Context, c client.Client, heapSamples bool) erro
 		if !slices.Contains(args, arg) {
 			args, changed = append(args, arg), true
 		}
+	}
+	if heapSamples && rate > 0 {
+		env := d.Spec.Template.Spec.Containers[0].Env
+		changed = setGODEBUG(env, fmt.Sprintf("memprofilerate=%d", rate)) || changed
 	}
 	if changed {
 		d.Spec.Template.Spec.Containers[0].Args = args
@@ -59,6 +66,31 @@ func enableProfiles(ctx context.Context, c client.Client, heapSamples bool) erro
 		done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
 		return done, fmt.Sprintf("%d/%d updated, %d available, %d total", s.UpdatedReplicas, want, s.AvailableReplicas, s.Replicas), nil
 	})
+}
+
+// setGODEBUG sets setting (name=value) in the GODEBUG variable of env,
+// replacing that name's value if GODEBUG has one, and reports whether it
+// changed anything. The manifests always set GODEBUG (memprofilerate=0).
+func setGODEBUG(env []corev1.EnvVar, setting string) bool {
+	name, _, _ := strings.Cut(setting, "=")
+	for i := range env {
+		if env[i].Name != "GODEBUG" {
+			continue
+		}
+		var kept []string
+		for _, s := range strings.Split(env[i].Value, ",") {
+			if n, _, _ := strings.Cut(s, "="); s != "" && n != name {
+				kept = append(kept, s)
+			}
+		}
+		v := strings.Join(append(kept, setting), ",")
+		if v == env[i].Value {
+			return false
+		}
+		env[i].Value = v
+		return true
+	}
+	return false
 }
 
 // saveHeapProfiles writes each controller replica's heap profile to dir,
