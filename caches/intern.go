@@ -68,16 +68,22 @@ func internLabels(m map[string]string, names ...string) map[string]string {
 // sharedMaps holds one copy of each small label or annotation map that
 // repeats across cached objects (a Go map costs some 300 bytes even with
 // one entry, and a listener claim brings ten or so).
-var sharedMaps = &mapTable{}
+var sharedMaps = &mapTable[string]{}
+
+// sharedPorts holds one copy of each small port map of a Listener's status
+// that repeats: the ports of a ClusterIP Listener's address are those of
+// every Listener of its workload, and a NodePort Listener's node ports are
+// the same in status.nodePorts and in each of its addresses.
+var sharedPorts = &mapTable[int32]{}
 
 // mapTable is a bounded table of maps by content: two generations of at
 // most mapTableGeneration entries each, the older dropped when the newer is
 // full, an entry found in the older moved to the newer. A map that repeats
 // stays; maps that never repeat pass through and are forgotten. Dropping an
 // entry costs nothing but sharing: the objects that hold it keep it.
-type mapTable struct {
+type mapTable[V string | int32] struct {
 	mu       sync.Mutex
-	cur, old map[string]map[string]string
+	cur, old map[string]map[string]V
 	key      []byte
 	keys     []string
 }
@@ -98,13 +104,13 @@ const (
 )
 
 // get returns the table's map with m's content, holding m if there is none.
-func (t *mapTable) get(m map[string]string) map[string]string {
+func (t *mapTable[V]) get(m map[string]V) map[string]V {
 	if len(m) == 0 || len(m) > maxSharedMap {
 		return m
 	}
 	size := 0
 	for k, v := range m {
-		size += len(k) + len(v)
+		size += len(k) + valueSize(v)
 	}
 	if size > maxSharedBytes {
 		return m
@@ -120,9 +126,7 @@ func (t *mapTable) get(m map[string]string) map[string]string {
 	for _, k := range t.keys {
 		// Each string after its length: an annotation's value may hold
 		// any byte, and two different maps must never have one key.
-		v := m[k]
-		t.key = append(binary.AppendUvarint(t.key, uint64(len(k))), k...)
-		t.key = append(binary.AppendUvarint(t.key, uint64(len(v))), v...)
+		t.key = appendValue(append(binary.AppendUvarint(t.key, uint64(len(k))), k...), m[k])
 	}
 	if c, ok := t.cur[string(t.key)]; ok {
 		return c
@@ -134,10 +138,28 @@ func (t *mapTable) get(m map[string]string) map[string]string {
 		t.old, t.cur = t.cur, nil
 	}
 	if t.cur == nil {
-		t.cur = make(map[string]map[string]string, mapTableGeneration)
+		t.cur = make(map[string]map[string]V, mapTableGeneration)
 	}
 	t.cur[string(t.key)] = m
 	return m
+}
+
+// valueSize is the bytes of a map value that count against maxSharedBytes.
+func valueSize[V string | int32](v V) int {
+	if s, ok := any(v).(string); ok {
+		return len(s)
+	}
+	return 4
+}
+
+// appendValue appends v to a table key: a number as a varint, a string
+// after its length (a table holds one type of value).
+func appendValue[V string | int32](b []byte, v V) []byte {
+	if n, ok := any(v).(int32); ok {
+		return binary.AppendVarint(b, int64(n))
+	}
+	str, _ := any(v).(string)
+	return append(binary.AppendUvarint(b, uint64(len(str))), str...)
 }
 
 // inName is v held in the memory of the first of names that begins with
@@ -200,12 +222,35 @@ func Compact(obj any) (any, error) {
 		l.Status.ClassName = intern(l.Status.ClassName)
 		l.Status.ServiceType = v1alpha1.ServiceType(intern(string(l.Status.ServiceType)))
 		internPtr(l.Spec.ClassName)
+		// A Listener's Service usually has the Listener's name.
+		l.Status.ServiceName = inName(l.Status.ServiceName, l.Name)
+		l.Status.NodePorts = internPorts(l.Status.NodePorts)
 		for i := range l.Status.IngressAddresses {
 			a := &l.Status.IngressAddresses[i]
 			a.AddressType = v1alpha1.AddressType(intern(string(a.AddressType)))
+			if a.AddressType == v1alpha1.AddressTypeIP {
+				// Node addresses, shared by every NodePort Listener
+				// with a pod on the node; a hostname names its Listener.
+				a.Address = intern(a.Address)
+			}
+			a.Ports = internPorts(a.Ports)
 		}
 	}
 	return obj, nil
+}
+
+// internPorts is a port map of a Listener's status with canonical names, as
+// the one map held of maps with its content (sharedPorts); nil stays nil.
+// Nothing may write to the result: many objects may hold it.
+func internPorts(m map[string]int32) map[string]int32 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]int32, len(m))
+	for k, v := range m {
+		out[intern(k)] = v
+	}
+	return sharedPorts.get(out)
 }
 
 // internPtr makes the string p points to canonical; nil stays nil.

@@ -194,7 +194,7 @@ func TestRepeatingMapsAreHeldOnce(t *testing.T) {
 // a map that keeps repeating while others pass.
 func TestMapTable(t *testing.T) {
 	ptrOf := func(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
-	var tab mapTable
+	var tab mapTable[string]
 	for _, pair := range [][2]map[string]string{
 		{{"a": "bc"}, {"ab": "c"}},
 		{{"a": "b\x00c"}, {"a": "b", "\x00c": ""}},
@@ -235,5 +235,60 @@ func TestMapTable(t *testing.T) {
 		if len(k) > 2*maxSharedBytes {
 			t.Errorf("the table keeps a key of %d bytes", len(k))
 		}
+	}
+}
+
+// TestListenerStatusPortsAreHeldOnce: the port maps of Listeners' statuses
+// that say the same are one map after the transform (a ClusterIP
+// workload's addresses, a NodePort Listener's node ports and the ports of
+// each of its addresses), the node addresses one string, and every
+// Listener's status reads as it was written.
+func TestListenerStatusPortsAreHeldOnce(t *testing.T) {
+	s := func(v string) string { return string([]byte(v)) } // a decoder's copy
+	clusterIP := func(name string) *v1alpha1.Listener {
+		return &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
+			Status: v1alpha1.ListenerStatus{ServiceName: s(name), ServiceType: "ClusterIP", IngressAddresses: []v1alpha1.ListenerIngress{
+				{Address: name + ".team-a.svc.cluster.local", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{s("http"): 8080}}}}}
+	}
+	nodePort := func(name string, port int32) *v1alpha1.Listener {
+		return &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
+			Status: v1alpha1.ListenerStatus{ServiceName: s(name), ServiceType: "NodePort", NodePorts: map[string]int32{s("http"): port}, IngressAddresses: []v1alpha1.ListenerIngress{
+				{Address: s("10.0.0.1"), AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{s("http"): port}},
+				{Address: s("10.0.0.2"), AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{s("http"): port}}}}}
+	}
+	compact := func(l *v1alpha1.Listener) (*v1alpha1.Listener, *v1alpha1.Listener) {
+		t.Helper()
+		want := l.DeepCopy()
+		if _, err := Compact(l); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(l.Status, want.Status) {
+			t.Fatalf("the transform changed what %s's status says:\n%+v\nwant\n%+v", l.Name, l.Status, want.Status)
+		}
+		return l, want
+	}
+	ptrOf := func(m map[string]int32) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+
+	a, _ := compact(clusterIP("kafka-0"))
+	b, _ := compact(clusterIP("kafka-1"))
+	if ptrOf(a.Status.IngressAddresses[0].Ports) != ptrOf(b.Status.IngressAddresses[0].Ports) {
+		t.Error("two ClusterIP Listeners of one workload hold two copies of the same ports")
+	}
+	if unsafe.StringData(a.Status.ServiceName) != unsafe.StringData(a.Name) {
+		t.Error("a Listener's Service name, its own name, is a copy of its own")
+	}
+	n, _ := compact(nodePort("kafka-np-0", 31080))
+	m, _ := compact(nodePort("kafka-np-1", 31081))
+	if p := ptrOf(n.Status.NodePorts); ptrOf(n.Status.IngressAddresses[0].Ports) != p || ptrOf(n.Status.IngressAddresses[1].Ports) != p {
+		t.Error("a NodePort Listener holds its node ports in more than one map")
+	}
+	if ptrOf(m.Status.NodePorts) == ptrOf(n.Status.NodePorts) || m.Status.NodePorts["http"] != 31081 {
+		t.Errorf("two Listeners with other node ports share a map: %v", m.Status.NodePorts)
+	}
+	if x, y := n.Status.IngressAddresses[0].Address, m.Status.IngressAddresses[0].Address; unsafe.StringData(x) != unsafe.StringData(y) {
+		t.Errorf("node address %q is held twice", x)
+	}
+	if ptrOf(a.Status.IngressAddresses[0].Ports) == ptrOf(n.Status.NodePorts) {
+		t.Error("ports 8080 and node ports 31080 share a map")
 	}
 }

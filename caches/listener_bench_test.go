@@ -3,7 +3,10 @@ package caches
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +30,10 @@ import (
 // cluster makes them for a pod with a generic ephemeral listener volume and
 // a per-claim Listener: the claim, its volume, the Listener, its Service
 // and EndpointSlice, the pod and its PodListeners. Objects whose status
-// the API server takes only through the status subresource (Listener,
-// claim, volume) are measured without it, but for the pod: the reconcilers
-// keep its Ready condition, so it gets a running pod's status.
+// the API server takes only through the status subresource (claim,
+// volume) are measured without it, but for the pod and the Listener: the
+// reconcilers keep the pod's Ready condition, so it gets a running pod's
+// status, and the Listener the status the operator writes.
 
 const listenerNamespace = "cache-listener"
 
@@ -91,7 +95,7 @@ var listenerKinds = []struct {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: listenerClaimName(i), UID: types.UID(fmt.Sprintf("1c9f3c1e-6a4d-4c59-9a9e-%012d", i)), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: v1alpha1.ListenerSpec{ClassName: ptr.To("external-unstable"), Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}}},
 		}
-	}, nil, nil},
+	}, nil, listenerStatus},
 	{"listener Service", func(i int) client.Object {
 		return &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: listenerClaimName(i), Namespace: listenerNamespace,
@@ -162,7 +166,8 @@ var listenerKinds = []struct {
 // cost of one per-claim listener workload on the leader (replica-B/obj: on
 // every replica; leader-inuse-B/obj: the heap spans those bytes keep in
 // use, the room the objects dropped left in them included). Run with
-// -benchtime=1x; LISTENER_SIZES=small,large overrides the sizes.
+// -benchtime=1x; LISTENER_SIZES=small,large overrides the sizes,
+// LISTENER_KINDS=Listener,"listener pod" measures only those kinds.
 func BenchmarkListenerObjects(b *testing.B) {
 	e := testenv.Require(b, env)
 	ctx := context.Background()
@@ -174,7 +179,11 @@ func BenchmarkListenerObjects(b *testing.B) {
 		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
 		{name: "previous", webhooks: previousWebhooks, reconciler: previousReconcilers, withSlices: true, namespaceInformer: true, podListenersInformer: true},
 	}
+	only := os.Getenv("LISTENER_KINDS") // e.g. "Listener"; empty: every kind
 	for _, k := range listenerKinds {
+		if only != "" && !slices.Contains(strings.Split(only, ","), k.name) {
+			continue
+		}
 		h := make(map[string][2][2]heapReading, len(configs))
 		created := 0
 		for si, n := range sizes {
@@ -208,6 +217,30 @@ func BenchmarkListenerObjects(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// listenerStatus is the status the operator writes on a Ready Listener:
+// half ClusterIP (its Service's name as the address), half NodePort (the
+// nodes of its pods, here two of 50, and its node ports).
+func listenerStatus(o client.Object) {
+	l := o.(*v1alpha1.Listener)
+	var i int
+	if _, err := fmt.Sscanf(l.Name, "kafka-%05d-listener", &i); err != nil {
+		panic(err) // listenerClaimName made it
+	}
+	l.Status = v1alpha1.ListenerStatus{ServiceName: l.Name, ServiceType: v1alpha1.ServiceTypeClusterIP, ClassName: "cluster-internal",
+		IngressAddresses: []v1alpha1.ListenerIngress{{Address: l.Name + "." + l.Namespace + ".svc.cluster.local", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"kafka": 9092}}},
+		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, Reason: "Ready", LastTransitionTime: metav1.Now(),
+			Message: fmt.Sprintf("Service %s publishes 1 address(es)", l.Name)}}}
+	if i%2 == 1 {
+		port := int32(30000 + i%2768)
+		l.Status.ServiceType, l.Status.ClassName = v1alpha1.ServiceTypeNodePort, "external-unstable"
+		l.Status.NodePorts = map[string]int32{"kafka": port}
+		l.Status.IngressAddresses = []v1alpha1.ListenerIngress{
+			{Address: fmt.Sprintf("10.91.0.%d", i%50), AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": port}},
+			{Address: fmt.Sprintf("10.91.0.%d", (i+1)%50), AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": port}}}
+		l.Status.Conditions[0].Message = fmt.Sprintf("Service %s publishes 2 address(es)", l.Name)
 	}
 }
 
@@ -253,8 +286,28 @@ func writeStatuses(ctx context.Context, c client.Client, from, n int, newObj fun
 // at commit 342363d, kept to measure the shipped one against in the same
 // process: the reconcilers held the EndpointSlices of the operator's
 // Services (a NodePort Listener's nodes came from them, not from its pods),
-// and a pod kept none of its conditions.
-func previousWebhooks() cache.Options { return Webhooks() }
+// a pod kept none of its conditions, PodListeners were held as metadata
+// and a Listener's status held port maps of its own (compactAsBefore).
+func previousWebhooks() cache.Options {
+	opts := Webhooks()
+	opts.DefaultTransform = compactAsBefore
+	return opts
+}
+
+// compactAsBefore is Compact as it was until 2026-11-27: a Listener's
+// status kept port maps, node addresses and its Service's name of its own.
+func compactAsBefore(obj any) (any, error) {
+	out, err := Compact(obj)
+	if l, ok := out.(*v1alpha1.Listener); ok {
+		l.Status.ServiceName = strings.Clone(l.Status.ServiceName)
+		l.Status.NodePorts = maps.Clone(l.Status.NodePorts)
+		for i := range l.Status.IngressAddresses {
+			a := &l.Status.IngressAddresses[i]
+			a.Address, a.Ports = strings.Clone(a.Address), maps.Clone(a.Ports)
+		}
+	}
+	return out, err
+}
 
 func previousReconcilers() cache.Options {
 	opts := Reconcilers()
