@@ -305,29 +305,6 @@ func internNodeSelector(ns *corev1.NodeSelector) {
 	}
 }
 
-// internPod makes the repeated strings of a trimmed pod canonical: its
-// metadata, node, phase, volume names, container and port names and
-// protocols, and its node affinity.
-func internPod(p *corev1.Pod) {
-	internMeta(&p.ObjectMeta)
-	internString(&p.Spec.NodeName)
-	internString(&p.Status.Phase)
-	for i := range p.Spec.Volumes {
-		internString(&p.Spec.Volumes[i].Name)
-	}
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		internString(&c.Name)
-		for j := range c.Ports {
-			internString(&c.Ports[j].Name)
-			internString(&c.Ports[j].Protocol)
-		}
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		internNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
-	}
-}
-
 // internService makes the repeated strings of a Service canonical: its
 // metadata, selector keys, type and policies, port names and protocols,
 // IP families.

@@ -29,10 +29,12 @@ func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
 	opts.HTTPClient = mgr.GetHTTPClient()
-	own, err := cache.New(mgr.GetConfig(), opts)
+	inner, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the reconcilers' cache: %w", err)
 	}
+	// The Reconcilers policy holds pods as heldPods (CompactPod).
+	own := heldPods{inner}
 	r := &router{scheme: mgr.GetScheme(), own: own, shared: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{}}
 	for _, obj := range shared {
 		gvk, err := apiutil.GVKForObject(obj, r.scheme)

@@ -286,8 +286,9 @@ func writeStatuses(ctx context.Context, c client.Client, from, n int, newObj fun
 // at commit 342363d, kept to measure the shipped one against in the same
 // process: the reconcilers held the EndpointSlices of the operator's
 // Services (a NodePort Listener's nodes came from them, not from its pods),
-// a pod kept none of its conditions, PodListeners were held as metadata
-// and a Listener's status held port maps of its own (compactAsBefore).
+// PodListeners were held as metadata, a Listener's status held port maps
+// of its own (compactAsBefore), and a pod was held as the *corev1.Pod
+// TrimPod makes (until 2026-11-27; not as a heldPod).
 func previousWebhooks() cache.Options {
 	opts := Webhooks()
 	opts.DefaultTransform = compactAsBefore
@@ -311,13 +312,7 @@ func compactAsBefore(obj any) (any, error) {
 
 func previousReconcilers() cache.Options {
 	opts := Reconcilers()
-	setByObject(opts, &corev1.Pod{}, cache.ByObject{Label: Marked(), Transform: func(obj any) (any, error) {
-		out, err := TrimPod(obj)
-		if p, ok := out.(*corev1.Pod); ok {
-			p.Status.Conditions = nil
-		}
-		return out, err
-	}})
+	setByObject(opts, &corev1.Pod{}, cache.ByObject{Label: Marked(), Transform: TrimPod})
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	opts.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: ours, Transform: trimSliceAsBefore}
 	opts.ByObject[podListenersMetadata()] = cache.ByObject{Transform: trimPodListenersAsBefore}

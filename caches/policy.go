@@ -233,7 +233,7 @@ func Reconcilers() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {
 				Label:     Marked(),
-				Transform: TrimPod,
+				Transform: CompactPod,
 			},
 			&corev1.Node{}:    {Transform: TrimNode},
 			&corev1.Service{}: {Label: ours, Transform: TrimService},
@@ -323,67 +323,9 @@ func TrimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
-	out.ManagedFields = nil
-	out.OwnerReferences = nil
-	// Pinned-node loss reads a pod's controller and node affinity only
-	// while the pod is Pending (it deletes such a pod, if a controller
-	// recreates it, when its pinned node is gone); a pod bound to a node
-	// is never unbound.
-	pending := pod.Spec.NodeName == ""
-	if ref := metav1.GetControllerOf(pod); ref != nil && pending {
-		out.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	out.Finalizers = nil
-	out.Annotations = operatorEntries(pod.Annotations)
-	out.Labels = podLabelsRead(pod.Labels)
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
-		case v.Ephemeral != nil:
-			// The claim is "<pod>-<volume>" and the reconcilers read it,
-			// not its template (which repeats the claim's annotations
-			// and spec in every pod).
-			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
-		}
-	}
-	if len(out.Spec.Volumes) > 0 {
-		// A per-claim Listener takes its ports from its pods' containers;
-		// a pod without claims is never asked for them.
-		// Read only as one list in container order (api/ports): one
-		// container, named after the first, holds them all (a Container
-		// costs some 700 bytes even empty).
-		var all corev1.Container
-		for _, c := range pod.Spec.Containers {
-			if len(c.Ports) > 0 {
-				if all.Name == "" {
-					all.Name = c.Name
-				}
-				all.Ports = append(all.Ports, c.Ports...)
-			}
-		}
-		if len(all.Ports) > 0 {
-			out.Spec.Containers = []corev1.Container{all}
-		}
-	}
-	out.Spec.NodeName = pod.Spec.NodeName
-	if a := pod.Spec.Affinity; pending && a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		// What pins a pod to a node; pod (anti-)affinity can be large.
-		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
-		}}
-	}
-	out.Status.Phase = pod.Status.Phase
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			// Constants: the condition costs no string of its own.
-			out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: conditionStatus(c.Status)}}
-			break
-		}
-	}
-	*pod = out
-	internPod(pod)
+	typeMeta := pod.TypeMeta
+	holdPod(pod).fill(pod, false)
+	pod.TypeMeta = typeMeta
 	return pod, nil
 }
 

@@ -1,0 +1,252 @@
+package caches
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// heldPodCases are pods as the API server has them, each with something
+// TrimPod keeps or drops.
+func heldPodCases() map[string]*corev1.Pod {
+	required := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: v1alpha1.TopologyKeyHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-1"}}}}}}
+	base := func() *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "kafka-0", GenerateName: "kafka-", UID: "u1", ResourceVersion: "7",
+				CreationTimestamp: metav1.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC),
+				Labels: map[string]string{v1alpha1.LabelListenerVolume: "true", v1alpha1.PodSelectorLabelPrefix + "kafka-0": "true",
+					v1alpha1.LabelStatefulSetPodName: "kafka-0", "app": "kafka"},
+				Annotations:     map[string]string{v1alpha1.AnnotationListenerClass: "external", annotationLastApplied: "{}"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "kafka", UID: "s1", Controller: ptr.To(true)}, {APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "c1"}},
+				Finalizers:      []string{"example.com/f"},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{
+					{Name: "sidecar", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}},
+					{Name: "kafka", Image: "i", Ports: []corev1.ContainerPort{{Name: "kafka", ContainerPort: 9092, Protocol: corev1.ProtocolTCP}}},
+					{Name: "metrics", Image: "i", Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9404, Protocol: corev1.ProtocolTCP}}},
+				},
+				Volumes: []corev1.Volume{
+					{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}},
+					{Name: "listener", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "listener-kafka-0", ReadOnly: true}}},
+					{Name: "bootstrap", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+						Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(v1alpha1.StorageClassName), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+							Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1")}}}}}}},
+				},
+				Affinity: &corev1.Affinity{
+					NodeAffinity:    &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required},
+					PodAntiAffinity: &corev1.PodAntiAffinity{},
+				},
+			},
+			Status: corev1.PodStatus{Phase: corev1.PodPending},
+		}
+	}
+	pending := base()
+	running := base()
+	running.Spec.NodeName = "node-1"
+	running.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.9", Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: metav1.Now()}}}
+	deleting := base()
+	deleting.Spec.NodeName = "node-1"
+	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = ptr.To(metav1.Now()), ptr.To[int64](30)
+	noClaims := base()
+	noClaims.Spec.Volumes = noClaims.Spec.Volumes[:1]
+	noPorts := base()
+	for i := range noPorts.Spec.Containers {
+		noPorts.Spec.Containers[i].Ports = nil
+	}
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "bare"}}
+	return map[string]*corev1.Pod{"pending": pending, "running": running, "deleting": deleting, "without claims": noClaims, "without ports": noPorts, "bare": bare}
+}
+
+// TestHeldPodReadsAsTrimPod: a pod the reconcilers' cache holds
+// (CompactPod) reads back as exactly the pod TrimPod keeps, every read a
+// copy of its own: what a reader changes in one is not in the next.
+func TestHeldPodReadsAsTrimPod(t *testing.T) {
+	for name, pod := range heldPodCases() {
+		t.Run(name, func(t *testing.T) {
+			want, err := TrimPod(pod.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := CompactPod(pod.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, ok := held.(*heldPod)
+			if !ok {
+				t.Fatalf("CompactPod returned %T", held)
+			}
+			got := h.DeepCopyObject().(*corev1.Pod)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("the held pod reads as\n%+v\nwant TrimPod's\n%+v", got, want)
+			}
+			// A reader that changes everything it can reach.
+			if got.Labels != nil {
+				got.Labels["x"] = "y"
+			}
+			got.OwnerReferences = append(got.OwnerReferences, metav1.OwnerReference{Name: "z"})
+			for i := range got.Spec.Volumes {
+				if c := got.Spec.Volumes[i].PersistentVolumeClaim; c != nil {
+					c.ClaimName = "changed"
+				}
+			}
+			for i := range got.Spec.Containers {
+				got.Spec.Containers[i].Ports[0].ContainerPort = 1
+			}
+			if a := got.Spec.Affinity; a != nil {
+				a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0] = "changed"
+			}
+			if again := h.DeepCopyObject(); !reflect.DeepEqual(again, want) {
+				t.Errorf("a change to a read reached the held pod:\n%+v", again)
+			}
+		})
+	}
+	if out, err := CompactPod(&corev1.Node{}); err != nil || reflect.TypeOf(out) != reflect.TypeFor[*corev1.Node]() {
+		t.Errorf("CompactPod of a node: %T, %v", out, err)
+	}
+}
+
+// TestHeldPodsThroughTheView: through the reconcilers' view, pods are read,
+// listed (by label and by index), and sent to event handlers and index
+// functions as *corev1.Pod, also when a reader asks for no deep copy.
+func TestHeldPodsThroughTheView(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	ns := e.Namespace(t, ctx, "held-pods")
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: Webhooks()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := ReconcilerView(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inf, err := view.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan string, 100)
+	record := func(what string, obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			events <- fmt.Sprintf("%s %T", what, obj)
+			return
+		}
+		events <- fmt.Sprintf("%s %s on %q", what, p.Name, p.Spec.NodeName)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { record("add", obj) },
+		UpdateFunc: func(_, obj any) { record("update", obj) },
+		DeleteFunc: func(obj any) { record("delete", obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{"test-by-claim": func(obj any) ([]string, error) {
+		if _, ok := obj.(*corev1.Pod); !ok {
+			return nil, fmt.Errorf("index function got %T", obj)
+		}
+		return nil, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	pod := heldPodCases()["pending"]
+	pod.Namespace, pod.ResourceVersion, pod.UID, pod.ManagedFields, pod.Finalizers = ns, "", "", nil, nil
+	pod.OwnerReferences = nil
+	pod.Spec.Containers = pod.Spec.Containers[1:2]
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	want := func(what string) {
+		t.Helper()
+		select {
+		case got := <-events:
+			if got != what {
+				t.Fatalf("event %q, want %q", got, what)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no event, want %q", what)
+		}
+	}
+	want("add kafka-0 on \"\"")
+	pod.Spec.NodeName = "node-1"
+	if err := e.Client.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	want("update kafka-0 on \"node-1\"")
+
+	c := view.GetClient()
+	for _, opts := range [][]client.GetOption{nil, {client.UnsafeDisableDeepCopy}} {
+		var got corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &got, opts...); err != nil {
+			t.Fatalf("get with %v: %v", opts, err)
+		}
+		if got.Spec.NodeName != "node-1" || got.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "listener-kafka-0" || got.Spec.Containers[0].Ports[0].ContainerPort != 9092 {
+			t.Errorf("get with %v: %+v", opts, got)
+		}
+	}
+	for name, opts := range map[string][]client.ListOption{
+		"by index":          {client.MatchingFields{"spec.nodeName": "node-1"}},
+		"by label":          {client.InNamespace(ns), client.MatchingLabels{"statefulset.kubernetes.io/pod-name": "kafka-0"}},
+		"without deep copy": {client.InNamespace(ns), client.UnsafeDisableDeepCopy},
+	} {
+		var list corev1.PodList
+		if err := c.List(ctx, &list, opts...); err != nil {
+			t.Fatalf("list %s: %v", name, err)
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != "kafka-0" || list.Items[0].Spec.NodeName != "node-1" {
+			t.Errorf("list %s: %+v", name, list.Items)
+		}
+	}
+	if err := e.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case got := <-events:
+			if got == "delete kafka-0 on \"node-1\"" {
+				return
+			}
+			if got != "update kafka-0 on \"node-1\"" {
+				t.Fatalf("event %q, want the pod's deletion", got)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no delete event")
+		}
+	}
+}
