@@ -28,6 +28,8 @@
 // reconciler on their volumes; app.kubernetes.io/name=listener, which every
 // Service of the operator carries and the EndpointSlice controller copies),
 // so the cluster's others are never sent. Strings that repeat across
-// objects are held once (intern.go). docs/reconcile.md ("What the
+// objects are held once (intern.go). A listener pod is held in a struct of
+// its own, not a corev1.Pod (heldPod, heldpod.go): the reconcilers read it,
+// watch it and index it as the *corev1.Pod TrimPod makes. docs/reconcile.md ("What the
 // controller caches") has the table of what each kind keeps and costs.
 package caches
