@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -134,15 +135,7 @@ func TestHeldPodsThroughTheView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := ReconcilerView(mgr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := view.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	view := viewWithPodsByNode(t, mgr)
 	inf, err := view.GetCache().GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		t.Fatal(err)
@@ -249,4 +242,20 @@ func TestHeldPodsThroughTheView(t *testing.T) {
 			t.Fatal("no delete event")
 		}
 	}
+}
+
+// viewWithPodsByNode is the reconcilers' view of mgr (ReconcilerView) with
+// an index of pods by node, "spec.nodeName", as reconcile adds its own.
+func viewWithPodsByNode(t *testing.T, mgr manager.Manager) manager.Manager {
+	t.Helper()
+	view, err := ReconcilerView(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := view.GetFieldIndexer().IndexField(t.Context(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return view
 }

@@ -138,17 +138,9 @@ func TestLeaderOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := ReconcilerView(mgr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// What reconcile does: an index and a controller on pods, through the
 	// view.
-	if err := view.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	view := viewWithPodsByNode(t, mgr)
 	seen := make(chan string, 10)
 	if err := ctrl.NewControllerManagedBy(view).Named("leader-test").For(&corev1.Pod{}).
 		Complete(reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
