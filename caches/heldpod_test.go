@@ -167,15 +167,7 @@ func TestHeldPodsThroughTheView(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	runManager(t, mgr)
 
 	pod := heldPodCases()["pending"]
 	pod.Namespace, pod.ResourceVersion, pod.UID, pod.ManagedFields, pod.Finalizers = ns, "", "", nil, nil
@@ -258,4 +250,19 @@ func viewWithPodsByNode(t *testing.T, mgr manager.Manager) manager.Manager {
 		t.Fatal(err)
 	}
 	return view
+}
+
+// runManager starts mgr until the test ends, and fails the test if it
+// ends with an error.
+func runManager(t *testing.T, mgr manager.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 }

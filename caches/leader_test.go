@@ -167,15 +167,7 @@ func TestLeaderOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	runManager(t, mgr)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the webhooks' cache did not sync")
 	}
