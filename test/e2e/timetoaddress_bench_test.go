@@ -16,10 +16,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -155,7 +157,20 @@ func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string]
 	if err := k8s.client.Create(ctx, ns); err != nil {
 		b.Fatalf("create namespace: %v", err)
 	}
-	defer func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), ns) }()
+	defer func() {
+		// The next burst starts on nodes done with this one: a namespace
+		// whose pods are still being stopped slows every container start
+		// of the burst after it (the bursts run in turn, the listener
+		// burst last).
+		dctx := context.WithoutCancel(ctx)
+		_ = k8s.client.Delete(dctx, ns)
+		if err := wait.PollUntilContextTimeout(dctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := k8s.client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			b.Logf("namespace %s still there after 5 minutes: %v", ns.Name, err)
+		}
+	}()
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", k8s.kubeconfig)
 	if err != nil {
