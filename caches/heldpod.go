@@ -193,12 +193,17 @@ func (h *heldPod) intern() {
 	}
 }
 
-// asPod is obj as the reconcilers read it: a heldPod (or a tombstone of
-// one) as its *corev1.Pod; anything else unchanged.
+// asPod is obj as event handlers and index functions read it: a heldPod
+// (or a tombstone of one) as its *corev1.Pod, sharing the held pod's
+// memory as the stored object itself did before pods were held this way
+// (they only read it; reads through the cache get a deep copy); anything
+// else unchanged.
 func asPod(obj any) any {
 	switch o := obj.(type) {
 	case *heldPod:
-		return o.DeepCopyObject()
+		p := &corev1.Pod{}
+		o.fill(p, false)
+		return p
 	case toolscache.DeletedFinalStateUnknown:
 		o.Obj = asPod(o.Obj)
 		return o
