@@ -76,6 +76,16 @@ type HostnamePolicy struct {
 	// +kubebuilder:default=false
 	// +optional
 	AllowWithoutNamespace *bool `json:"allowWithoutNamespace,omitempty"`
+
+	// AllowAmbiguous accepts a template that is not one-to-one: one where
+	// {listener} and {namespace} share a DNS label without a separator
+	// that cannot occur in either name (e.g. "{listener}-{namespace}", a
+	// flattened form a one-level wildcard certificate needs). Two Listeners
+	// may then render the same name; the operator publishes it for the
+	// first only and reports HostnameConflict on the other.
+	// +kubebuilder:default=false
+	// +optional
+	AllowAmbiguous *bool `json:"allowAmbiguous,omitempty"`
 }
 
 // Names of the address features.
@@ -127,6 +137,24 @@ const (
 
 	ReasonHostnamePublished = "HostnamePublished"
 	ReasonHostnameTooLong   = "HostnameTooLong"
+	// ReasonHostnameConflict: another Listener (of any class) already
+	// publishes the name this Listener's template renders; the name is
+	// neither published nor annotated for this one.
+	ReasonHostnameConflict = "HostnameConflict"
+)
+
+// The tenant-metadata condition on a Listener (ListenerClass
+// spec.tenantMetadata, docs/webhooks.md).
+const (
+	// ConditionTenantMetadataAllowed is False when labels or annotations a
+	// tenant wrote (on the Listener, its claim, or in objectOverrides) are
+	// not allowed on the Service by the class: left off it (reason
+	// MetadataLeftOut, mode Enforce) or copied anyway (reason
+	// MetadataNotAllowed, mode Warn). Absent when every key is allowed.
+	ConditionTenantMetadataAllowed = "TenantMetadataAllowed"
+
+	ReasonMetadataLeftOut    = "MetadataLeftOut"
+	ReasonMetadataNotAllowed = "MetadataNotAllowed"
 )
 
 // HasStickyNodePorts reports whether a Listener's recorded node ports are

@@ -106,6 +106,15 @@ type ListenerClassSpec struct {
 	// +optional
 	LockedServiceFields []string `json:"lockedServiceFields,omitempty"`
 
+	// TenantMetadata lets tenants put more labels and annotations on the
+	// Services of this class than the built-in allow-list does (unprefixed
+	// keys and the workload prefixes listed in docs/webhooks.md), through a
+	// Listener's labels, its claim's labels or its objectOverrides. Exposure
+	// keys and the keys in lockedServiceFields stay the class's even when a
+	// pattern here matches them.
+	// +optional
+	TenantMetadata *TenantMetadataPolicy `json:"tenantMetadata,omitempty"`
+
 	// --- address features (see addresses_types.go) ---
 
 	// Certificate keeps a cert-manager Certificate per Listener of the
@@ -135,6 +144,57 @@ type ListenerClassSpec struct {
 	StickyNodePorts *bool `json:"stickyNodePorts,omitempty"`
 
 	// --- end of address features ---
+}
+
+// TenantMetadataMode says what happens to a tenant's label or annotation
+// that the class does not allow.
+// +kubebuilder:validation:Enum=Enforce;Warn
+type TenantMetadataMode string
+
+const (
+	// TenantMetadataEnforce leaves keys the class does not allow off the
+	// Service: an objectOverrides entry is refused at admission, a key on
+	// the Listener's or claim's own metadata draws a warning and an event.
+	TenantMetadataEnforce TenantMetadataMode = "Enforce"
+	// TenantMetadataWarn copies such keys as before this rule existed,
+	// warns at admission and records the Listener condition
+	// TenantMetadataAllowed False: a class to migrate with (docs/migration.md).
+	// Exposure and locked keys are the class's in this mode too.
+	TenantMetadataWarn TenantMetadataMode = "Warn"
+)
+
+// TenantMetadataPolicy is what a class allows tenants to put on the
+// metadata of its Services, beyond the built-in allow-list. Each entry is
+// an exact key ("team.example.com/owner") or a prefix pattern
+// ("example.com/*", which matches every key under that prefix).
+type TenantMetadataPolicy struct {
+	// Labels are the label keys or patterns tenants may set.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	// +optional
+	Labels []string `json:"labels,omitempty"`
+
+	// Annotations are the annotation keys or patterns tenants may set.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	// +optional
+	Annotations []string `json:"annotations,omitempty"`
+
+	// Mode is Enforce (the default: keys that are not allowed stay off the
+	// Service) or Warn (they are copied, with a warning and a condition).
+	// +kubebuilder:default=Enforce
+	// +optional
+	Mode TenantMetadataMode `json:"mode,omitempty"`
+}
+
+// EffectiveTenantMetadataMode is the class's mode, Enforce when unset.
+func (s *ListenerClassSpec) EffectiveTenantMetadataMode() TenantMetadataMode {
+	if s.TenantMetadata == nil || s.TenantMetadata.Mode == "" {
+		return TenantMetadataEnforce
+	}
+	return s.TenantMetadata.Mode
 }
 
 // PinnedNodeRelease says when the operator releases a listener volume from
@@ -225,6 +285,9 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Release Pinned",type=string,JSONPath=`.spec.pinnedNodeLoss.release`,priority=1
 // +kubebuilder:printcolumn:name="Locked",type=string,JSONPath=`.spec.lockedServiceFields`,priority=1
 // +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname.template`,priority=1
+// +kubebuilder:printcolumn:name="Tenant Labels",type=string,JSONPath=`.spec.tenantMetadata.labels`,priority=1
+// +kubebuilder:printcolumn:name="Tenant Annotations",type=string,JSONPath=`.spec.tenantMetadata.annotations`,priority=1
+// +kubebuilder:printcolumn:name="Tenant Mode",type=string,JSONPath=`.spec.tenantMetadata.mode`,priority=1
 // +kubebuilder:printcolumn:name="Issuer",type=string,JSONPath=`.spec.certificate.issuerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Sticky Node Ports",type=boolean,JSONPath=`.spec.stickyNodePorts`,priority=1
 // +kubebuilder:printcolumn:name="Restart Pods",type=boolean,JSONPath=`.spec.addressChange.restartPods`,priority=1
