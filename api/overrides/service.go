@@ -3,11 +3,9 @@ package overrides
 import (
 	"fmt"
 	"maps"
-	"reflect"
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -35,9 +33,19 @@ type Result struct {
 	Service *unstructured.Unstructured
 	// Refused are the parts of the Listener's objectOverrides that the
 	// class does not allow (undecodable overrides, exposure fields, locked
-	// fields), each naming the field, the class and the fix. The webhook
-	// refuses the Listener; the reconciler applies Service without them.
+	// fields, keys off the allow-list, ports), each naming the field, the
+	// class and the fix. The webhook refuses the Listener; the reconciler
+	// applies Service without them.
 	Refused field.ErrorList
+	// LeftOut are the keys of the Listener's own labels (some handed down
+	// from its claim) that do not reach the Service: exposure and locked
+	// keys, and, in mode Enforce, keys off the allow-list. Helm, Argo CD,
+	// Flux and the StatefulSet controller put their own labels there, so
+	// these are warned about, never refused.
+	LeftOut field.ErrorList
+	// Tolerated are the keys off the allow-list that reach the Service
+	// only because the class's spec.tenantMetadata.mode is Warn.
+	Tolerated field.ErrorList
 }
 
 // Fields lists the fields of refusals, once each, for an event or a
@@ -57,15 +65,21 @@ func Fields(refused field.ErrorList) []string {
 var overridesPath = field.NewPath("spec", "objectOverrides")
 
 // Service turns a ListenerClass and a Listener into the Service that
-// results. Merge order, lowest to highest: the generated fields and the
-// class's serviceAnnotations, the class's serviceOverrides, the Listener's
-// objectOverrides that target this Service. Exposure fields and the fields
-// the class locks are then reset to what the class made, and every reset
-// is a Refused error. The error is the class's own: its serviceOverrides do
-// not decode (the class webhook refuses that).
+// results. Merge order, lowest to highest: the generated fields with the
+// Listener's labels that the class allows, the class's serviceAnnotations,
+// the class's serviceOverrides, the Listener's objectOverrides that target
+// this Service. What an override may not change (exposure, locked and
+// operator fields, keys off the allow-list, the ports' fixed fields) is
+// then reset to what it was before the Listener's overrides, and every
+// reset is a Refused error. The error is the class's own: its
+// serviceOverrides do not decode (the class webhook refuses that).
 func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error) {
 	svcName := names.ServiceName(l.Name)
+	rule := tenantRuleOf(class, lockedOf(class))
 	obj := generated(l, class, svcName)
+	declared := sliceOf(obj["spec"].(map[string]any)["ports"])
+	var res Result
+	res.LeftOut, res.Tolerated = addTenantLabels(obj, l.Labels, rule)
 	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
 		patch, errs := Decode(class.Spec.ServiceOverrides.Raw, true, field.NewPath("spec", "serviceOverrides"))
 		if len(errs) > 0 {
@@ -73,25 +87,29 @@ func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error
 		}
 		obj = MergePatch(obj, patch).(map[string]any)
 	}
-	// What the class made: the reference every exposure field is held to.
-	classMade := runtime.DeepCopyJSON(obj)
-	locked := lockedOf(class)
-
-	var refused field.ErrorList
+	// What the Listener's overrides start from: the reference every field
+	// they may not change is held to.
+	base := runtime.DeepCopyJSON(obj)
 	for i, raw := range l.Spec.ObjectOverrides {
 		p := overridesPath.Index(i)
 		patch, errs := Decode(raw.Raw, false, p)
 		if len(errs) > 0 {
-			refused = append(refused, errs...)
+			res.Refused = append(res.Refused, errs...)
 			continue
 		}
 		if !Matches(patch, svcName, l.Namespace) {
 			continue
 		}
 		obj = MergePatch(obj, patch).(map[string]any)
-		refused = append(refused, enforce(obj, classMade, locked, class.Name, p)...)
+		refused, tolerated := enforce(obj, base, rule, p)
+		res.Refused = append(res.Refused, refused...)
+		res.Tolerated = append(res.Tolerated, tolerated...)
 	}
-	sortErrors(refused)
+	// By construction, whatever any override said: the Service's ports are
+	// the Listener's declared ports, with only their open fields changed.
+	spec := child(obj, "spec")
+	spec["ports"] = portsFrom(declared, sliceOf(spec["ports"]))
+	sortErrors(res.Refused)
 
 	u := &unstructured.Unstructured{Object: obj}
 	// Overrides may shape the Service but not move it or change who owns it:
@@ -107,18 +125,18 @@ func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error
 	if err := unstructured.SetNestedSlice(u.Object, []any{ownerRef(l)}, "metadata", "ownerReferences"); err != nil {
 		return Result{}, fmt.Errorf("set owner of service %s/%s: %w", l.Namespace, svcName, err)
 	}
-	return Result{Service: u, Refused: refused}, nil
+	res.Service = u
+	return res, nil
 }
 
-// generated is the Service the operator makes before any serviceOverrides.
+// generated is the Service the operator makes before any tenant input and
+// serviceOverrides.
 func generated(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svcName string) map[string]any {
-	labels := map[string]any{}
-	for k, v := range l.Labels {
-		labels[k] = v
+	labels := map[string]any{
+		LabelName:      LabelNameValue,
+		LabelInstance:  instanceLabel(l.Name, svcName),
+		LabelManagedBy: v1alpha1.FieldManager,
 	}
-	labels[LabelName] = LabelNameValue
-	labels[LabelInstance] = instanceLabel(l.Name, svcName)
-	labels[LabelManagedBy] = v1alpha1.FieldManager
 
 	selector := map[string]any{}
 	for k, v := range l.Spec.ExtraPodSelectorLabels {
@@ -133,23 +151,9 @@ func generated(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svcName stri
 		selector[names.PodSelectorLabel(l.Name)] = v1alpha1.PodSelectorLabelValue
 	}
 
-	ports := make([]any, 0, len(l.Spec.Ports))
-	for _, p := range l.Spec.Ports {
-		proto := p.Protocol
-		if proto == "" {
-			proto = corev1.ProtocolTCP
-		}
-		ports = append(ports, map[string]any{
-			"name":       p.Name,
-			"port":       int64(p.Port),
-			"targetPort": int64(p.Port),
-			"protocol":   string(proto),
-		})
-	}
-
 	spec := map[string]any{
 		"type":                     string(class.Spec.ServiceType),
-		"ports":                    ports,
+		"ports":                    declaredPorts(l.Spec.Ports),
 		"selector":                 selector,
 		"publishNotReadyAddresses": ptr.Deref(l.Spec.PublishNotReadyAddresses, true),
 	}
@@ -204,126 +208,6 @@ func lockedOf(class *v1alpha1.ListenerClass) locked {
 		}
 	}
 	return lk
-}
-
-// enforce resets, in obj, every field an override at path p may not change
-// to what the class made, and returns a refusal for each.
-func enforce(obj, classMade map[string]any, lk locked, class string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	spec := child(obj, "spec")
-	made := child(classMade, "spec")
-	for _, key := range sortedKeys(SpecFields) {
-		if SpecFields[key] != Exposure && !lk.spec[key] {
-			continue
-		}
-		if !reflect.DeepEqual(spec[key], made[key]) {
-			why := "is exposure (who can reach the pods, and on which address)"
-			if SpecFields[key] != Exposure {
-				why = "is locked by the class (spec.lockedServiceFields)"
-			}
-			errs = append(errs, field.Forbidden(p.Child("spec", key), refusal("spec."+key, why, class)))
-			restore(spec, made, key)
-		}
-	}
-	errs = append(errs, checkPorts(spec, made, class, p)...)
-	// Fields of the spec the override added that are not Service fields at
-	// all cannot occur: Decode refused them.
-	meta := child(obj, "metadata")
-	madeMeta := child(classMade, "metadata")
-	for _, key := range sortedKeys(MetadataFields) {
-		if MetadataFields[key] != Operator || key == "name" || key == "namespace" || key == "ownerReferences" {
-			continue // name, namespace and owner are set after the merge
-		}
-		if !reflect.DeepEqual(meta[key], madeMeta[key]) {
-			errs = append(errs, field.Forbidden(p.Child("metadata", key), fmt.Sprintf("metadata.%s of a Listener's Service is the operator's; remove it from the override", key)))
-			restore(meta, madeMeta, key)
-		}
-	}
-	errs = append(errs, checkKeys(meta, madeMeta, "annotations", func(k string) (bool, string) {
-		if IsExposureAnnotation(k) {
-			return true, "is an exposure annotation (it picks a load balancer's scheme, network or address pool)"
-		}
-		return lk.annotations[k], "is locked by the class (spec.lockedServiceFields)"
-	}, class, p)...)
-	errs = append(errs, checkKeys(meta, madeMeta, "labels", func(k string) (bool, string) {
-		if IsExposureLabel(k) {
-			return true, "is an exposure label (it makes a load balancer or proxy pick the Service up, or chooses its pool)"
-		}
-		return lk.labels[k], "is locked by the class (spec.lockedServiceFields)"
-	}, class, p)...)
-	return errs
-}
-
-// checkKeys holds the locked keys of the annotations or labels to what the
-// class made.
-func checkKeys(meta, made map[string]any, which string, isLocked func(string) (bool, string), class string, p *field.Path) field.ErrorList {
-	have, _ := meta[which].(map[string]any)
-	want, _ := made[which].(map[string]any)
-	keys := map[string]bool{}
-	for k := range have {
-		keys[k] = true
-	}
-	for k := range want {
-		keys[k] = true
-	}
-	var errs field.ErrorList
-	for _, k := range sortedKeys(keys) {
-		lockedKey, why := isLocked(k)
-		if !lockedKey || reflect.DeepEqual(have[k], want[k]) {
-			continue
-		}
-		errs = append(errs, field.Forbidden(p.Child("metadata", which).Key(k), refusal(fmt.Sprintf("metadata.%s[%s]", which, k), why, class)))
-		if have == nil {
-			have = map[string]any{}
-		} else {
-			have = maps.Clone(have)
-		}
-		if v, ok := want[k]; ok {
-			have[k] = v
-		} else {
-			delete(have, k)
-		}
-		meta[which] = have
-	}
-	return errs
-}
-
-// checkPorts holds ports[].nodePort and the protocol of each port to what
-// the class made for the port of that name: a node port is opened on every
-// node.
-func checkPorts(spec, made map[string]any, class string, p *field.Path) field.ErrorList {
-	madeNodePort := map[any]any{}
-	for _, mp := range sliceOf(made["ports"]) {
-		if m, ok := mp.(map[string]any); ok {
-			madeNodePort[m["name"]] = m["nodePort"]
-		}
-	}
-	var errs field.ErrorList
-	ports := sliceOf(spec["ports"])
-	for i, pp := range ports {
-		m, ok := pp.(map[string]any)
-		if !ok {
-			continue
-		}
-		if np, has := m["nodePort"]; has && !reflect.DeepEqual(np, madeNodePort[m["name"]]) {
-			errs = append(errs, field.Forbidden(p.Child("spec", "ports").Index(i).Child("nodePort"),
-				refusal("spec.ports[].nodePort", "is exposure (a port opened on every node)", class)))
-			m = maps.Clone(m)
-			if v := madeNodePort[m["name"]]; v != nil {
-				m["nodePort"] = v
-			} else {
-				delete(m, "nodePort")
-			}
-			ports[i] = m
-		}
-	}
-	return errs
-}
-
-// refusal is the message of a refused override field: the field, why it is
-// the class's, the class, and the fix.
-func refusal(f, why, class string) string {
-	return fmt.Sprintf("%s %s and is decided by ListenerClass %q (cluster policy), not by a Listener; remove it from the Listener's objectOverrides, or ask an administrator for a ListenerClass that sets it", f, why, class)
 }
 
 func restore(into, from map[string]any, key string) {
