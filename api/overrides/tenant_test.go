@@ -57,9 +57,9 @@ func TestTenantMetadata(t *testing.T) {
 		check     func(t *testing.T, svc *corev1.Service)
 	}{
 		{name: "part 1: exposure labels on the Listener do not reach the Service",
-			class:   clusterInternal(),
-			labels:  map[string]string{"service.kubernetes.io/service-proxy-name": "elsewhere", "lbipam.cilium.io/pool": "public", "app": "web"},
-			leftOut: []string{"metadata.labels[lbipam.cilium.io/pool]", "metadata.labels[service.kubernetes.io/service-proxy-name]"},
+			class:     clusterInternal(),
+			labels:    map[string]string{"service.kubernetes.io/service-proxy-name": "elsewhere", "lbipam.cilium.io/pool": "public", "app": "web"},
+			leftOut:   []string{"metadata.labels[lbipam.cilium.io/pool]", "metadata.labels[service.kubernetes.io/service-proxy-name]"},
 			labelsOut: map[string]string{"app": "web"}},
 		{name: "part 1: a label the class locks does not reach the Service from the Listener",
 			class:   locking,
@@ -76,7 +76,7 @@ func TestTenantMetadata(t *testing.T) {
 				"app.kubernetes.io/role-group": "default", "app.kubernetes.io/managed-by": "kafka.stackable.tech_kafkacluster", "app.kubernetes.io/version": "3.9.0-stackable0.0.0-dev", "stackable.tech/vendor": "Stackable"},
 			labelsOut: map[string]string{"app.kubernetes.io/component": "broker", "app.kubernetes.io/role-group": "default", "app.kubernetes.io/version": "3.9.0-stackable0.0.0-dev", "stackable.tech/vendor": "Stackable"}},
 		{name: "part 3: exposure annotations not on the built-in list are off the allow-list",
-			class: internalLB,
+			class:    internalLB,
 			override: []string{`{` + head + `,"annotations":{"service.beta.kubernetes.io/do-loadbalancer-network":"EXTERNAL","oci.oraclecloud.com/load-balancer-type":"nlb","service.beta.kubernetes.io/azure-pls-create":"true"}}}`},
 			refused: []string{"spec.objectOverrides[0].metadata.annotations[oci.oraclecloud.com/load-balancer-type]", "spec.objectOverrides[0].metadata.annotations[service.beta.kubernetes.io/azure-pls-create]",
 				"spec.objectOverrides[0].metadata.annotations[service.beta.kubernetes.io/do-loadbalancer-network]"},
