@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/csaupgrade"
@@ -24,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
-	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 	"github.com/listener-operator/listener-operator/caches"
@@ -131,11 +128,11 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// The class is policy, and one rule (overrides.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
 	// of the Service, so exposure is never more than the class gives.
-	want, refused, err := desiredService(l, class)
+	want, found, err := desiredService(l, class)
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
-	svc, end, err := r.ensureService(ctx, l, class, want, refused)
+	svc, end, err := r.ensureService(ctx, l, class, want, found)
 	if err != nil || end != nil {
 		return ptr.Deref(end, outcome{}), err
 	}
@@ -146,14 +143,16 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 	}
 	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
-	if len(refused) > 0 {
+	if refused := found.refused; len(refused) > 0 {
 		// The Service serves, but not as the Listener asked: say what was
 		// left out and how to fix it.
 		v = verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf(
 			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
 			svc.Name, class.Name, refused.ToAggregate().Error())}
 	}
-	return settled(r.withAddressFeatures(st, l, class), v), nil // hostname.go
+	st = r.withAddressFeatures(st, l, class) // hostname.go
+	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionTenantMetadataAllowed, tenantMetadataCondition(l, class, found)) // tenantmeta.go
+	return settled(st, v), nil
 }
 
 // classOf reads the Listener's class and checks both. A problem with them
@@ -203,7 +202,7 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 // ensureService makes the Listener's Service what want says (creating,
 // applying, deleting stale ones) and returns it. A problem the user has to
 // fix, or a cache found behind, ends the reconcile (the outcome returned).
-func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, refused field.ErrorList) (*corev1.Service, *outcome, error) {
+func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, found serviceFindings) (*corev1.Service, *outcome, error) {
 	svcName := want.GetName()
 	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
 		return nil, nil, err
@@ -258,10 +257,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			return nil, nil, err
 		}
 	}
-	if len(refused) > 0 {
-		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
-			"%s", v1alpha1.TruncateMessage(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svcName, class.Name, strings.Join(overrides.Fields(refused), ", "))))
-	}
+	r.recordFindings(l, svc, class, found) // tenantmeta.go
 	return svc, nil, nil
 }
 

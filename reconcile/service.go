@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -37,16 +36,16 @@ const (
 // one rule the webhook checks too (overrides.Service): the parts of the
 // Listener's overrides the class does not allow are left out and returned
 // as refused. The error means the class itself is broken.
-func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstructured.Unstructured, field.ErrorList, error) {
+func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstructured.Unstructured, serviceFindings, error) {
 	res, err := overrides.Service(l, class)
 	if err != nil {
-		return nil, nil, err
+		return nil, serviceFindings{}, err
 	}
 	u := res.Service
 	addHostnameAnnotation(u, l, class) // hostname.go
 	sum, err := hashObject(u.Object)
 	if err != nil {
-		return nil, nil, fmt.Errorf("hash service %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return nil, serviceFindings{}, fmt.Errorf("hash service %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	ann := u.GetAnnotations()
 	if ann == nil {
@@ -54,7 +53,7 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstr
 	}
 	ann[AnnotationServiceHash] = sum
 	u.SetAnnotations(ann)
-	return u, res.Refused, nil
+	return u, serviceFindings{refused: res.Refused, leftOut: res.LeftOut, tolerated: res.Tolerated}, nil
 }
 
 // covers reports whether every field of want is present in have with the

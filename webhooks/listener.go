@@ -38,15 +38,13 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	if err != nil {
 		return lookupFailed(err)
 	}
-	check := func(l *v1alpha1.Listener) field.ErrorList {
-		errs := validation.Listener(l, classes)
-		// One rule with the reconciler: the Service that results from
-		// the class and the overrides keeps what the class decides.
-		return append(errs, validation.ListenerOverrides(l, class)...)
-	}
-	errs := check(l)
+	// One rule with the reconciler: the Service that results from the
+	// class and everything the tenant wrote keeps what the class decides.
+	errs, metadataWarnings := validation.ListenerAgainstClass(l, class)
+	errs = append(validation.Listener(l, classes), errs...)
 	if old != nil {
-		errs = ratchet(errs, check(old))
+		oldErrs, _ := validation.ListenerAgainstClass(old, class)
+		errs = ratchet(errs, append(validation.Listener(old, classes), oldErrs...))
 	}
 	others, err := v.relations(ctx, req, l, old)
 	if err != nil {
@@ -55,7 +53,7 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	if errs = append(errs, others...); len(errs) > 0 {
 		return invalid(req, errs)
 	}
-	return admission.Allowed("").WithWarnings(ListenerWarnings(l, classes)...)
+	return admission.Allowed("").WithWarnings(append(ListenerWarnings(l, classes), metadataWarnings...)...)
 }
 
 func decodeListener(raw []byte) (*v1alpha1.Listener, error) {
@@ -67,16 +65,16 @@ func decodeListener(raw []byte) (*v1alpha1.Listener, error) {
 }
 
 // classes are the names of the ListenerClasses (with the one l names,
-// read live if the cache lacks it) and, when l has overrides, its class
-// (nil when it does not exist): the class is policy, overrides may not
-// change what it decides.
+// read live if the cache lacks it) and l's class (nil when it does not
+// exist): the class is policy, and what a tenant writes (overrides,
+// labels) may not change what it decides.
 func (v *listenerValidator) classes(ctx context.Context, l *v1alpha1.Listener) (validation.ClassNames, *v1alpha1.ListenerClass, error) {
 	var want []string
 	if l.Spec.ClassName != nil {
 		want = append(want, *l.Spec.ClassName)
 	}
 	classes, err := v.lookup.classNames(ctx, want...)
-	if err != nil || l.Spec.ClassName == nil || *l.Spec.ClassName == "" || len(l.Spec.ObjectOverrides) == 0 {
+	if err != nil || l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
 		return classes, nil, err
 	}
 	var lc v1alpha1.ListenerClass

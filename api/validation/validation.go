@@ -92,6 +92,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 		errs = append(errs, serviceOverrides(s.ServiceOverrides, s.ServiceType, spec.Child("serviceOverrides"))...)
 	}
 	errs = append(errs, lockedServiceFields(s.LockedServiceFields, spec.Child("lockedServiceFields"))...)
+	errs = append(errs, tenantMetadata(s.TenantMetadata, spec.Child("tenantMetadata"))...) // tenant.go
 	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...) // hostname.go
 	return errs
 }
@@ -113,6 +114,7 @@ func ListenerClassWarnings(lc *v1alpha1.ListenerClass) []string {
 	if s.ServiceExternalTrafficPolicy != nil && s.ServiceType == v1alpha1.ServiceTypeClusterIP {
 		warnings = append(warnings, fmt.Sprintf("spec.serviceExternalTrafficPolicy: %q is ignored: it only applies to NodePort and LoadBalancer services; remove it or change serviceType", *s.ServiceExternalTrafficPolicy))
 	}
+	warnings = append(warnings, tenantMetadataWarnings(lc)...) // tenant.go
 	return warnings
 }
 
@@ -362,31 +364,7 @@ func childPath(path *field.Path, name string, more ...string) *field.Path {
 // locks). The reconciler applies the same overrides.Service to Listeners
 // that got in while the webhooks were down, without the refused parts.
 func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) field.ErrorList {
-	var errs field.ErrorList
-	for i, o := range l.Spec.ObjectOverrides {
-		p := field.NewPath("spec", "objectOverrides").Index(i)
-		obj, decodeErrs := overrides.Decode(o.Raw, false, p)
-		if len(decodeErrs) > 0 {
-			if class == nil {
-				errs = append(errs, decodeErrs...)
-			}
-			continue
-		}
-		u := unstructured.Unstructured{Object: obj}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" {
-			errs = append(errs, field.Required(p.Child("kind"), "an override is matched to a generated object by apiVersion, kind, name and namespace; set apiVersion and kind (e.g. v1, Service)"))
-		}
-	}
-	if class != nil {
-		res, err := overrides.Service(l, class)
-		if err != nil {
-			// The class's own overrides are broken: its webhook refuses
-			// that, and the reconciler reports it on every Listener.
-			return append(errs, field.Invalid(field.NewPath("spec", "className"), class.Name, err.Error()))
-		}
-		errs = append(errs, res.Refused...)
-	}
-	sortErrors(errs)
+	errs, _ := ListenerAgainstClass(l, class)
 	return errs
 }
 
