@@ -150,7 +150,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
 			svc.Name, class.Name, refused.ToAggregate().Error())}
 	}
-	st = r.withAddressFeatures(st, l, class) // hostname.go
+	st = r.withAddressFeatures(st, l, class)                                                                                               // hostname.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionTenantMetadataAllowed, tenantMetadataCondition(l, class, found)) // tenantmeta.go
 	return settled(st, v), nil
 }

@@ -93,7 +93,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	}
 	errs = append(errs, lockedServiceFields(s.LockedServiceFields, spec.Child("lockedServiceFields"))...)
 	errs = append(errs, tenantMetadata(s.TenantMetadata, spec.Child("tenantMetadata"))...) // tenant.go
-	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...) // hostname.go
+	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...)             // hostname.go
 	return errs
 }
 
