@@ -139,7 +139,8 @@ func TestNoWebhookServer(t *testing.T) {
 	})
 
 	// What the docs say is refused while no replica answers: creating or
-	// re-targeting listener claims, Listener and ListenerClass specs,
+	// re-targeting listener claims, Listener specs, labels and annotations,
+	// ListenerClass specs,
 	// deleting a ListenerClass, and opted-in StatefulSets.
 	refused := map[string]func() error{
 		"claim create": func() error {
@@ -150,6 +151,11 @@ func TestNoWebhookServer(t *testing.T) {
 		},
 		"Listener create": func() error {
 			return c.Create(ctx, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "new"}})
+		},
+		// A Listener's labels reach its Service through the class's
+		// allow-list, so the webhook judges them.
+		"Listener label": func() error {
+			return patchMeta(ctx, c, &v1alpha1.Listener{}, li, `{"metadata":{"labels":{"team":"a"}}}`)
 		},
 		"Listener spec change": func() error {
 			return patchMeta(ctx, c, &v1alpha1.Listener{}, li, `{"spec":{"className":"external-stable"}}`)
@@ -177,9 +183,6 @@ func TestNoWebhookServer(t *testing.T) {
 	admitted := map[string]func() error{
 		"claim label": func() error {
 			return patchMeta(ctx, c, &corev1.PersistentVolumeClaim{}, keep, `{"metadata":{"labels":{"team":"a"}}}`)
-		},
-		"Listener label": func() error {
-			return patchMeta(ctx, c, &v1alpha1.Listener{}, li, `{"metadata":{"labels":{"team":"a"}}}`)
 		},
 		"ListenerClass label": func() error {
 			return patchMeta(ctx, c, &v1alpha1.ListenerClass{}, lc, `{"metadata":{"labels":{"team":"a"}}}`)
