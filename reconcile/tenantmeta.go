@@ -49,14 +49,16 @@ func tenantMetadataCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass
 	return cond
 }
 
-// recordFindings tells, once per change of the Service, what of the
-// tenant's input it was made without.
+// recordFindings tells, whenever the Service is created or changed, what
+// of the tenant's input it was made without.
 func (r *listenerReconciler) recordFindings(l *v1alpha1.Listener, svc *corev1.Service, class *v1alpha1.ListenerClass, f serviceFindings) {
 	if len(f.refused) > 0 {
 		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventOverridesDropped, "Apply",
 			"%s", v1alpha1.TruncateMessage(fmt.Sprintf("Service %s was made without these objectOverrides, which ListenerClass %q does not allow: %s", svc.Name, class.Name, strings.Join(overrides.Fields(f.refused), ", "))))
 	}
 	if cond := tenantMetadataCondition(l, class, f); cond != nil {
-		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventMetadataLeftOut, "Apply", "%s", cond.Message)
+		// On the Service, which is what lacks the keys; kubectl describe
+		// of the Listener shows the condition.
+		r.recorder.Eventf(svc, l, corev1.EventTypeWarning, EventMetadataLeftOut, "Apply", "%s", cond.Message)
 	}
 }
