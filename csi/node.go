@@ -14,9 +14,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/csi/addresstree"
@@ -135,28 +137,26 @@ func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map
 	if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
 		return nil, status.Errorf(codes.FailedPrecondition, "listener %s has no spec.className", ref.listener)
 	}
+	// A class that is gone leaves the Service as it was last made, and the
+	// pod is told what its Listener publishes (addresses.ForPod).
 	class := &v1alpha1.ListenerClass{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: *listener.Spec.ClassName}, class); err != nil {
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: *listener.Spec.ClassName}, class); apierrors.IsNotFound(err) {
+		class = nil
+	} else if err != nil {
 		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", *listener.Spec.ClassName, ref.listener))
 	}
-	node := &corev1.Node{}
-	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
+	var node *corev1.Node
+	if addresses.PodServiceType(listener, class) == v1alpha1.ServiceTypeNodePort {
 		nodeName := pod.Spec.NodeName
 		if nodeName == "" {
 			nodeName = s.nodeName
 		}
+		node = &corev1.Node{}
 		if err := s.reader.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 			return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("node %s of pod %s/%s", nodeName, podNS, podName))
 		}
 	}
-	addrs, err := podAddresses(listener, class, node)
-	if err != nil {
-		return nil, err
-	}
-	if err := portsPublished(listener, addrs); err != nil {
-		return nil, err
-	}
-	return addrs, nil
+	return podAddresses(listener, class, node)
 }
 
 // volumeRef names the volume's Listener and claim: from the volume context

@@ -91,22 +91,3 @@ func ownedByVolume(ref volumeRef, l *v1alpha1.Listener) bool {
 	}
 	return false
 }
-
-// portsPublished checks that every port of the Listener has a published
-// number in what the pod gets: Unavailable naming the missing ones.
-func portsPublished(l *v1alpha1.Listener, addrs []v1alpha1.ListenerIngress) error {
-	var missing []string
-	for _, p := range l.Spec.Ports {
-		for _, a := range addrs {
-			if _, ok := a.Ports[p.Name]; !ok {
-				missing = append(missing, p.Name)
-				break
-			}
-		}
-	}
-	if len(missing) > 0 {
-		return status.Errorf(codes.Unavailable, "listener %s/%s has not published port(s) %s yet: waiting for the reconciler",
-			l.Namespace, l.Name, strings.Join(missing, ", "))
-	}
-	return nil
-}

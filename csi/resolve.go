@@ -30,35 +30,20 @@ func listenerOfClaim(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentV
 	return use, nil
 }
 
-// podAddresses is what a pod on node advertises for listener of class: its
-// own node's address with the node ports for NodePort classes, else every
-// address of the Listener. An error is a gRPC status: Unavailable while the
-// reconciler has not published what is needed yet, so kubelet retries.
+// podAddresses is what a pod on node advertises for listener of class
+// (nil when the class is gone): addresses.ForPod, the one rule that the
+// pod's PodListeners entry follows too. A wait is Unavailable, so kubelet
+// retries.
 func podAddresses(listener *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.Node) ([]v1alpha1.ListenerIngress, error) {
-	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
-		if len(listener.Status.NodePorts) == 0 && len(listener.Spec.Ports) > 0 {
-			return nil, status.Errorf(codes.Unavailable,
-				"listener %s/%s has no addresses yet: waiting for the node ports of its NodePort Service in status.nodePorts",
-				listener.Namespace, listener.Name)
+	pl, err := addresses.ForPod(listener, class, node)
+	var w *addresses.Wait
+	if errors.As(err, &w) {
+		if w.Fix {
+			return nil, status.Error(codes.FailedPrecondition, w.Reason)
 		}
-		ing, ok := addresses.NodeIngress(node, class.Spec.EffectiveAddressType(), listener.Status.NodePorts)
-		if !ok {
-			return nil, status.Errorf(codes.Unavailable,
-				"listener %s/%s has no addresses yet: waiting for node %s to report an IP address or hostname in its status",
-				listener.Namespace, listener.Name, node.Name)
-		}
-		// The class's DNS name first, as in the Listener's status.
-		return addresses.WithHostname(addresses.Hostname(&class.Spec, listener.Name, listener.Namespace), []v1alpha1.ListenerIngress{ing}), nil
+		return nil, status.Error(codes.Unavailable, w.Reason)
 	}
-	if len(listener.Status.IngressAddresses) == 0 {
-		what := "the reconciler to publish status.ingressAddresses"
-		if class.Spec.ServiceType == v1alpha1.ServiceTypeLoadBalancer {
-			what = "the load balancer of its Service to get an address"
-		}
-		return nil, status.Errorf(codes.Unavailable, "listener %s/%s has no addresses yet: waiting for %s",
-			listener.Namespace, listener.Name, what)
-	}
-	return listener.Status.IngressAddresses, nil
+	return pl.IngressAddresses, err
 }
 
 // checkCapability accepts mount volumes of any access mode: the tree is

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -223,9 +224,10 @@ func addLabels(ctx context.Context, c client.Client, controller, kind string, ob
 	return nil
 }
 
-// podListenersSpec lists what the pod should advertise per listener
-// volume. Volumes whose Listener has no class or no addresses yet are left
-// out until the Listener's status brings the pod back.
+// podListenersSpec lists what the pod is told per listener volume, by the
+// rule its address tree follows too (addresses.ForPod). A volume whose
+// Listener is missing, or whose pod must still wait for addresses, is left
+// out until the Listener's status (or the node) brings the pod back.
 func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) (v1alpha1.PodListenersSpec, error) {
 	spec := v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{}}
 	for _, v := range vols {
@@ -236,45 +238,44 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 			}
 			return spec, fmt.Errorf("get listener %s/%s of pod %s: %w", pod.Namespace, v.listener, pod.Name, err)
 		}
-		if l.Status.ServiceType == "" {
-			continue
+		class, err := r.classOf(ctx, l)
+		if err != nil {
+			return spec, err
 		}
-		if l.Status.ServiceType != v1alpha1.ServiceTypeNodePort {
-			spec.Listeners[v.volume] = v1alpha1.PodListener{Scope: v1alpha1.PodListenerScopeCluster, IngressAddresses: l.Status.IngressAddresses}
-			continue
+		var node *corev1.Node
+		if addresses.PodServiceType(l, class) == v1alpha1.ServiceTypeNodePort && pod.Spec.NodeName != "" {
+			node = &corev1.Node{}
+			if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); apierrors.IsNotFound(err) {
+				node = nil
+			} else if err != nil {
+				return spec, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+			}
 		}
-		pl := v1alpha1.PodListener{Scope: v1alpha1.PodListenerScopeNode}
-		node := &corev1.Node{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); err != nil && !apierrors.IsNotFound(err) {
-			return spec, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
-		} else if err == nil {
-			class, err := r.classSpec(ctx, l)
-			if err != nil {
-				return spec, err
-			}
-			if ing, ok := addresses.NodeIngress(node, class.EffectiveAddressType(), l.Status.NodePorts); ok {
-				// The class's DNS name first (hostname.go), as in the volume.
-				pl.IngressAddresses = addresses.WithHostname(addresses.Hostname(&class, l.Name, l.Namespace), []v1alpha1.ListenerIngress{ing})
-			}
+		pl, err := addresses.ForPod(l, class, node)
+		var w *addresses.Wait
+		switch {
+		case errors.As(err, &w):
+			continue
+		case err != nil:
+			return spec, err
 		}
 		spec.Listeners[v.volume] = pl
 	}
 	return spec, nil
 }
 
-// classSpec is the spec of the Listener's class; when the class is gone,
-// one with the Listener's published service type and defaults.
-func (r *podReconciler) classSpec(ctx context.Context, l *v1alpha1.Listener) (v1alpha1.ListenerClassSpec, error) {
-	spec := v1alpha1.ListenerClassSpec{ServiceType: l.Status.ServiceType}
-	if l.Spec.ClassName != nil {
-		class := &v1alpha1.ListenerClass{}
-		err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class)
-		switch {
-		case err == nil:
-			spec = class.Spec
-		case !apierrors.IsNotFound(err):
-			return spec, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
-		}
+// classOf is the Listener's class, nil when it names none or it is gone.
+func (r *podReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, error) {
+	if l.Spec.ClassName == nil {
+		return nil, nil
 	}
-	return spec, nil
+	class := &v1alpha1.ListenerClass{}
+	err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+	}
+	return class, nil
 }

@@ -1,0 +1,75 @@
+package agreement
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// PodAddressShape is a Listener (with its status as the reconciler left
+// it), its class (nil: gone) and the pod's node (nil: none), and what the
+// pod is told: the addresses of its volume tree and of its PodListeners
+// entry, or that it waits (no tree, no entry).
+type PodAddressShape struct {
+	Name     string
+	Listener *v1alpha1.Listener
+	Class    *v1alpha1.ListenerClass
+	Node     *corev1.Node
+	Want     []v1alpha1.ListenerIngress // nil: the pod waits
+}
+
+// Names of the pod-address shapes' objects.
+const (
+	PodListener = "broker-0"
+	PodNode     = "node-a"
+	PodClass    = "kafka-external"
+)
+
+// PodAddressShapes are the shapes of what a pod is told that the CSI node
+// plugin (csi) and PodListeners (reconcile) must both answer the same: each
+// service type, a class changed but not yet applied, a class gone, a node
+// without addresses, node ports not yet published, a hostname template.
+func PodAddressShapes() []PodAddressShape {
+	np := map[string]int32{"kafka": 31092}
+	ports := map[string]int32{"kafka": 9092}
+	nodeIP := []v1alpha1.ListenerIngress{{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}
+	clusterIP := []v1alpha1.ListenerIngress{{Address: "broker-0.agree.svc.cluster.local", AddressType: v1alpha1.AddressTypeHostname, Ports: ports}}
+	lbIP := []v1alpha1.ListenerIngress{{Address: "203.0.113.5", AddressType: v1alpha1.AddressTypeIP, Ports: ports}}
+	return []PodAddressShape{
+		{Name: "ClusterIP", Listener: podListener(v1alpha1.ServiceTypeClusterIP, clusterIP, nil), Class: podClass(v1alpha1.ServiceTypeClusterIP, nil), Node: podNode(true), Want: clusterIP},
+		{Name: "NodePort", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(true), Want: nodeIP},
+		{Name: "LoadBalancer", Listener: podListener(v1alpha1.ServiceTypeLoadBalancer, lbIP, nil), Class: podClass(v1alpha1.ServiceTypeLoadBalancer, nil), Node: podNode(true), Want: lbIP},
+		{Name: "LoadBalancer without an address yet", Listener: podListener(v1alpha1.ServiceTypeLoadBalancer, nil, nil), Class: podClass(v1alpha1.ServiceTypeLoadBalancer, nil), Node: podNode(true)},
+		// The class went from ClusterIP to NodePort; the reconciler has not
+		// applied it yet: the pod is told what the Service still is.
+		{Name: "class changed, status not yet", Listener: podListener(v1alpha1.ServiceTypeClusterIP, clusterIP, nil), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(true), Want: clusterIP},
+		{Name: "class gone, Service as last made", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), Node: podNode(true), Want: nodeIP},
+		{Name: "class gone, nothing ever published", Listener: podListener("", nil, nil), Node: podNode(true)},
+		{Name: "node without addresses", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(false)},
+		{Name: "node ports not yet published", Listener: podListener(v1alpha1.ServiceTypeNodePort, nil, nil), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(true)},
+		{Name: "NodePort with a hostname template", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np),
+			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true),
+			Want: append([]v1alpha1.ListenerIngress{{Address: "broker-0.agree.kafka.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: np}}, nodeIP...)},
+	}
+}
+
+func podListener(typ v1alpha1.ServiceType, ings []v1alpha1.ListenerIngress, nodePorts map[string]int32) *v1alpha1.Listener {
+	return &v1alpha1.Listener{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: PodListener},
+		Spec:       v1alpha1.ListenerSpec{ClassName: ptr(PodClass), Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}}},
+		Status:     v1alpha1.ListenerStatus{ServiceType: typ, IngressAddresses: ings, NodePorts: nodePorts},
+	}
+}
+
+func podClass(typ v1alpha1.ServiceType, host *v1alpha1.HostnamePolicy) *v1alpha1.ListenerClass {
+	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: PodClass}, Spec: v1alpha1.ListenerClassSpec{ServiceType: typ, Hostname: host}}
+}
+
+func podNode(withAddress bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: PodNode}}
+	if withAddress {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}}
+	}
+	return n
+}
