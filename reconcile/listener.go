@@ -434,7 +434,7 @@ func (r *listenerReconciler) deleteStaleServices(ctx context.Context, l *v1alpha
 // its volumes are pinned to and those its pods run on (podNodes), both found
 // through its claims.
 func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Listener) ([]*corev1.Node, error) {
-	publishNotReady := l.Spec.PublishNotReadyAddresses == nil || *l.Spec.PublishNotReadyAddresses
+	publishNotReady := l.Spec.EffectivePublishNotReadyAddresses()
 	claims, err := claimsOfListener(ctx, r.client, l.Namespace, l.Name)
 	if err != nil {
 		return nil, err

@@ -155,7 +155,7 @@ func generated(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svcName stri
 		"type":                     string(class.Spec.ServiceType),
 		"ports":                    declaredPorts(l.Spec.Ports),
 		"selector":                 selector,
-		"publishNotReadyAddresses": ptr.Deref(l.Spec.PublishNotReadyAddresses, true),
+		"publishNotReadyAddresses": l.Spec.EffectivePublishNotReadyAddresses(),
 	}
 	switch class.Spec.ServiceType {
 	case v1alpha1.ServiceTypeLoadBalancer:

@@ -157,3 +157,10 @@ type ListenerList struct {
 func init() {
 	SchemeBuilder.Register(&Listener{}, &ListenerList{})
 }
+
+// EffectivePublishNotReadyAddresses is spec.publishNotReadyAddresses, true
+// when unset (the Stackable CRD's default): the Service's field and which
+// pods' nodes a NodePort Listener publishes both follow it.
+func (s *ListenerSpec) EffectivePublishNotReadyAddresses() bool {
+	return s.PublishNotReadyAddresses == nil || *s.PublishNotReadyAddresses
+}
