@@ -69,7 +69,9 @@ spec:
 `, name, annotation, template, allowAmbiguous)
 		return e.Kubectl(t.Context(), []byte(manifest), "apply", "-f", "-")
 	}
-	t.Cleanup(func() { _, _ = e.Kubectl(context.Background(), nil, "delete", "listenerclass", name, "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = e.Kubectl(context.Background(), nil, "delete", "listenerclass", name, "--ignore-not-found")
+	})
 	const flat = "{listener}-{namespace}.example.test"
 	refused := []string{
 		`spec.hostname.template: Invalid value: "{listener}-{namespace}.example.test": {listener} and {namespace} share the DNS label "{listener}-{namespace}", so two Listeners can get one name: Listener "web" in namespace "v-shop" and Listener "web-v" in namespace "shop" both get "web-v-shop.example.test"`,
