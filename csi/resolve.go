@@ -48,7 +48,7 @@ func podAddresses(listener *v1alpha1.Listener, class *v1alpha1.ListenerClass, no
 				listener.Namespace, listener.Name, node.Name)
 		}
 		// The class's DNS name first, as in the Listener's status.
-		return addresses.WithHostname(addresses.Hostname(&class.Spec, listener.Name, listener.Namespace), []v1alpha1.ListenerIngress{ing}), nil
+		return addresses.WithHostname(addresses.ListenerHostname(&class.Spec, listener), []v1alpha1.ListenerIngress{ing}), nil
 	}
 	if len(listener.Status.IngressAddresses) == 0 {
 		what := "the reconciler to publish status.ingressAddresses"

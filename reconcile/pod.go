@@ -254,7 +254,7 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 			}
 			if ing, ok := addresses.NodeIngress(node, class.EffectiveAddressType(), l.Status.NodePorts); ok {
 				// The class's DNS name first (hostname.go), as in the volume.
-				pl.IngressAddresses = addresses.WithHostname(addresses.Hostname(&class, l.Name, l.Namespace), []v1alpha1.ListenerIngress{ing})
+				pl.IngressAddresses = addresses.WithHostname(addresses.ListenerHostname(&class, l), []v1alpha1.ListenerIngress{ing})
 			}
 		}
 		spec.Listeners[v.volume] = pl
