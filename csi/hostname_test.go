@@ -32,3 +32,24 @@ func TestPodAddressesHostname(t *testing.T) {
 		t.Errorf("podAddresses = %+v, want %+v", got, want)
 	}
 }
+
+// TestPodAddressesHostnameConflict: a Listener whose name another Listener
+// publishes (HostnamePublished False, HostnameConflict) gives its pods' volumes
+// only the node's address, as its status and PodListeners.
+func TestPodAddressesHostnameConflict(t *testing.T) {
+	np := map[string]int32{"kafka": 31092}
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-v"},
+		Spec: v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092}}}, Status: v1alpha1.ListenerStatus{NodePorts: np,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionHostnamePublished, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHostnameConflict}}}}
+	class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort,
+		Hostname: &v1alpha1.HostnamePolicy{Template: "{listener}-{namespace}.example.test", AllowAmbiguous: new(true)}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
+	got, err := podAddresses(l, class, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []v1alpha1.ListenerIngress{{Address: "10.0.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: np}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("podAddresses = %+v, want %+v", got, want)
+	}
+}

@@ -18,18 +18,27 @@ import (
 // name too long for DNS, so no hostname is published.
 const EventHostnameTooLong = "HostnameTooLong"
 
+// EventHostnameConflict: another Listener publishes the name the class's
+// hostname template gives this one, so this one publishes none.
+const EventHostnameConflict = v1alpha1.ReasonHostnameConflict
+
 // withAddressFeatures adds to the status the Listener reconciler computed
 // what the class's address features publish: the DNS name first among the
-// addresses (spec.hostname) with the HostnamePublished condition, and the
-// certificate's Secret (spec.certificate, certificate.go). A hostname too
-// long for this Listener also gets it a Warning event when that starts.
-func (r *listenerReconciler) withAddressFeatures(st v1alpha1.ListenerStatus, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) v1alpha1.ListenerStatus {
-	st.IngressAddresses = addresses.WithHostname(addresses.Hostname(&class.Spec, l.Name, l.Namespace), st.IngressAddresses)
+// addresses (spec.hostname, unless another Listener publishes it: hc) with
+// the HostnamePublished condition, and the certificate's Secret
+// (spec.certificate, certificate.go). A hostname the Listener cannot
+// publish also gets it a Warning event when that starts.
+func (r *listenerReconciler) withAddressFeatures(st v1alpha1.ListenerStatus, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, hc hostnameClaim) v1alpha1.ListenerStatus {
+	st.IngressAddresses = addresses.WithHostname(hc.published(), st.IngressAddresses)
 	st.CertificateSecretName = certificateSecretName(l, class)
-	cond := hostnameCondition(l, class)
+	cond := hostnameCondition(l, class, hc)
 	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHostnamePublished)
 	if cond != nil && cond.Status == metav1.ConditionFalse && (old == nil || old.Status != cond.Status || old.Message != cond.Message) {
-		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, EventHostnameTooLong, "Reconcile", "%s", cond.Message)
+		reason := EventHostnameTooLong
+		if cond.Reason == v1alpha1.ReasonHostnameConflict {
+			reason = EventHostnameConflict
+		}
+		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", cond.Message)
 	}
 	st.Conditions = withFeatureCondition(ownedStatus(l.Status).Conditions, v1alpha1.ConditionHostnamePublished, cond)
 	return st
@@ -37,8 +46,9 @@ func (r *listenerReconciler) withAddressFeatures(st v1alpha1.ListenerStatus, l *
 
 // hostnameCondition is the HostnamePublished condition of Listener l of
 // class: nil when the class publishes no hostname, False with what to do
-// when the name it renders for l is too long for DNS.
-func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) *metav1.Condition {
+// when the name it renders for l is too long for DNS, or another Listener
+// publishes it (hc.taken).
+func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, hc hostnameClaim) *metav1.Condition {
 	if class.Spec.Hostname == nil {
 		return nil
 	}
@@ -46,6 +56,9 @@ func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) *met
 	host, err := addresses.RenderHostname(class.Spec.Hostname, l.Name, l.Namespace)
 	var tooLong *addresses.HostnameTooLongError
 	switch {
+	case err == nil && hc.taken:
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonHostnameConflict
+		cond.Message = v1alpha1.TruncateMessage(conflictMessage(class))
 	case err == nil:
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonHostnamePublished
 		cond.Message = fmt.Sprintf("ListenerClass %s publishes the hostname %s for this Listener (first address; Service annotation %s)", class.Name, host, v1alpha1.AnnotationExternalDNSHostname)
@@ -66,6 +79,24 @@ func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) *met
 	return cond
 }
 
+// conflictMessage says why a Listener of class does not publish the name
+// the class gives it, and what to do. It names neither the name (with a
+// flattened template it spells the other Listener's namespace) nor the
+// other Listener: that may be in a namespace this one's owner cannot read.
+func conflictMessage(class *v1alpha1.ListenerClass) string {
+	why := "another ListenerClass's template gives another Listener the same name"
+	strict := *class.Spec.Hostname
+	strict.AllowAmbiguous = nil
+	if len(addresses.AmbiguityProblems(&strict)) > 0 {
+		why = "the template is not one-to-one and can give two Listeners one name (spec.hostname.allowAmbiguous: true accepts that)"
+	}
+	return fmt.Sprintf("ListenerClass %s gives this Listener, by spec.hostname.template %q, a hostname that another Listener already publishes: %s; "+
+		"this Listener publishes its other addresses only, and its Service gets no %s annotation; "+
+		"fix: rename this Listener, or ask an administrator to give the class a template that puts %s and %s in DNS labels of their own; "+
+		"the name comes to this Listener once the other no longer publishes it",
+		class.Name, class.Spec.Hostname.Template, why, v1alpha1.AnnotationExternalDNSHostname, addresses.PlaceholderListener, addresses.PlaceholderNamespace)
+}
+
 // withFeatureCondition returns a copy of conds (the Listener controller's
 // own conditions) with the condition of type typ set to cond, or removed
 // when cond is nil; never nil, so that the status write takes it
@@ -83,14 +114,14 @@ func withFeatureCondition(conds []metav1.Condition, typ string, cond *metav1.Con
 	return out
 }
 
-// addHostnameAnnotation sets the external-dns hostname annotation on a
-// Listener's desired Service when its class publishes a hostname
-// (spec.hostname), after every override: the class decides the name, a
+// addHostnameAnnotation sets the external-dns hostname annotation to host
+// on a Listener's desired Service: the name its class gives it
+// (spec.hostname), unless that is too long for DNS (hostnameCondition says
+// why) or another Listener publishes it (hostnameconflict.go); "" sets
+// none. It runs after every override: the class decides the name, a
 // Listener's objectOverrides cannot move it elsewhere. The same name is
 // published first among the Listener's addresses (addresses.WithHostname).
-// A name too long for DNS is not set (hostnameCondition says why).
-func addHostnameAnnotation(svc *unstructured.Unstructured, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) {
-	host := addresses.Hostname(&class.Spec, l.Name, l.Namespace)
+func addHostnameAnnotation(svc *unstructured.Unstructured, host string) {
 	if host == "" {
 		return
 	}

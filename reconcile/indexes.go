@@ -29,6 +29,9 @@ const (
 	indexListenerServiceName = "status.serviceName"
 	// indexServiceOwner: Services by the name of the Listener that controls them.
 	indexServiceOwner = "listener.controller"
+	// indexServiceHostname: Services by the DNS names of their external-dns
+	// hostname annotation, across namespaces (hostnameconflict.go).
+	indexServiceHostname = "service.hostname"
 	// indexPodNode: pods by the node they are bound to.
 	indexPodNode = "pod.node"
 	// indexClaimListener: PersistentVolumeClaims by the Listener they use.
@@ -59,6 +62,9 @@ func addIndexes(ctx context.Context, informers cache.Informers) error {
 				return []string{owner}
 			}
 			return nil
+		}},
+		caches.Index{Object: &corev1.Service{}, Field: indexServiceHostname, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
+			return hostnamesOf(o)
 		}},
 		caches.Index{Object: &corev1.Pod{}, Field: indexPodNode, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {

@@ -128,7 +128,11 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// The class is policy, and one rule (overrides.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
 	// of the Service, so exposure is never more than the class gives.
-	want, found, err := desiredService(l, class)
+	hc, err := r.hostnameClaimOf(ctx, l, class) // hostnameconflict.go
+	if err != nil {
+		return outcome{}, err
+	}
+	want, found, err := desiredService(l, class, hc.published())
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
@@ -150,7 +154,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			"Service %s was made without the parts of spec.objectOverrides that ListenerClass %q does not allow (remove them from the Listener to clear this): %s",
 			svc.Name, class.Name, refused.ToAggregate().Error())}
 	}
-	st = r.withAddressFeatures(st, l, class)                                                                                               // hostname.go
+	st = r.withAddressFeatures(st, l, class, hc)                                                                                           // hostname.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionTenantMetadataAllowed, tenantMetadataCondition(l, class, found)) // tenantmeta.go
 	return settled(st, v), nil
 }

@@ -35,14 +35,15 @@ const (
 // partial object the operator applies: only the fields it owns. It is the
 // one rule the webhook checks too (overrides.Service): the parts of the
 // Listener's overrides the class does not allow are left out and returned
-// as refused. The error means the class itself is broken.
-func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*unstructured.Unstructured, serviceFindings, error) {
+// as refused. host is the DNS name it announces (hostname.go; "" none). The
+// error means the class itself is broken.
+func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host string) (*unstructured.Unstructured, serviceFindings, error) {
 	res, err := overrides.Service(l, class)
 	if err != nil {
 		return nil, serviceFindings{}, err
 	}
 	u := res.Service
-	addHostnameAnnotation(u, l, class) // hostname.go
+	addHostnameAnnotation(u, host) // hostname.go
 	sum, err := hashObject(u.Object)
 	if err != nil {
 		return nil, serviceFindings{}, fmt.Errorf("hash service %s/%s: %w", u.GetNamespace(), u.GetName(), err)

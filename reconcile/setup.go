@@ -78,16 +78,18 @@ func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.Eve
 			if owner := controlledByListener(o); owner != "" {
 				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: owner}})
 			}
-			return reqs
+			// A name it drops or takes with it goes to the next Listener.
+			return append(reqs, listenersOfHostnames(ctx, c, o)...)
 		}), builder.WithPredicates(predicate.Funcs{
 			// The controller creates its Listeners' Services itself and
 			// publishes from the API server's answer; seeing its own
 			// creation again would only reconcile against a cache that lags
 			// the status it wrote. (After a restart every Listener is
-			// reconciled anyway.)
+			// reconciled anyway.) But one that carries a DNS name may
+			// take it from another Listener (hostnameconflict.go).
 			CreateFunc: func(e event.CreateEvent) bool {
 				owner := controlledByListener(e.Object)
-				return owner == "" || names.ServiceName(owner) != e.Object.GetName()
+				return owner == "" || names.ServiceName(owner) != e.Object.GetName() || len(hostnamesOf(e.Object)) > 0
 			},
 		})).
 		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {

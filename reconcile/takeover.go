@@ -264,7 +264,7 @@ func (r *takeoverReconciler) pending(ctx context.Context, key types.NamespacedNa
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		return nil, nil, nil, client.IgnoreNotFound(err) // the Listener controller says why
 	}
-	want, _, err := desiredService(l, class)
+	want, _, err := desiredService(l, class, "") // only its selector counts here
 	if err != nil {
 		return nil, nil, nil, nil // the Listener controller says why
 	}

@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,5 +47,66 @@ func TestListenerClassHostnameValidation(t *testing.T) {
 				t.Errorf("error:\n got: %v\nwant: %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestListenerClassHostnameOneToOne: a new class, or a class whose
+// template changes, is refused when its template can give two Listeners one
+// name, with a message that names the problem and both fixes; a class
+// whose template stays as it was (stored before the rule, or its opt-in
+// removed) is admitted with a warning, so the names it publishes survive.
+func TestListenerClassHostnameOneToOne(t *testing.T) {
+	e := testenv.Require(t, env)
+	name := "hostname-one-to-one"
+	apply := func(template string, allowAmbiguous bool, annotation string) (string, error) {
+		manifest := fmt.Sprintf(`apiVersion: listeners.stackable.tech/v1alpha1
+kind: ListenerClass
+metadata: {name: %s}
+spec:
+  serviceType: ClusterIP
+  serviceAnnotations: {note: %q}
+  hostname: {template: %q, allowAmbiguous: %t}
+`, name, annotation, template, allowAmbiguous)
+		return e.Kubectl(t.Context(), []byte(manifest), "apply", "-f", "-")
+	}
+	t.Cleanup(func() {
+		_, _ = e.Kubectl(context.Background(), nil, "delete", "listenerclass", name, "--ignore-not-found")
+	})
+	const flat = "{listener}-{namespace}.example.test"
+	refused := []string{
+		`spec.hostname.template: Invalid value: "{listener}-{namespace}.example.test": {listener} and {namespace} share the DNS label "{listener}-{namespace}", so two Listeners can get one name: Listener "web" in namespace "v-shop" and Listener "web-v" in namespace "shop" both get "web-v-shop.example.test"`,
+		`put each placeholder in a DNS label of its own (e.g. "{listener}.{namespace}.example.test"), or set spec.hostname.allowAmbiguous: true`,
+	}
+	warned := `Warning: spec.hostname.template: {listener} and {namespace} share the DNS label "{listener}-{namespace}"`
+	for _, step := range []struct {
+		name           string
+		template       string
+		allowAmbiguous bool
+		want           []string // in kubectl's output
+		wantRefused    bool
+		notWant        string
+	}{
+		{name: "new, flattened", template: flat, want: refused, wantRefused: true},
+		{name: "new, no {listener}", template: "www.{namespace}.example.test", wantRefused: true,
+			want: []string{`has no {listener}, so every Listener of a namespace gets the same name`}},
+		{name: "new, flattened, opted in", template: flat, allowAmbiguous: true, want: []string{"created"}, notWant: "Warning"},
+		{name: "opt-in removed, template kept", template: flat, want: []string{"configured", warned}},
+		{name: "other field changed, template kept", template: flat, want: []string{"configured", warned}},
+		{name: "template changed to another flattened one", template: "{namespace}-{listener}.example.test", wantRefused: true,
+			want: []string{`share the DNS label "{namespace}-{listener}"`}},
+		{name: "template changed to a one-to-one one", template: "{listener}.{namespace}.example.test", want: []string{"configured"}, notWant: "Warning"},
+	} {
+		out, err := apply(step.template, step.allowAmbiguous, step.name)
+		if (err != nil) != step.wantRefused {
+			t.Errorf("%s: kubectl apply: %v: %s; want refused: %t", step.name, err, out, step.wantRefused)
+		}
+		for _, w := range step.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: kubectl output:\n%s\nlacks: %s", step.name, out, w)
+			}
+		}
+		if step.notWant != "" && strings.Contains(out, step.notWant) {
+			t.Errorf("%s: kubectl output:\n%s\nhas %q", step.name, out, step.notWant)
+		}
 	}
 }

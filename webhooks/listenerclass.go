@@ -38,17 +38,21 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 		return malformed(fmt.Errorf("decode ListenerClass: %w", err))
 	}
 	errs := validation.ListenerClass(&lc)
+	var old *v1alpha1.ListenerClass
 	if req.Operation == admissionv1.Update {
-		var old v1alpha1.ListenerClass
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		old = &v1alpha1.ListenerClass{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return malformed(fmt.Errorf("decode ListenerClass: %w", err))
 		}
-		errs = ratchet(errs, validation.ListenerClass(&old))
+		errs = ratchet(errs, validation.ListenerClass(old))
 	}
-	if len(errs) > 0 {
+	// A template that can give two Listeners one name: refused when new,
+	// a warning when the class keeps it (its names are published already).
+	ambiguous, warnings := validation.HostnameOneToOne(&lc, old)
+	if errs = append(errs, ambiguous...); len(errs) > 0 {
 		return invalid(req, errs)
 	}
-	return admission.Allowed("").WithWarnings(validation.ListenerClassWarnings(&lc)...)
+	return admission.Allowed("").WithWarnings(append(validation.ListenerClassWarnings(&lc), warnings...)...)
 }
 
 // users counts, per namespace, the Listeners and claims that refer to the

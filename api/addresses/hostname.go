@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -91,6 +92,18 @@ func Hostname(class *v1alpha1.ListenerClassSpec, listener, namespace string) str
 		return ""
 	}
 	return host
+}
+
+// ListenerHostname is the hostname Listener l publishes under class: the
+// class's (Hostname), unless l's status says that another Listener
+// publishes it (HostnamePublished False, reason HostnameConflict). The
+// reconciler decides that for the Listener's status and Service; its pods'
+// addresses (PodListeners, the volume) follow the status.
+func ListenerHostname(class *v1alpha1.ListenerClassSpec, l *v1alpha1.Listener) string {
+	if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionHostnamePublished); c != nil && c.Reason == v1alpha1.ReasonHostnameConflict {
+		return ""
+	}
+	return Hostname(class, l.Name, l.Namespace)
 }
 
 // WithHostname puts host first among addrs, as a Hostname address with

@@ -91,7 +91,7 @@ func ForPod(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.No
 	if class != nil && typ == v1alpha1.ServiceTypeNodePort {
 		// The class's DNS name first, as in the Listener's status (which
 		// already carries it for the other types).
-		pl.IngressAddresses = WithHostname(Hostname(&spec, l.Name, l.Namespace), pl.IngressAddresses)
+		pl.IngressAddresses = WithHostname(ListenerHostname(&spec, l), pl.IngressAddresses)
 	}
 	if missing := unpublishedPorts(l, pl.IngressAddresses); len(missing) > 0 {
 		return pl, &Wait{Reason: fmt.Sprintf("listener %s/%s has not published port(s) %s yet: waiting for the reconciler", l.Namespace, l.Name, strings.Join(missing, ", "))}

@@ -64,7 +64,10 @@ type HostnamePolicy struct {
 	// Template makes the hostname. Placeholders: {listener} (the Listener's
 	// name; a per-replica Listener is named after its claim, so it differs
 	// per replica) and {namespace}. The result must be a DNS-1123
-	// subdomain of at most 253 characters whose labels are at most 63.
+	// subdomain of at most 253 characters whose labels are at most 63. It
+	// must give each Listener a name of its own: {listener} occurs, and no
+	// DNS label (text between two dots) holds both {listener} and
+	// {namespace}; other text may share their labels (see allowAmbiguous).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
@@ -77,12 +80,16 @@ type HostnamePolicy struct {
 	// +optional
 	AllowWithoutNamespace *bool `json:"allowWithoutNamespace,omitempty"`
 
-	// AllowAmbiguous accepts a template that is not one-to-one: one where
-	// {listener} and {namespace} share a DNS label without a separator
-	// that cannot occur in either name (e.g. "{listener}-{namespace}", a
-	// flattened form a one-level wildcard certificate needs). Two Listeners
+	// AllowAmbiguous accepts a template that is not one-to-one: one without
+	// {listener}, or where {listener} and {namespace} share a DNS label
+	// (e.g. "{listener}-{namespace}", the flattened form a one-level
+	// wildcard certificate needs). No separator within a label keeps them
+	// apart: either name may contain any text a label may. Two Listeners
 	// may then render the same name; the operator publishes it for the
-	// first only and reports HostnameConflict on the other.
+	// first only (the one whose Service carries it already, else the
+	// oldest) and reports HostnameConflict on the others. Without it,
+	// admission refuses such a template on a new class or a changed
+	// template, and warns on a class that keeps one.
 	// +kubebuilder:default=false
 	// +optional
 	AllowAmbiguous *bool `json:"allowAmbiguous,omitempty"`
@@ -130,16 +137,18 @@ const (
 	// ConditionHostnamePublished says whether the class's hostname template
 	// gives this Listener a DNS name (Status True, reason HostnamePublished)
 	// or a name too long for DNS (Status False, reason HostnameTooLong: more
-	// than 253 characters, or a label of more than 63), which is then
-	// neither published nor annotated. Absent when the class has no
-	// spec.hostname.
+	// than 253 characters, or a label of more than 63) or that another
+	// Listener publishes first (Status False, reason HostnameConflict),
+	// which is then neither published nor annotated. Absent when the class
+	// has no spec.hostname.
 	ConditionHostnamePublished = "HostnamePublished"
 
 	ReasonHostnamePublished = "HostnamePublished"
 	ReasonHostnameTooLong   = "HostnameTooLong"
-	// ReasonHostnameConflict: another Listener (of any class) already
-	// publishes the name this Listener's template renders; the name is
-	// neither published nor annotated for this one.
+	// ReasonHostnameConflict: another Listener (of any class) publishes
+	// the name this Listener's template renders first (its Service carries
+	// it already, or it is older); the name is neither published nor
+	// annotated for this one until the other stops publishing it.
 	ReasonHostnameConflict = "HostnameConflict"
 )
 

@@ -51,7 +51,16 @@ func PodAddressShapes() []PodAddressShape {
 		{Name: "NodePort with a hostname template", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np),
 			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true),
 			Want: append([]v1alpha1.ListenerIngress{{Address: "broker-0.agree.kafka.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: np}}, nodeIP...)},
+		{Name: "hostname another Listener publishes", Listener: conflicted(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np)),
+			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true), Want: nodeIP},
 	}
+}
+
+// conflicted is l as the reconciler leaves it when another Listener
+// publishes its hostname first.
+func conflicted(l *v1alpha1.Listener) *v1alpha1.Listener {
+	l.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionHostnamePublished, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHostnameConflict}}
+	return l
 }
 
 func podListener(typ v1alpha1.ServiceType, ings []v1alpha1.ListenerIngress, nodePorts map[string]int32) *v1alpha1.Listener {
