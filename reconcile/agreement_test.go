@@ -34,7 +34,7 @@ func TestAgreementClaimReconciler(t *testing.T) {
 	agreement.Check(t, "the claim reconciler", agreement.AskListener|agreement.AskOwn|agreement.AskClass, func(t *testing.T, s agreement.Shape) (agreement.Answer, bool) {
 		c := agreementClient(s)
 		rec := events.NewFakeRecorder(10)
-		r := &claimReconciler{client: c, recorder: rec}
+		r := &claimReconciler{client: c, live: c, recorder: rec}
 		pvc := s.StoredClaim()
 		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pvc)}); err != nil {
 			t.Fatalf("Reconcile: %v", err)

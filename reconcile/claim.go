@@ -106,8 +106,14 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	err = r.client.Get(ctx, key, existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		l := claimListenerObject(pvc, use, ports)
-		err := r.client.Create(ctx, l, client.FieldOwner(v1alpha1.FieldManager))
+		// Which pod it selects by name, if any, is decided now, reading
+		// the StatefulSet from the API server (podselection.go).
+		byName, err := selectedByName(ctx, r.live, pvc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		l := claimListenerObject(pvc, use, ports, byName.Pod)
+		err = r.client.Create(ctx, l, client.FieldOwner(v1alpha1.FieldManager))
 		if countWrite(controllerClaim, "Listener", "create", err) != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return ctrl.Result{RequeueAfter: conflictRetry}, nil
@@ -115,6 +121,12 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			return ctrl.Result{}, fmt.Errorf("create listener %s/%s for claim: %w", key.Namespace, key.Name, err)
 		}
 		r.recorder.Eventf(pvc, l, corev1.EventTypeNormal, EventListenerCreated, "Create", "Created Listener %s of class %s", l.Name, *l.Spec.ClassName)
+		if byName.Problem != "" {
+			// Admission refuses such a claim; it got in while the
+			// webhooks were down.
+			r.recorder.Eventf(pvc, l, corev1.EventTypeWarning, EventStatefulSetPodRefused, "Create", "%s",
+				refusedSelectionMessage(pvc.Name, byName, pvc.Annotations[v1alpha1.AnnotationStatefulSetClaimTemplate]))
+		}
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get listener %s/%s: %w", key.Namespace, key.Name, err)
@@ -148,7 +160,9 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			}
 		}
 	}
-	want := claimListenerObject(pvc, use, ports)
+	// The selection by pod name is decided once, when the Listener is
+	// made (claimListenerObject): only labels, class and ports follow.
+	want := claimListenerObject(pvc, use, ports, "")
 	if bound != "" && metav1.IsControlledBy(existing, pvc) && existing.Spec.ClassName != nil && *existing.Spec.ClassName != "" {
 		// The volume was provisioned for the Listener of this class; a
 		// class annotation changed since (the webhook refuses that on a
@@ -263,13 +277,14 @@ func handedOver(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
 }
 
 // claimListenerObject is the claim's own Listener (use: claims.Of).
-// A claim made from an annotated StatefulSet claim template gets a Listener
-// that selects its pod by name (claims.StatefulSetPod); the
-// annotation is set when the Listener is created and never changed, so that
-// the Service's selector never switches under running pods.
-func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
+// A claim that a StatefulSet made from its annotated listener claim template
+// gets a Listener that selects its pod by name (pod, from
+// claims.SelectedByName; "" selects by label); the annotation is set when
+// the Listener is created and never changed, so that the Service's
+// selector never switches under running pods.
+func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort, pod string) *v1alpha1.Listener {
 	var ann map[string]string
-	if pod := claims.StatefulSetPod(pvc.Name, pvc.Annotations); pod != "" {
+	if pod != "" {
 		ann = map[string]string{v1alpha1.AnnotationStatefulSetPod: pod}
 	}
 	return &v1alpha1.Listener{
