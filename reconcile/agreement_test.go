@@ -27,14 +27,14 @@ func agreementClient(s agreement.Shape) client.Client {
 
 // TestAgreementClaimReconciler asks the claim reconciler (Reconcile) about
 // every claim of the agreement table: the Listener it makes (the claim's
-// own, and its class), the Listener its watches and index map the claim to,
+// own, its class and the pod it selects by name), the Listener its watches and index map the claim to,
 // and that it records NoListener exactly for the listener claims that use
 // none and ListenerBindingKept for the bound ones whose annotations changed.
 func TestAgreementClaimReconciler(t *testing.T) {
-	agreement.Check(t, "the claim reconciler", agreement.AskListener|agreement.AskOwn|agreement.AskClass, func(t *testing.T, s agreement.Shape) (agreement.Answer, bool) {
+	agreement.Check(t, "the claim reconciler", agreement.AskListener|agreement.AskOwn|agreement.AskClass|agreement.AskSelectsPod, func(t *testing.T, s agreement.Shape) (agreement.Answer, bool) {
 		c := agreementClient(s)
 		rec := events.NewFakeRecorder(10)
-		r := &claimReconciler{client: c, recorder: rec}
+		r := &claimReconciler{client: c, live: c, recorder: rec}
 		pvc := s.StoredClaim()
 		if _, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pvc)}); err != nil {
 			t.Fatalf("Reconcile: %v", err)
@@ -49,6 +49,7 @@ func TestAgreementClaimReconciler(t *testing.T) {
 			if metav1.IsControlledBy(&l, pvc) {
 				got.Own = l.Name == got.Listener
 				got.Class = *l.Spec.ClassName
+				got.SelectsPod = l.Annotations[v1alpha1.AnnotationStatefulSetPod]
 			}
 		}
 		noListener, kept := false, false

@@ -106,16 +106,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	err = r.client.Get(ctx, key, existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		l := claimListenerObject(pvc, use, ports)
-		err := r.client.Create(ctx, l, client.FieldOwner(v1alpha1.FieldManager))
-		if countWrite(controllerClaim, "Listener", "create", err) != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("create listener %s/%s for claim: %w", key.Namespace, key.Name, err)
-		}
-		r.recorder.Eventf(pvc, l, corev1.EventTypeNormal, EventListenerCreated, "Create", "Created Listener %s of class %s", l.Name, *l.Spec.ClassName)
-		return ctrl.Result{}, nil
+		return r.createListener(ctx, pvc, use, ports)
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get listener %s/%s: %w", key.Namespace, key.Name, err)
 	}
@@ -140,15 +131,11 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		ports = existing.Spec.Ports
 	}
 	if len(ports) == 0 {
-		// Pods that never declared a port (the pod webhook refuses them;
-		// these got in while it was down) would wait silently.
-		for i := range pods {
-			if p := &pods[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				r.recorder.Eventf(p, existing, corev1.EventTypeWarning, EventNoPorts, "Reconcile", "%s", portlessMessage(existing.Name, pvc.Name))
-			}
-		}
+		r.warnPortless(pods, existing, pvc)
 	}
-	want := claimListenerObject(pvc, use, ports)
+	// The selection by pod name is decided once, when the Listener is
+	// made (claimListenerObject): only labels, class and ports follow.
+	want := claimListenerObject(pvc, use, ports, "")
 	if bound != "" && metav1.IsControlledBy(existing, pvc) && existing.Spec.ClassName != nil && *existing.Spec.ClassName != "" {
 		// The volume was provisioned for the Listener of this class; a
 		// class annotation changed since (the webhook refuses that on a
@@ -183,6 +170,43 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, nil
 	}
 	r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerUpdated, "Update", "Updated Listener %s", updated.Name)
+	return ctrl.Result{}, nil
+}
+
+// warnPortless tells the running pods of pvc that never declared a port
+// (the pod webhook refuses them; these got in while it was down) why they
+// wait: they would wait silently.
+func (r *claimReconciler) warnPortless(pods []corev1.Pod, l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) {
+	for i := range pods {
+		if p := &pods[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			r.recorder.Eventf(p, l, corev1.EventTypeWarning, EventNoPorts, "Reconcile", "%s", portlessMessage(l.Name, pvc.Name))
+		}
+	}
+}
+
+// createListener creates the claim's own Listener. Which pod it selects
+// by name, if any, is decided now, reading the StatefulSet from the API
+// server (podselection.go).
+func (r *claimReconciler) createListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort) (ctrl.Result, error) {
+	byName, err := selectedByName(ctx, r.live, pvc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	l := claimListenerObject(pvc, use, ports, byName.Pod)
+	err = r.client.Create(ctx, l, client.FieldOwner(v1alpha1.FieldManager))
+	if countWrite(controllerClaim, "Listener", "create", err) != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("create listener %s/%s for claim: %w", l.Namespace, l.Name, err)
+	}
+	r.recorder.Eventf(pvc, l, corev1.EventTypeNormal, EventListenerCreated, "Create", "Created Listener %s of class %s", l.Name, *l.Spec.ClassName)
+	if byName.Problem != "" {
+		// Admission refuses such a claim; it got in while the webhooks
+		// were down.
+		r.recorder.Eventf(pvc, l, corev1.EventTypeWarning, EventStatefulSetPodRefused, "Create", "%s",
+			refusedSelectionMessage(pvc.Name, byName, pvc.Annotations[v1alpha1.AnnotationStatefulSetClaimTemplate]))
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -263,13 +287,14 @@ func handedOver(l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) bool {
 }
 
 // claimListenerObject is the claim's own Listener (use: claims.Of).
-// A claim made from an annotated StatefulSet claim template gets a Listener
-// that selects its pod by name (claims.StatefulSetPod); the
-// annotation is set when the Listener is created and never changed, so that
-// the Service's selector never switches under running pods.
-func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort) *v1alpha1.Listener {
+// A claim that a StatefulSet made from its annotated listener claim template
+// gets a Listener that selects its pod by name (pod, from
+// claims.SelectedByName; "" selects by label); the annotation is set when
+// the Listener is created and never changed, so that the Service's
+// selector never switches under running pods.
+func claimListenerObject(pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort, pod string) *v1alpha1.Listener {
 	var ann map[string]string
-	if pod := claims.StatefulSetPod(pvc.Name, pvc.Annotations); pod != "" {
+	if pod != "" {
 		ann = map[string]string{v1alpha1.AnnotationStatefulSetPod: pod}
 	}
 	return &v1alpha1.Listener{

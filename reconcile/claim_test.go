@@ -259,8 +259,8 @@ func TestPodListeners(t *testing.T) {
 }
 
 // TestStatefulSetReplicaSelectedByPodName: the claim of a replica of a
-// StatefulSet created by this version (its claim template names itself)
-// gets a Listener whose Service selects the pod by the StatefulSet
+// StatefulSet created by this version (its claim template names itself),
+// which the StatefulSet has, gets a Listener whose Service selects the pod by the StatefulSet
 // controller's pod-name label; the pod reconciler adds no selector label
 // for it, while it still labels the pod for a shared Listener it mounts.
 func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
@@ -268,6 +268,8 @@ func TestStatefulSetReplicaSelectedByPodName(t *testing.T) {
 	c := e.Client
 	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	testenv.Create(t, ctx, c, listener(ns, "shared", class.Name, port("http", 8080)))
+	// The StatefulSet that made the claim: its pod web-1 mounts it.
+	testenv.Create(t, ctx, c, listenerStatefulSet(ns, "web", "listener", class.Name))
 
 	own := listenerClaim(ns, "listener-web-1", map[string]string{
 		v1alpha1.AnnotationListenerClass:            class.Name,

@@ -55,6 +55,10 @@ func addIndexes(ctx context.Context, informers cache.Informers) error {
 		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerServiceName, Scope: caches.InNamespace, Values: func(o client.Object) []string {
 			return otherThan(o.GetName(), listenerServiceNames(o.(*v1alpha1.Listener)))
 		}},
+		// Only shortened labels (namecollision.go).
+		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerPodLabel, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+			return shortenedPodLabel(o.GetName())
+		}},
 		// Only Services under another name than their Listener's Service
 		// name (servicesOfListener reads that one by name).
 		caches.Index{Object: &corev1.Service{}, Field: indexServiceOwner, Scope: caches.InNamespace, Values: func(o client.Object) []string {

@@ -80,6 +80,9 @@ type listenerReconciler struct {
 	opts     Options
 	// written holds our status writes the cache has not shown yet.
 	written ownWrites
+	// selections holds the selections by pod name found valid
+	// (podselection.go).
+	selections selections
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -88,6 +91,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.selections.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -121,6 +125,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return judged(verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
 			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}), nil
 	}
+	if end, err := r.refuseCollision(ctx, l); err != nil || end != nil { // namecollision.go
+		return ptr.Deref(end, outcome{}), err
+	}
 	class, end, err := r.classOf(ctx, l)
 	if err != nil || end != nil {
 		return ptr.Deref(end, outcome{}), err
@@ -147,6 +154,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		}
 	}
 	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	if v, err = r.withRefusedSelection(ctx, l, v); err != nil { // podselection.go
+		return outcome{}, err
+	}
 	if refused := found.refused; len(refused) > 0 {
 		// The Service serves, but not as the Listener asked: say what was
 		// left out and how to fix it.
@@ -178,22 +188,13 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 	// ones admitted before the webhooks ran, or while they were down.
 	errs := validation.ListenerClass(class)
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
-	if owner := metav1.GetControllerOf(l); l.Annotations[v1alpha1.AnnotationStatefulSetPod] != "" {
-		// Only the operator's Listeners of StatefulSet claims select a
-		// pod by name (the webhook refuses the annotation on others).
-		var claim *corev1.PersistentVolumeClaim
-		if owner != nil && owner.Kind == "PersistentVolumeClaim" {
-			c := &corev1.PersistentVolumeClaim{}
-			err := r.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, c)
-			switch {
-			case err == nil:
-				claim = c
-			case !apierrors.IsNotFound(err):
-				return nil, nil, fmt.Errorf("get claim %s/%s of listener %s: %w", l.Namespace, owner.Name, l.Name, err)
-			}
-		}
-		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
+	// Only the operator's Listeners of claims a StatefulSet made select a
+	// pod by name (podselection.go).
+	podErrs, err := r.statefulSetPodErrors(ctx, l)
+	if err != nil {
+		return nil, nil, err
 	}
+	errs = append(errs, podErrs...)
 	if len(errs) > 0 {
 		return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()})), nil
 	}

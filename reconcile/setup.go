@@ -92,6 +92,14 @@ func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.Eve
 				return owner == "" || names.ServiceName(owner) != e.Object.GetName() || len(hostnamesOf(e.Object)) > 0
 			},
 		})).
+		// A Listener going away frees its names for a later one that
+		// was refused them (namecollision.go).
+		Watches(&v1alpha1.Listener{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenersNamedLike(ctx, c, o.GetNamespace(), o.GetName())
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
 		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOfClass(ctx, c, o.GetName())
 		})).

@@ -142,6 +142,15 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 			return lookupFailed(err)
 		}
 		errs = append(errs, validation.NameCollisions(names.ClaimListenerName(c.Metadata.Name), others, field.NewPath("metadata", "name"))...)
+		// Its Listener selects a pod by name only when that pod mounts
+		// it: the pod's StatefulSet made it from a claim template.
+		if pod := claims.StatefulSetPod(c.Metadata.Name, c.Metadata.Annotations); pod != "" {
+			sts, err := v.lookup.statefulSetOf(ctx, req.Namespace, pod)
+			if err != nil {
+				return lookupFailed(err)
+			}
+			errs = append(errs, validation.StatefulSetClaimTemplate(c.Metadata.Name, c.Metadata.Annotations, sts)...)
+		}
 	}
 	if old != nil {
 		errs = ratchet(errs, validation.Claim(old.Metadata.Annotations, old.Spec, facts, nil))

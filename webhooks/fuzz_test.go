@@ -295,7 +295,7 @@ func TestFuzzFixture(t *testing.T) {
 	}{
 		{"pinned replica", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}},
 			reviewSeed("", "v1", "Pod", "pods", admissionv1.Create, "default", statefulSetPodJSON, ""), true, `"values":["node-1"]`},
-		{"class in use", &classValidator{lookup: l}, fuzzClassInUse, false, "1 Listener and 1 PersistentVolumeClaim in namespace team"},
+		{"class in use", &classValidator{lookup: l}, fuzzClassInUse, false, "1 Listener and 1 PersistentVolumeClaim in 1 namespace"},
 		{"unknown class", &listenerValidator{lookup: l},
 			reviewSeed("listeners.stackable.tech", "v1alpha1", "Listener", "listeners", admissionv1.Create, "default", strings.Replace(fuzzListener, "cluster-internal", "nope", 1), ""), false, "nope"},
 		{"namespace default class", &claimMutator{lookup: l},

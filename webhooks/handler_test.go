@@ -133,6 +133,16 @@ func request(ns string, c handlerCase, object []byte) admission.Request {
 // statefulSetPodClaims creates the claims the StatefulSet pod mounts.
 func statefulSetPodClaims(t testing.TB, ns string) {
 	e := testenv.Require(t, env)
+	// The StatefulSet whose claim template makes listener-web-1 and -2:
+	// no replicas, and a selector no test pod matches, so that its
+	// controller makes and adopts nothing.
+	web := statefulSet(ns, "web", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"})
+	web.Spec.Replicas = ptr(int32(0))
+	web.Spec.Selector.MatchLabels = map[string]string{"made-by": "statefulSetPodClaims"}
+	web.Spec.Template.Labels = web.Spec.Selector.MatchLabels
+	if err := e.Client.Create(t.Context(), web); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		sc   *string

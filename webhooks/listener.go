@@ -8,12 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
@@ -100,7 +102,11 @@ func (v *listenerValidator) relations(ctx context.Context, req admission.Request
 		if err != nil {
 			return nil, err
 		}
-		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim)...)
+		sts, err := v.statefulSetOf(ctx, l, claim, pod)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, validation.StatefulSetPodAnnotation(l, claim, sts)...)
 	}
 	if old == nil {
 		others, err := v.listenerNames(ctx, req.Namespace)
@@ -124,6 +130,15 @@ func (v *listenerValidator) controllingClaim(ctx context.Context, l *v1alpha1.Li
 		return nil, nil
 	}
 	return claim, err
+}
+
+// statefulSetOf is the StatefulSet of pod (lookup.statefulSetOf), read
+// only when claim, which controls l, asks for that pod.
+func (v *listenerValidator) statefulSetOf(ctx context.Context, l *v1alpha1.Listener, claim *corev1.PersistentVolumeClaim, pod string) (*appsv1.StatefulSet, error) {
+	if claim == nil || claims.StatefulSetPod(claim.Name, claim.Annotations) != pod {
+		return nil, nil
+	}
+	return v.lookup.statefulSetOf(ctx, l.Namespace, pod)
 }
 
 // listenerNames are the names of the Listeners in namespace.

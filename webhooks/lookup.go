@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -206,6 +208,29 @@ func (l *lookup) isDefaultStorageClass(ctx context.Context, name string) (bool, 
 		return false, fmt.Errorf("get StorageClass %s: %w", name, err)
 	}
 	return sc.Annotations[defaultStorageClassAnn] == "true", nil
+}
+
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
+
+// statefulSetOf reads live (the webhooks cache no StatefulSet) the
+// StatefulSet in namespace whose pod pod would be
+// (claims.StatefulSetOfPod): nil when pod is not such a name or it does not
+// exist. The read is bounded as other live reads are (livereads.go).
+func (l *lookup) statefulSetOf(ctx context.Context, namespace, pod string) (*appsv1.StatefulSet, error) {
+	name := claims.StatefulSetOfPod(pod)
+	if name == "" {
+		return nil, nil
+	}
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	sts := &appsv1.StatefulSet{}
+	err := l.getLive(ctx, key, sts, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get StatefulSet %s/%s: %w", namespace, name, err)
+	}
+	return sts, nil
 }
 
 // namesInNamespace lists the Listener names of a namespace from the cache.

@@ -2,18 +2,12 @@ package validation
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
-
-// maxNamespacesListed bounds the namespaces named in a deletion denial, so
-// that a class used in thousands of namespaces still yields a readable
-// message.
-const maxNamespacesListed = 10
 
 // ClassUse counts the objects of one namespace that refer to a
 // ListenerClass.
@@ -22,10 +16,10 @@ type ClassUse struct {
 }
 
 // ClassUsers is what refers to a ListenerClass, counted per namespace.
-// A deletion denial gives counts, never names: the review's userInfo is
-// whatever its sender wrote (anyone who reaches the webhook server can post
-// one), and a ListenerClass is cluster-wide, so no namespace of the request
-// bounds what the answer may name.
+// A deletion denial gives counts, never names, not even of namespaces: the
+// review's userInfo is whatever its sender wrote (anyone who reaches the
+// webhook server can post one), and a ListenerClass is cluster-wide, so no
+// namespace of the request bounds what the answer may name.
 type ClassUsers map[string]ClassUse
 
 // Add counts one Listener (claim false) or claim (claim true) in namespace.
@@ -49,36 +43,27 @@ func ListUsersCommand(class string) string {
 }
 
 // ListenerClassDeletion refuses deleting the ListenerClass name while users
-// refer to it, with counts per namespace and the command that lists them.
+// refer to it, with how many and in how many namespaces, and the command
+// that lists them (for those allowed to).
 func ListenerClassDeletion(name string, users ClassUsers) field.ErrorList {
 	if len(users) == 0 {
 		return nil
 	}
-	namespaces := make([]string, 0, len(users))
-	for ns := range users {
-		namespaces = append(namespaces, ns)
+	var total ClassUse
+	for _, c := range users {
+		total.Listeners += c.Listeners
+		total.Claims += c.Claims
 	}
-	sort.Strings(namespaces)
-	more := ""
-	if len(namespaces) > maxNamespacesListed {
-		more = fmt.Sprintf(" and %d more namespaces", len(namespaces)-maxNamespacesListed)
-		namespaces = namespaces[:maxNamespacesListed]
+	var what []string
+	if total.Listeners > 0 {
+		what = append(what, plural(total.Listeners, "Listener"))
 	}
-	parts := make([]string, 0, len(namespaces))
-	for _, ns := range namespaces {
-		c := users[ns]
-		var what []string
-		if c.Listeners > 0 {
-			what = append(what, plural(c.Listeners, "Listener"))
-		}
-		if c.Claims > 0 {
-			what = append(what, plural(c.Claims, "PersistentVolumeClaim"))
-		}
-		parts = append(parts, strings.Join(what, " and ")+" in namespace "+ns)
+	if total.Claims > 0 {
+		what = append(what, plural(total.Claims, "PersistentVolumeClaim"))
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"),
-		fmt.Sprintf("ListenerClass %q is still used by %s%s; delete them or move them to another class first (list them: %s)",
-			name, strings.Join(parts, ", "), more, ListUsersCommand(name)))}
+		fmt.Sprintf("ListenerClass %q is still used by %s in %s; delete them or move them to another class first (list them: %s)",
+			name, strings.Join(what, " and "), plural(len(users), "namespace"), ListUsersCommand(name)))}
 }
 
 func plural(n int, kind string) string {

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -483,25 +482,6 @@ func ClaimBinding(oldAnn, newAnn map[string]string, volumeName string) field.Err
 			"is immutable once the claim is bound (to volume %s, provisioned for the Listener it named then); to use another Listener or class, delete the claim and create it again (a StatefulSet's claim: delete the claim and its pod; an ephemeral volume: create a new pod)", volumeName)))
 	}
 	return errs
-}
-
-// StatefulSetPodAnnotation refuses the statefulset-pod annotation on a
-// Listener the operator did not make for a StatefulSet claim template: the
-// Service of such a Listener selects the named pod by its StatefulSet
-// pod-name label, whether or not it mounts a listener volume. claim is the
-// claim that controls the Listener (nil if none or not found).
-func StatefulSetPodAnnotation(l *v1alpha1.Listener, claim *corev1.PersistentVolumeClaim) field.ErrorList {
-	pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]
-	if !ok {
-		return nil
-	}
-	owner := metav1.GetControllerOf(l)
-	if owner != nil && owner.Kind == "PersistentVolumeClaim" && claim != nil && claim.UID == owner.UID &&
-		claim.Name == owner.Name && names.ClaimListenerName(claim.Name) == l.Name && claims.StatefulSetPod(claim.Name, claim.Annotations) == pod {
-		return nil
-	}
-	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationStatefulSetPod), fmt.Sprintf(
-		"only the operator sets this annotation, on the Listener it makes for a claim of a StatefulSet claim template; it would select pod %q by name whether or not it mounts a listener volume; remove it (a Listener selects the pods that mount its volumes)", pod))}
 }
 
 // NameCollisions refuses a Listener named name whose Service name or pod

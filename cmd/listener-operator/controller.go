@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -125,6 +126,7 @@ func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme,                  // pods, claims, volumes, Services, nodes, namespaces, Secrets
+		appsv1.AddToScheme,                  // StatefulSets, read live (which pod a claim's Listener selects by name)
 		discoveryv1.AddToScheme,             // EndpointSlices
 		storagev1.AddToScheme,               // StorageClasses
 		admissionregistrationv1.AddToScheme, // the webhook configurations' CA bundles (certs)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,9 @@ type Shape struct {
 	Template *corev1.PersistentVolumeClaimTemplate
 	// Volume is the PersistentVolume the claim is bound to (nil: unbound).
 	Volume *corev1.PersistentVolume
+	// StatefulSet is the StatefulSet of the claim's namespace that the
+	// claim's statefulset-claim-template annotation points at (nil: none).
+	StatefulSet *appsv1.StatefulSet
 	// Pod mounts the volume.
 	Pod *corev1.Pod
 	// Want is the one answer.
@@ -70,6 +74,9 @@ type Answer struct {
 	Labels map[string]string
 	// Pinned is the node the pod is pinned to ("" none).
 	Pinned string
+	// SelectsPod is the StatefulSet pod the claim's own Listener selects
+	// by name ("" by label: the pods that mount the claim).
+	SelectsPod string
 }
 
 // Field names a field of Answer.
@@ -83,6 +90,7 @@ const (
 	AskClass
 	AskLabels
 	AskPinned
+	AskSelectsPod
 )
 
 // ClaimName is the name of the claim the shape's pod uses (that of the
@@ -128,6 +136,9 @@ func (s Shape) Objects(withPod bool) []client.Object {
 	if s.Volume != nil {
 		objs = append(objs, s.Volume.DeepCopy())
 	}
+	if s.StatefulSet != nil {
+		objs = append(objs, s.StatefulSet.DeepCopy())
+	}
 	if withPod {
 		objs = append(objs, s.Pod.DeepCopy())
 	}
@@ -172,6 +183,9 @@ func Diff(want, got Answer, fields Field) []string {
 	}
 	if fields&AskPinned != 0 && got.Pinned != want.Pinned {
 		out = append(out, fmt.Sprintf("pinned to %q, the table %q", got.Pinned, want.Pinned))
+	}
+	if fields&AskSelectsPod != 0 && got.SelectsPod != want.SelectsPod {
+		out = append(out, fmt.Sprintf("selects pod %q by name, the table %q", got.SelectsPod, want.SelectsPod))
 	}
 	return out
 }
@@ -236,6 +250,15 @@ func volume(c *corev1.PersistentVolumeClaim, node, listener string) *corev1.Pers
 	}
 	c.Spec.VolumeName = pv.Name
 	return pv
+}
+
+// statefulSet is the StatefulSet name with one listener claim template,
+// tmpl, annotated as the StatefulSet webhook injects it.
+func statefulSet(name, tmpl string) *appsv1.StatefulSet {
+	c := claim(tmpl, ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: Class, v1alpha1.AnnotationStatefulSetClaimTemplate: tmpl})
+	c.Namespace, c.UID = "", ""
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name},
+		Spec: appsv1.StatefulSetSpec{VolumeClaimTemplates: []corev1.PersistentVolumeClaim{*c}}}
 }
 
 // labelled are the labels a pod of these Listeners gets.

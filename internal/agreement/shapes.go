@@ -6,7 +6,8 @@ import (
 
 // Shapes is the table: claims with the listener annotations present, empty
 // and both, of this driver's storage class and others, ephemeral volumes,
-// a StatefulSet's claim, a claim pinned to a node, and a claim migrated
+// a StatefulSet's claim and plain claims asking for a pod by name as one
+// does, a claim pinned to a node, and a claim migrated
 // from the Stackable operator (bound before this operator labelled its
 // volume).
 func Shapes() []Shape {
@@ -43,10 +44,22 @@ func Shapes() []Shape {
 	add(Shape{Name: "another storage class", Claim: claim("data", other, nil), Want: notOurs})
 
 	// A StatefulSet's claim whose Listener selects the pod by its name:
-	// the pod needs no selector label.
+	// StatefulSet web has the listener claim template the claim names, so
+	// its pod web-0 mounts it (made by this version or an earlier one: no
+	// record on the claim, the StatefulSet decides). The pod needs no
+	// selector label.
 	add(Shape{Name: "StatefulSet claim", Claim: claim("listener-web-0", ours, map[string]string{cls: Class, tmpl: "listener"}),
-		Pod:  pod(map[string]string{v1alpha1.LabelStatefulSetPodName: PodName}, named("listener-web-0")),
-		Want: Answer{IsListener: true, Listener: "listener-web-0", Own: true, Class: Class, Labels: labelled()}})
+		StatefulSet: statefulSet("web", "listener"),
+		Pod:         pod(map[string]string{v1alpha1.LabelStatefulSetPodName: PodName}, named("listener-web-0")),
+		Want:        Answer{IsListener: true, Listener: "listener-web-0", Own: true, Class: Class, Labels: labelled(), SelectsPod: PodName}})
+	// A plain claim asking for pod db-0 by name, which no StatefulSet
+	// made (admission refuses it): its Listener selects the pods that
+	// mount it by label, never db-0, which does not.
+	add(Shape{Name: "StatefulSet annotation, no StatefulSet", Claim: claim("x-db-0", ours, map[string]string{cls: Class, tmpl: "x"}),
+		Want: own("x-db-0", Class)})
+	// The same when StatefulSet db exists but has no such template.
+	add(Shape{Name: "StatefulSet annotation, not its template", Claim: claim("x-db-0", ours, map[string]string{cls: Class, tmpl: "x"}),
+		StatefulSet: statefulSet("db", "listener"), Want: own("x-db-0", Class)})
 
 	// A claim bound to a volume pinned to a node: the pod is pinned there.
 	pinned := claim("data", ours, map[string]string{cls: Class})
