@@ -248,6 +248,8 @@ var catalogue = []catalogueRow{
 		want: `denied: spec.tenantMetadata.labels[0]: Invalid value: "team*": "*" is allowed only as "<prefix>/*"`},
 	{what: "ListenerClass letting tenants set keys under an exposure prefix", object: f(catClass, "cat-lc6", `{"serviceType":"ClusterIP","tenantMetadata":{"labels":["lbipam.cilium.io/*"]}}`),
 		want: `warning: spec.tenantMetadata.labels: "lbipam.cilium.io/*" matches exposure keys (lbipam.cilium.io/*), which stay the class's`},
+	{what: "ListenerClass whose hostname template gives two Listeners one name (issue 37 part 5)", object: f(catClass, "cat-lc7", `{"serviceType":"ClusterIP","hostname":{"template":"{listener}-{namespace}.example.test"}}`),
+		want: `denied: spec.hostname.template: Invalid value: "{listener}-{namespace}.example.test": {listener} and {namespace} share the DNS label`},
 	{what: "ListenerClass whose overrides have a case-folded key", object: f(catClass, "cat-lc3", `{"serviceType":"NodePort","serviceOverrides":{"Spec":{"type":"LoadBalancer"}}}`),
 		want: `denied: spec.serviceOverrides.Spec: Forbidden: unknown key (keys are case-sensitive); rename it to "spec"`},
 	{what: "ListenerClass locking something that is not a Service field", object: f(catClass, "cat-lc4", `{"serviceType":"ClusterIP","lockedServiceFields":["spec.nope"]}`),

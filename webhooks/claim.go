@@ -5,7 +5,9 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -158,8 +160,27 @@ func (v *claimValidator) Handle(ctx context.Context, req admission.Request) admi
 	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
+	var warnings []string
 	if w := validation.MissingListener(c.Metadata.Annotations, facts); w != "" {
-		return admission.Allowed("").WithWarnings(w)
+		warnings = append(warnings, w)
 	}
-	return admission.Allowed("")
+	w, err := v.labelWarnings(ctx, c, class)
+	if err != nil {
+		return lookupFailed(err)
+	}
+	return admission.Allowed("").WithWarnings(append(warnings, w...)...)
+}
+
+// labelWarnings say which labels of a claim that gets a Listener of its own
+// (of class) will not reach that Listener's Service (the class's
+// allow-list); nothing when the class does not exist (refused already).
+func (v *claimValidator) labelWarnings(ctx context.Context, c *claimView, class string) ([]string, error) {
+	if class == "" || len(c.Metadata.Labels) == 0 || !claims.WillOwnListener(c.Metadata.Annotations, "") {
+		return nil, nil
+	}
+	var lc v1alpha1.ListenerClass
+	if err := v.lookup.get(ctx, types.NamespacedName{Name: class}, &lc); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return validation.ClaimLabelWarnings(c.Metadata.Labels, &lc), nil
 }

@@ -49,6 +49,17 @@ spec:
   - {apiVersion: v1, kind: Service, metadata: {name: ports}, spec: {ports: [{name: http, port: 80}, {name: extra, port: 81}]}}`, true, []string{
 			`spec.objectOverrides[0].spec.ports: Forbidden: spec.ports of a Listener's Service are exactly the Listener's spec.ports (http), and the override adds 1 port(s) (extra)`,
 		}},
+		{"a claim's labels that its Listener's Service will not get: admitted, warned", `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: kafka-0-listener
+  namespace: NS
+  labels: {app: kafka, lbipam.cilium.io/pool: public}
+  annotations: {listeners.stackable.tech/listener-class: cluster-internal}
+spec: {storageClassName: listeners.stackable.tech, accessModes: [ReadWriteMany], resources: {requests: {storage: "1"}}}`, false, []string{
+			"Warning: the claim's labels go to its Listener: the Listener's label lbipam.cilium.io/pool does not reach its Service: it is an exposure label",
+		}},
 		{"a pattern that is not one: refused", `
 apiVersion: listeners.stackable.tech/v1alpha1
 kind: ListenerClass

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -171,4 +173,13 @@ func ExposurePatternWarning(kind, p string) string {
 		return ""
 	}
 	return fmt.Sprintf("spec.tenantMetadata.%s: %q matches exposure keys (%s), which stay the class's: tenants still cannot set those", kind, p, strings.Join(hits, ", "))
+}
+
+// TenantLabels says which of labels, on a Listener of class (or handed down
+// to it from its claim, claims.ListenerLabels), do not reach its Service,
+// and which reach it only because the class is in mode Warn: the rule of
+// Service, for an admission warning before the Listener exists.
+func TenantLabels(class *v1alpha1.ListenerClass, labels map[string]string) (leftOut, tolerated field.ErrorList) {
+	obj := map[string]any{"metadata": map[string]any{"labels": map[string]any{}}}
+	return addTenantLabels(obj, labels, tenantRuleOf(class, lockedOf(class)))
 }

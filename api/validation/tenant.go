@@ -7,6 +7,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/overrides"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -108,4 +109,20 @@ func overridesDecode(l *v1alpha1.Listener, reportDecode bool) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// ClaimLabelWarnings are the warnings for a listener claim whose own
+// Listener (of class) would hand labels to its Service that the class does
+// not let reach it: the Listener and its Service are made later, so the
+// claim's author hears it now.
+func ClaimLabelWarnings(claimLabels map[string]string, class *v1alpha1.ListenerClass) []string {
+	leftOut, tolerated := overrides.TenantLabels(class, claims.ListenerLabels(claimLabels))
+	var w []string
+	for _, e := range leftOut {
+		w = append(w, "the claim's labels go to its Listener: "+e.Detail)
+	}
+	for _, e := range tolerated {
+		w = append(w, "the claim's labels go to its Listener: "+e.Detail)
+	}
+	return w
 }
