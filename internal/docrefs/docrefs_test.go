@@ -181,3 +181,16 @@ func makeTargets(t *testing.T, makefile string) map[string]bool {
 	}
 	return targets
 }
+
+// TestBenchmarksHoldTodaysFiguresOnly: docs/benchmarks.md keeps one table of
+// today's figures per benchmark, not a log of runs (those are in git), so
+// it stays short enough to find a figure in.
+func TestBenchmarksHoldTodaysFiguresOnly(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), "\n"); n >= 400 {
+		t.Errorf("docs/benchmarks.md has %d lines, want under 400: replace a benchmark's old figures with its new ones (the history stays in git)", n)
+	}
+}
