@@ -195,7 +195,7 @@ func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
 	r.boot = &Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: SelfSignedOptions{
 		Namespace: ns, SecretName: r.secret,
 		// The API server reaches this test server by IP, not by Service.
-		Hosts:                           append(ServiceHosts("listener-operator-webhook", ns), "127.0.0.1"),
+		Hosts:                           append(ServiceHosts("listener-operator-webhook", ns, "cluster.local"), "127.0.0.1"),
 		ServingValidity:                 6 * time.Minute,
 		ValidatingWebhookConfigurations: []string{r.config},
 		Now:                             r.clock.Now,
