@@ -24,7 +24,8 @@ import (
 // them once. Every other type lives in a cache built with opts that starts
 // only once this replica is elected leader, so a replica that is not the
 // leader serves webhooks and opens no watch on the objects only the
-// reconcilers read (Pods, Services, EndpointSlices, Nodes, PodListeners).
+// reconcilers read (Pods, Services, Nodes; the pod controller's metadata
+// watch of PodListeners starts with the controllers, on the leader too).
 func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object) (manager.Manager, error) {
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()

@@ -72,7 +72,7 @@ func TestCertManagerCheckExplainsWhatIsMissing(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DefaultCertificateName},
 		Spec: cmv1.CertificateSpec{
 			SecretName: "listener-operator-webhook-cert",
-			DNSNames:   ServiceHosts("listener-operator-webhook", ns)[2:],
+			DNSNames:   ServiceHosts("listener-operator-webhook", ns, "cluster.local")[2:],
 			IssuerRef:  cmmeta.IssuerReference{Name: "listener-operator-ca", Kind: "Issuer"},
 		},
 	}

@@ -15,6 +15,8 @@ import (
 	"net"
 	"slices"
 	"time"
+
+	"github.com/listener-operator/listener-operator/api/names"
 )
 
 // Keys of the self-signed mode's Secret. tls.crt and tls.key are what the
@@ -92,14 +94,10 @@ func (b Bundle) TrustBundle() []byte {
 
 // ServiceHosts are the names the API server uses to reach a webhook Service:
 // it verifies the certificate against <svc>.<ns>.svc; the other forms cover
-// clients that call the Service by a longer or shorter name.
-func ServiceHosts(service, namespace string) []string {
-	return []string{
-		service,
-		service + "." + namespace,
-		service + "." + namespace + ".svc",
-		service + "." + namespace + ".svc.cluster.local",
-	}
+// clients that call the Service by a longer or shorter name, the longest in
+// the cluster's domain (names.ServiceDNSNames).
+func ServiceHosts(service, namespace, clusterDomain string) []string {
+	return names.ServiceDNSNames(service, namespace, clusterDomain)
 }
 
 // RotationTime is when a certificate valid from notBefore to notAfter should

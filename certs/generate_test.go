@@ -22,7 +22,7 @@ func mustRenew(t testing.TB, b Bundle, opts RenewOptions, now time.Time) (Bundle
 func testOpts() RenewOptions {
 	return RenewOptions{
 		CommonName:      "listener-operator-webhook-ca",
-		Hosts:           ServiceHosts("listener-operator-webhook", "listener-operator"),
+		Hosts:           ServiceHosts("listener-operator-webhook", "listener-operator", "cluster.local"),
 		CAValidity:      DefaultCAValidity,
 		ServingValidity: 30 * 24 * time.Hour,
 	}

@@ -111,6 +111,9 @@ type selfSignedRig struct {
 	watcher            *Watcher
 	ready              func() error
 	calls              atomic.Int64
+	// movedCalls counts the calls on movedPath, where moveWebhook sends
+	// the API server.
+	movedCalls atomic.Int64
 	// probe is the Bootstrapper's probe; a test can hold its answer at
 	// "not yet" to look at the state between a CA change and the drop of
 	// the previous CA, which the real servers may otherwise pass through
@@ -183,10 +186,16 @@ func startSelfSigned(t *testing.T, ns string) *selfSignedRig {
 			r.calls.Add(1)
 			return admission.Allowed("")
 		})})
+	mgr.GetWebhookServer().Register(movedPath, &admission.Webhook{Handler: admission.HandlerFunc(
+		func(context.Context, admission.Request) admission.Response {
+			r.calls.Add(1)
+			r.movedCalls.Add(1)
+			return admission.Allowed("")
+		})})
 	r.boot = &Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: SelfSignedOptions{
 		Namespace: ns, SecretName: r.secret,
 		// The API server reaches this test server by IP, not by Service.
-		Hosts:                           append(ServiceHosts("listener-operator-webhook", ns), "127.0.0.1"),
+		Hosts:                           append(ServiceHosts("listener-operator-webhook", ns, "cluster.local"), "127.0.0.1"),
 		ServingValidity:                 6 * time.Minute,
 		ValidatingWebhookConfigurations: []string{r.config},
 		Now:                             r.clock.Now,
@@ -238,6 +247,25 @@ func (r *selfSignedRig) caBundle(t *testing.T) []byte {
 		t.Fatalf("read webhook configuration: %v", err)
 	}
 	return vwc.Webhooks[0].ClientConfig.CABundle
+}
+
+// movedPath is the webhook's second path (see moveWebhook).
+const movedPath = "/validate-configmap-moved"
+
+// moveWebhook points the webhook configuration at movedPath on the same
+// server. The API server applies configuration updates in order, so a call
+// on movedPath shows that it has applied every update before this one.
+func (r *selfSignedRig) moveWebhook(t *testing.T) {
+	t.Helper()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Name: r.config}, vwc); err != nil {
+		t.Fatalf("read webhook configuration: %v", err)
+	}
+	url := "https://" + r.addr + movedPath
+	vwc.Webhooks[0].ClientConfig.URL = &url
+	if err := env.Client.Update(context.Background(), vwc); err != nil {
+		t.Fatalf("move the webhook to %s: %v", movedPath, err)
+	}
 }
 
 // admit creates a ConfigMap through the API server, which must call the
@@ -438,7 +466,15 @@ func TestSelfSignedModeMakesTheAPIServerTrustTheWebhook(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(500 * time.Millisecond) // and a little after
+		// Admissions go on until the API server has applied the
+		// configuration that trusts the new CA only and admitted under it.
+		r.moveWebhook(t)
+		eventually(t, "an admission under the configuration that trusts the new CA only", func() error {
+			if r.movedCalls.Load() == 0 {
+				return fmt.Errorf("no call on %s yet", movedPath)
+			}
+			return nil
+		})
 		close(stop)
 		<-done
 		if len(failures) > 0 || admitted == 0 {

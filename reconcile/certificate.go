@@ -167,8 +167,7 @@ func desiredCertificate(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, clu
 			}
 		}
 	}
-	svc := names.ServiceName(l.Name)
-	for _, n := range []string{svc, svc + "." + l.Namespace, svc + "." + l.Namespace + ".svc", svc + "." + l.Namespace + ".svc." + clusterDomain} {
+	for _, n := range names.ServiceDNSNames(names.ServiceName(l.Name), l.Namespace, clusterDomain) {
 		if !slices.Contains(dnsNames, n) {
 			dnsNames = append(dnsNames, n)
 		}

@@ -37,31 +37,74 @@ var operatorConfig *rest.Config
 // leaderClient reads from the reconcilers' cache (as the controllers do).
 var leaderClient client.Client
 
-// reconciles counts the manager's reconciles, by controller and object.
+// reconciles counts the manager's reconciles, by controller and object,
+// and keeps what the last one returned.
 var reconciles reconcileCounts
 
 type reconcileCounts struct {
 	mu sync.Mutex
-	n  map[string]int
+	n  map[string]*keyReconciles
+}
+
+// keyReconciles is what one controller did with one object.
+type keyReconciles struct {
+	started, finished int
+	last              crreconcile.Result
+	lastErr           error
 }
 
 func (c *reconcileCounts) wrap(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
 	return crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+		k := c.key(controller, req.NamespacedName)
 		c.mu.Lock()
-		if c.n == nil {
-			c.n = map[string]int{}
-		}
-		c.n[controller+"/"+req.String()]++
+		k.started++
 		c.mu.Unlock()
-		return r.Reconcile(ctx, req)
+		res, err := r.Reconcile(ctx, req)
+		c.mu.Lock()
+		k.finished++
+		k.last, k.lastErr = res, err
+		c.mu.Unlock()
+		return res, err
 	})
+}
+
+func (c *reconcileCounts) key(controller string, key types.NamespacedName) *keyReconciles {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]*keyReconciles{}
+	}
+	name := controller + "/" + key.String()
+	if c.n[name] == nil {
+		c.n[name] = &keyReconciles{}
+	}
+	return c.n[name]
 }
 
 // count is how many times controller reconciled key so far.
 func (c *reconcileCounts) count(controller string, key types.NamespacedName) int {
+	k := c.key(controller, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n[controller+"/"+key.String()]
+	return k.started
+}
+
+// idle returns nil when controller has no reconcile of key running and its
+// last one scheduled nothing (no requeue, no error to retry), so it will
+// not reconcile key again without an event; else what it still does.
+func (c *reconcileCounts) idle(controller string, key types.NamespacedName) error {
+	k := c.key(controller, key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case k.finished < k.started:
+		return fmt.Errorf("a reconcile of %s is running", key)
+	case k.lastErr != nil:
+		return fmt.Errorf("the last reconcile of %s failed and is retried: %v", key, k.lastErr)
+	case !k.last.IsZero():
+		return fmt.Errorf("the last reconcile of %s asked to be requeued: %+v", key, k.last)
+	}
+	return nil
 }
 
 // testOptions are the controllers' options in tests: a cluster domain that

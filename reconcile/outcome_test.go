@@ -113,7 +113,9 @@ func applyOtherCondition(t *testing.T, ctx context.Context, c client.Client, l *
 // Listener controller wrote its own is neither taken for a cache that lags
 // the Listener controller's write (which reconciled again every 50 ms for up
 // to 10 s) nor overwritten by it. Counted: the Listener controller's
-// reconciles of that Listener for one spec change.
+// reconciles of that Listener for one spec change, once the controller has
+// nothing more scheduled for it (so a requeue after the status converged
+// counts too).
 func TestStatusWritersDoNotRequeueOnEachOther(t *testing.T) {
 	e, ctx, ns := setup(t)
 	c := e.Client
@@ -137,6 +139,9 @@ func TestStatusWritersDoNotRequeueOnEachOther(t *testing.T) {
 			return fmt.Errorf("Ready %+v not of generation %d", ready, got.Generation)
 		}
 		return nil
+	})
+	testenv.Converges(t, "the Listener controller has nothing scheduled for the Listener", func() error {
+		return reconciles.idle(controllerListener, key)
 	})
 	n := reconciles.count(controllerListener, key) - before
 	t.Logf("%d reconciles of the Listener for the change", n)

@@ -15,8 +15,8 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// The reconcilers' cache holds only the Services (and EndpointSlices) that
-// carry app.kubernetes.io/name=listener (caches.Reconcilers). A Service
+// The reconcilers' cache holds only the Services that carry
+// app.kubernetes.io/name=listener (caches.Reconcilers). A Service
 // without it under the name a Listener wants is not in the cache: creating
 // the Listener's Service then fails with AlreadyExists, and this file reads
 // the Service from the API server to decide.

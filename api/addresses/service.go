@@ -1,11 +1,11 @@
 package addresses
 
 import (
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -31,9 +31,9 @@ func NodePorts(svc *corev1.Service) map[string]int32 {
 	return ports
 }
 
-// ClusterDNSName is the in-cluster DNS name of a Service.
+// ClusterDNSName is the in-cluster DNS name of a Service (names.ServiceFQDN).
 func ClusterDNSName(svc *corev1.Service, clusterDomain string) string {
-	return fmt.Sprintf("%s.%s.svc.%s", svc.Name, svc.Namespace, clusterDomain)
+	return names.ServiceFQDN(svc.Name, svc.Namespace, clusterDomain)
 }
 
 // ClusterIPIngress is what a ClusterIP Listener publishes: every cluster IP

@@ -165,3 +165,23 @@ func TestEphemeralClaimSources(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceDNSNames: the names of a Service in the cluster's domain, the
+// same for a Listener's certificate, the webhook's serving certificate and
+// a ClusterIP Listener's hostname.
+func TestServiceDNSNames(t *testing.T) {
+	for _, tc := range []struct {
+		domain string
+		want   []string
+	}{
+		{"cluster.local", []string{"web", "web.kafka", "web.kafka.svc", "web.kafka.svc.cluster.local"}},
+		{"example.test", []string{"web", "web.kafka", "web.kafka.svc", "web.kafka.svc.example.test"}},
+	} {
+		if got := ServiceDNSNames("web", "kafka", tc.domain); !slices.Equal(got, tc.want) {
+			t.Errorf("ServiceDNSNames(web, kafka, %s) = %v, want %v", tc.domain, got, tc.want)
+		}
+		if got := ServiceFQDN("web", "kafka", tc.domain); got != tc.want[3] {
+			t.Errorf("ServiceFQDN(web, kafka, %s) = %q, want %q", tc.domain, got, tc.want[3])
+		}
+	}
+}

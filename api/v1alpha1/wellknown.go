@@ -110,10 +110,9 @@ const (
 
 	// LabelServiceKind and LabelServiceKindValue (app.kubernetes.io/name=
 	// listener) are on every Service the operator makes, as they were on the
-	// Stackable operator's, and the EndpointSlice controller copies them to
-	// the Service's slices. The controller's caches hold only the Services
-	// and EndpointSlices that carry them (caches.Reconcilers): a cluster's
-	// other Services are never sent to the operator.
+	// Stackable operator's. The reconcilers' cache holds only the Services
+	// that carry them (caches.Reconcilers): a cluster's other Services are
+	// never sent to the operator.
 	LabelServiceKind      = "app.kubernetes.io/name"
 	LabelServiceKindValue = "listener"
 

@@ -225,7 +225,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 
 	// Components register here: reconcilers, webhooks, certificates.
-	if err := o.certs.setup(mgr); err != nil {
+	if err := o.certs.setup(mgr, o.reconcile.ClusterDomain); err != nil {
 		return err
 	}
 	if err := webhooks.SetupWithManager(mgr, namespaces); err != nil {

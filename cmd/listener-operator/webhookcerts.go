@@ -81,8 +81,10 @@ func splitNames(s string) []string {
 }
 
 // setup adds the certificate runnables of the chosen mode and gates
-// readiness on the webhook server serving a valid certificate.
-func (c *certOptions) setup(mgr ctrl.Manager) error {
+// readiness on the webhook server serving a valid certificate. A
+// self-signed serving certificate names the webhook Service in
+// clusterDomain, the one the reconcilers use.
+func (c *certOptions) setup(mgr ctrl.Manager, clusterDomain string) error {
 	if c.parsedMode == certs.ModeSelfSigned {
 		// Ready only while the API server would trust what this replica
 		// serves: the certificate chains to the injected caBundles.
@@ -100,7 +102,7 @@ func (c *certOptions) setup(mgr ctrl.Manager) error {
 	}
 	switch c.parsedMode {
 	case certs.ModeSelfSigned:
-		hosts := certs.ServiceHosts(c.serviceName, c.namespace)
+		hosts := certs.ServiceHosts(c.serviceName, c.namespace, clusterDomain)
 		boot := &certs.Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: certs.SelfSignedOptions{
 			Namespace:                       c.namespace,
 			SecretName:                      c.secretName,

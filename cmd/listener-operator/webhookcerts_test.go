@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,7 +65,8 @@ func freeLoopbackPort(t *testing.T) int {
 // server with the real webhook configurations, and checks what the API
 // server will see: the CA in every caBundle and a webhook server that
 // presents a certificate for the Service name, chained to that CA, over
-// TLS ≥ 1.2 without HTTP/2.
+// TLS ≥ 1.2 without HTTP/2. The certificate's fully qualified name is in
+// the replica's cluster domain (here --cluster-domain), not cluster.local.
 func TestControllerCommandSelfSignedTLS(t *testing.T) {
 	e := testenv.Require(t, env)
 	t.Setenv("KUBECONFIG", e.Kubeconfig)
@@ -95,6 +97,7 @@ func TestControllerCommandSelfSignedTLS(t *testing.T) {
 			"--webhook-cert-dir=" + t.TempDir(),
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
 			"--metrics-bind-address=0", "--shutdown-delay=2s",
+			"--cluster-domain=example.test",
 		}, &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
@@ -181,6 +184,10 @@ func TestControllerCommandSelfSignedTLS(t *testing.T) {
 	want, _ := certs.ParseCertificate(secret.Data[certs.KeyTLSCert])
 	if !st.PeerCertificates[0].Equal(want) {
 		t.Error("the webhook server does not present the Secret's serving certificate")
+	}
+	fqdn := "listener-operator-webhook." + ns + ".svc.example.test"
+	if !slices.Contains(want.DNSNames, fqdn) || slices.Contains(want.DNSNames, "listener-operator-webhook."+ns+".svc.cluster.local") {
+		t.Errorf("the serving certificate names %v, want %s (the cluster domain) and no name in cluster.local", want.DNSNames, fqdn)
 	}
 	if c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "listener-operator-webhook." + ns + ".svc", MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}); err == nil {
 		c.Close()

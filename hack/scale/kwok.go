@@ -148,3 +148,20 @@ func kwokPlacement(spec *corev1.PodSpec) {
 	spec.NodeSelector = map[string]string{"type": "kwok"}
 	spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 }
+
+// readyKwokNodes counts the kwok nodes that are Ready.
+func readyKwokNodes(ctx context.Context, c client.Client) (int, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, client.MatchingLabels{"type": "kwok"}); err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, nil
+}

@@ -3,24 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"math"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/claims"
-	"github.com/listener-operator/listener-operator/api/names"
-	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/ordinary"
 )
 
@@ -198,175 +190,64 @@ func boundFloorClaim(i int) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// stage is one step of a per-claim listener workload, timed from the pod's
-// creation.
-type stage struct {
-	name string
-	ds   []float64
+// mixKind is one kind of the realistic mix's other objects.
+type mixKind struct {
+	what  string
+	n     int
+	make  func(int) client.Object
+	ready func() (bool, string, error) // nil: created is enough
 }
 
-// stages breaks a phase's per-claim workloads down: from the pod's creation
-// (after admission) to its claim, its volume (provisioning), its
-// scheduling, its Listener, the Listener's Service and EndpointSlice, the
-// Listener Ready (status) and the pod Ready. Timestamps are the API
-// server's, to the second.
-func (m *measurer) stages(ctx context.Context, phase string) ([]stage, error) {
-	names_ := []string{"claim created", "node selected", "volume provisioned", "claim bound", "pod scheduled", "Listener created", "Service created", "EndpointSlice created", "Listener Ready", "pod Ready"}
-	out := make([]stage, len(names_))
-	for i, n := range names_ {
-		out[i].name = n
+// mixKinds are the rest of the realistic mix, in the order they are
+// added: ordinary claims, static volumes of another driver, ordinary
+// Services with their EndpointSlices, then ordinary namespaces.
+func (m *measurer) mixKinds(ctx context.Context, o options) []mixKind {
+	return []mixKind{
+		{"ordinary claims", o.claims, func(i int) client.Object { return ordinaryClaim(i) }, nil},
+		{"volumes of another driver", o.volumes, func(i int) client.Object { return ordinary.StaticVolume(i) }, nil},
+		{"ordinary Services", o.services, func(i int) client.Object { return ordinaryService(i) }, func() (bool, string, error) {
+			n, err := slicesOfServices(ctx, m.c)
+			return n >= o.services, fmt.Sprintf("%d/%d EndpointSlices", n, o.services), err
+		}},
+		{"ordinary namespaces", o.namespaces, func(i int) client.Object { return ordinary.Namespace(i) }, func() (bool, string, error) {
+			n, err := namespacesFilled(ctx, m.c)
+			return n >= o.namespaces, fmt.Sprintf("%d/%d namespaces filled by kube-controller-manager", n, o.namespaces), err
+		}},
 	}
-	var pvs corev1.PersistentVolumeList
-	if err := m.c.List(ctx, &pvs); err != nil {
-		return nil, err
-	}
-	pvByClaim := map[string]time.Time{}
-	for _, pv := range pvs.Items {
-		if r := pv.Spec.ClaimRef; r != nil {
-			pvByClaim[r.Namespace+"/"+r.Name] = pv.CreationTimestamp.Time
-		}
-	}
-	for i := range namespaces {
-		ns := namespaceName(i)
-		var pods corev1.PodList
-		var pvcs corev1.PersistentVolumeClaimList
-		var ls v1alpha1.ListenerList
-		var svcs corev1.ServiceList
-		var slices discoveryv1.EndpointSliceList
-		for _, l := range []client.ObjectList{&pods, &pvcs, &ls} {
-			if err := m.c.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return nil, err
-			}
-		}
-		sel := client.MatchingLabels{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue}
-		if err := m.c.List(ctx, &svcs, client.InNamespace(ns), sel); err != nil {
-			return nil, err
-		}
-		if err := m.c.List(ctx, &slices, client.InNamespace(ns), sel); err != nil {
-			return nil, err
-		}
-		claimAt := map[string]time.Time{}
-		selectedAt, boundAt := map[string]time.Time{}, map[string]time.Time{}
-		for _, c := range pvcs.Items {
-			claimAt[c.Name] = c.CreationTimestamp.Time
-			selectedAt[c.Name], boundAt[c.Name] = claimSteps(&c)
-		}
-		listenerAt, readyAt := map[string]time.Time{}, map[string]time.Time{}
-		for _, l := range ls.Items {
-			listenerAt[l.Name] = l.CreationTimestamp.Time
-			if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
-				readyAt[l.Name] = c.LastTransitionTime.Time
-			}
-		}
-		svcAt, sliceAt := map[string]time.Time{}, map[string]time.Time{}
-		for _, s := range svcs.Items {
-			svcAt[s.Name] = s.CreationTimestamp.Time
-		}
-		for _, s := range slices.Items {
-			name := s.Labels[discoveryv1.LabelServiceName]
-			if t, ok := sliceAt[name]; !ok || s.CreationTimestamp.Time.Before(t) {
-				sliceAt[name] = s.CreationTimestamp.Time
-			}
-		}
-		for j := range pods.Items {
-			p := &pods.Items[j]
-			if !strings.HasPrefix(p.Name, "listener-"+phase+"-") || len(p.Spec.Volumes) == 0 || p.Spec.Volumes[0].Ephemeral == nil {
-				continue
-			}
-			t := p.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate
-			if t == nil {
-				continue
-			}
-			claim := names.EphemeralClaimName(p.Name, p.Spec.Volumes[0].Name)
-			use := claims.Of(claim, t.Annotations)
-			if !use.Own {
-				continue // shared Listeners exist before their pods
-			}
-			listener := use.Listener
-			var scheduled time.Time
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-					scheduled = c.LastTransitionTime.Time
-				}
-			}
-			at := []time.Time{claimAt[claim], selectedAt[claim], pvByClaim[ns+"/"+claim], boundAt[claim], scheduled, listenerAt[listener],
-				svcAt[names.ServiceName(listener)], sliceAt[names.ServiceName(listener)], readyAt[listener], podRunningAt(p)}
-			for k, t := range at {
-				if !t.IsZero() {
-					out[k].ds = append(out[k].ds, t.Sub(p.CreationTimestamp.Time).Seconds())
-				}
-			}
-		}
-	}
-	for i := range out {
-		sort.Float64s(out[i].ds)
-	}
-	return out, nil
 }
 
-// reportMix writes the realistic mix's part of the table: the cost per
-// object of each kind added (between a row and the one before it), per
-// listener claim, and the last phase's time to Ready against its floor,
-// stage by stage.
-func reportMix(w io.Writer, rows []row, large phase, stages []stage, floor, boundFloor []float64) {
-	fmt.Fprintln(w, "\nslope per object added (RSS / heap in use / its objects, bytes per object; the row before as base):")
-	for i := 1; i < len(rows); i++ {
-		if rows[i].added == 0 {
+// mixSteps adds each kind of the mix that o asks for and measures after
+// each.
+func (m *measurer) mixSteps(ctx context.Context, o options) ([]row, error) {
+	var rows []row
+	for _, k := range m.mixKinds(ctx, o) {
+		if k.n == 0 {
 			continue
 		}
-		d := float64(rows[i].added)
-		eachComponent(rows[i], rows[i-1], func(a, b component) {
-			fmt.Fprintf(w, "  %-22s %-26s RSS %7.0f B   heap %7.0f B   objects %7.0f B\n", rows[i].kind, a.name, (a.rss-b.rss)/d, (a.heap-b.heap)/d, (a.live-b.live)/d)
-		})
-	}
-	sec := func(ds []float64, p float64) string {
-		v := percentile(ds, p)
-		if math.IsNaN(v) {
-			return "-"
+		r, err := m.mixStep(ctx, k)
+		if err != nil {
+			return nil, err
 		}
-		return (time.Duration(v * float64(time.Second))).Round(100 * time.Millisecond).String()
+		rows = append(rows, r)
 	}
-	fmt.Fprintf(w, "\ntime to Ready, burst of %d listener claims against the floor (%d pods without a listener volume, same run):\n", large.claims, len(floor))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  from pod creation to\tn\tp50\tp99\tmax")
-	for _, s := range stages {
-		fmt.Fprintf(tw, "  %s (per-claim)\t%d\t%s\t%s\t%s\n", s.name, len(s.ds), sec(s.ds, 0.5), sec(s.ds, 0.99), sec(s.ds, 1))
-	}
-	fmt.Fprintf(tw, "  floor: pod Ready, no listener volume\t%d\t%s\t%s\t%s\n", len(floor), sec(floor, 0.5), sec(floor, 0.99), sec(floor, 1))
-	if len(boundFloor) > 0 {
-		fmt.Fprintf(tw, "  bound-volume floor: pod Ready, a static volume Kubernetes binds\t%d\t%s\t%s\t%s\n", len(boundFloor), sec(boundFloor, 0.5), sec(boundFloor, 0.99), sec(boundFloor, 1))
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "  Listener created → Ready (all Listeners of the burst): p50 %s, p99 %s; pod webhook p50 %.1f ms, p99 %.1f ms\n",
-		large.readyP50, large.readyP99, large.webhookP50*1000, large.webhookP99*1000)
-	if p := percentile(floor, 0.99); !math.IsNaN(p) && p > 0 {
-		for _, s := range stages {
-			if s.name == "Listener Ready" && len(s.ds) > 0 {
-				fmt.Fprintf(w, "  Listener Ready p99 / floor p99 = %.2f\n", percentile(s.ds, 0.99)/p)
-				if b := percentile(boundFloor, 0.99); !math.IsNaN(b) && b > 0 {
-					fmt.Fprintf(w, "  Listener Ready p99 / bound-volume floor p99 = %.2f\n", percentile(s.ds, 0.99)/b)
-				}
-			}
-		}
-	}
+	return rows, nil
 }
 
-// claimSteps are when the scheduler selected a node for a claim that binds
-// on first consumer (its write of volume.kubernetes.io/selected-node) and
-// when the PV controller bound it (kube-controller-manager's write of the
-// claim's status), read from the claim's managedFields: each manager's
-// entry carries the time of its last write. Zero when not (yet) done.
-func claimSteps(c *corev1.PersistentVolumeClaim) (selected, bound time.Time) {
-	for _, f := range c.ManagedFields {
-		if f.Time == nil {
-			continue
-		}
-		switch {
-		case f.Manager == "kube-scheduler":
-			selected = f.Time.Time
-		case f.Manager == "kube-controller-manager" && f.Subresource == "status" && c.Status.Phase == corev1.ClaimBound:
-			bound = f.Time.Time
+// mixStep creates the objects of one kind, waits until they are ready and
+// measures.
+func (m *measurer) mixStep(ctx context.Context, k mixKind) (row, error) {
+	say("creating %d %s", k.n, k.what)
+	start := time.Now()
+	if _, err := createAll(ctx, m.c, 0, k.n, 32, k.make); err != nil {
+		return row{}, err
+	}
+	if k.ready != nil {
+		if err := waitFor(ctx, 20*time.Minute, k.what, k.ready); err != nil {
+			return row{}, err
 		}
 	}
-	return selected, bound
+	say("%d %s in %s", k.n, k.what, time.Since(start).Round(time.Second))
+	r, err := m.measure(ctx, fmt.Sprintf("+ %d %s", k.n, k.what))
+	r.added, r.kind = k.n, k.what
+	return r, err
 }

@@ -16,6 +16,11 @@
 // registers, and waits for its cache before the tests run. Converges,
 // Create and Env.Namespace are the helpers such tests share.
 //
+// A control plane outlives no test process: a guard process (stop.go) stops
+// etcd, kube-apiserver and kube-controller-manager and removes their
+// directories when the test process dies without calling Stop, because a
+// test panicked or the run was interrupted or terminated.
+//
 // With -short no control plane is started and Require skips the tests that
 // need one, saying why; otherwise a control plane that cannot start fails the
 // whole package.

@@ -74,6 +74,9 @@ type Env struct {
 	kcm     *exec.Cmd
 	kcmLog  *bytes.Buffer
 	tempDir string
+	// guard stops the control plane if the test process dies without
+	// calling Stop (a panic, Ctrl-C, SIGTERM).
+	guard *guardian
 }
 
 // Main starts an environment, stores it in *env, runs the package's tests
@@ -169,16 +172,57 @@ func Start(opts Options) (*Env, error) {
 		name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
 		args.Append(name, value)
 	}
+	guard, err := startGuard()
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := te.Start()
 	if err != nil {
+		_ = guard.done()
 		return nil, fmt.Errorf("start envtest with binaries from %s: %w", bin, err)
 	}
-	e := &Env{Config: cfg, Scheme: scheme, Environment: te, BinDir: bin}
+	e := &Env{Config: cfg, Scheme: scheme, Environment: te, BinDir: bin, guard: guard}
+	if err := e.guardControlPlane(opts); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
 	if err := e.init(opts); err != nil {
 		_ = e.Stop()
 		return nil, err
 	}
 	return e, nil
+}
+
+// guardControlPlane tells the guard about etcd, kube-apiserver and the
+// directories envtest made for them.
+func (e *Env) guardControlPlane(opts Options) error {
+	cp := e.Environment.ControlPlane
+	var pids []int
+	for _, arg := range []string{"--data-dir=" + cp.Etcd.DataDir, "--cert-dir=" + cp.APIServer.CertDir} {
+		for _, pid := range processesWithArg(arg) {
+			if _, ppid := procStat(pid); ppid == os.Getpid() {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	if len(pids) != 2 {
+		return fmt.Errorf("guard the control plane: found %d of its 2 processes (etcd, kube-apiserver)", len(pids))
+	}
+	var errs []error
+	for _, pid := range pids {
+		errs = append(errs, e.guard.watch(pid))
+	}
+	dirs := []string{cp.Etcd.DataDir, cp.APIServer.CertDir}
+	if opts.WebhookInstallOptions.LocalServingCertDir == "" {
+		// envtest made it (it only fills the field in e.Environment's copy).
+		dirs = append(dirs, e.Environment.WebhookInstallOptions.LocalServingCertDir)
+	}
+	for _, d := range dirs {
+		if d != "" {
+			errs = append(errs, e.guard.remove(d))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (e *Env) init(opts Options) error {
@@ -188,6 +232,9 @@ func (e *Env) init(opts Options) error {
 	}
 	e.Client = c
 	if e.tempDir, err = os.MkdirTemp("", "testenv-"); err != nil {
+		return err
+	}
+	if err := e.guard.remove(e.tempDir); err != nil {
 		return err
 	}
 	user, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
@@ -233,7 +280,7 @@ func (e *Env) startControllerManager(controllers []string) error {
 		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
 	e.kcm = cmd
-	return nil
+	return e.guard.watch(cmd.Process.Pid)
 }
 
 // ControllerManagerLog returns what kube-controller-manager printed so far,
@@ -274,6 +321,11 @@ func (e *Env) Stop() error {
 	}
 	if e.tempDir != "" {
 		_ = os.RemoveAll(e.tempDir)
+	}
+	if e.guard != nil {
+		if err := e.guard.done(); err != nil {
+			errs = append(errs, fmt.Errorf("stop the control plane's guard: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
