@@ -55,6 +55,13 @@ func TestOverridesTheClassRefusesAreLeftOut(t *testing.T) {
 				}
 				return nil
 			}},
+		{"off-allow-list", []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"off-allow-list","annotations":{"oci.oraclecloud.com/load-balancer-type":"nlb","team":"a"}},"spec":{"ports":[{"name":"http","port":80},{"name":"more","port":81}]}}`},
+			[]string{"spec.objectOverrides[0].metadata.annotations[oci.oraclecloud.com/load-balancer-type]", "spec.objectOverrides[0].spec.ports"}, func(svc *corev1.Service) error {
+				if svc.Annotations["oci.oraclecloud.com/load-balancer-type"] != "" || svc.Annotations["team"] != "a" || len(svc.Spec.Ports) != 1 {
+					return fmt.Errorf("annotations %v ports %v: want the key off the allow-list left out, team kept, only the declared port", svc.Annotations, svc.Spec.Ports)
+				}
+				return nil
+			}},
 		{"stackable-overrides", []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"stackable-overrides","namespace":"` + ns + `","annotations":{"listener":"was here","winner":"listener"}},"spec":{"internalTrafficPolicy":"Local"}}`},
 			nil, func(svc *corev1.Service) error {
 				want := map[string]string{"deprecated": "was here", "serviceOverrides": "was here", "listener": "was here", "winner": "listener"}
