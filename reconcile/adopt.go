@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/listener-operator/listener-operator/api/claims"
-	"github.com/listener-operator/listener-operator/api/ports"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -70,7 +70,7 @@ func waitingPod(want map[string]string, pods []corev1.Pod) *corev1.Pod {
 	sel := labels.SelectorFromSet(want)
 	for i := range pods {
 		p := &pods[i]
-		if !ports.Running(p) {
+		if !podstate.Running(p) {
 			continue
 		}
 		if !sel.Matches(labels.Set(p.Labels)) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	listenerports "github.com/listener-operator/listener-operator/api/ports"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -178,7 +179,7 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // wait: they would wait silently.
 func (r *claimReconciler) warnPortless(pods []corev1.Pod, l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim) {
 	for i := range pods {
-		if p := &pods[i]; p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if p := &pods[i]; podstate.Running(p) {
 			r.recorder.Eventf(p, l, corev1.EventTypeWarning, EventNoPorts, "Reconcile", "%s", portlessMessage(l.Name, pvc.Name))
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 )
@@ -122,7 +123,7 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if len(vols) == 0 {
 		return ctrl.Result{}, nil
 	}
-	if pod.Spec.NodeName == "" || podFinished(pod) {
+	if pod.Spec.NodeName == "" || podstate.Finished(pod) {
 		return ctrl.Result{}, nil
 	}
 	spec, err := r.podListenersSpec(ctx, pod, vols)

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
-	"github.com/listener-operator/listener-operator/api/ports"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -129,7 +129,7 @@ func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err err
 // does not exist yet may become a listener claim, as the pod webhook also
 // assumes; an ephemeral volume says by its template.
 func labelsFor(ctx context.Context, c client.Reader, pod *corev1.Pod) (map[string]string, error) {
-	if !ports.Running(pod) {
+	if !podstate.Running(pod) {
 		return nil, nil
 	}
 	maybe := false

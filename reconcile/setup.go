@@ -21,6 +21,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -186,8 +187,8 @@ func podServingChanged() predicate.Predicate {
 				return true
 			}
 			return oldP.Spec.NodeName != newP.Spec.NodeName ||
-				podReady(oldP) != podReady(newP) ||
-				podFinished(oldP) != podFinished(newP) ||
+				podstate.Ready(oldP) != podstate.Ready(newP) ||
+				podstate.Finished(oldP) != podstate.Finished(newP) ||
 				(oldP.DeletionTimestamp == nil) != (newP.DeletionTimestamp == nil)
 		},
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -75,29 +76,14 @@ func podNodes(pods []corev1.Pod, publishNotReady bool) []string {
 	seen := map[string]struct{}{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Spec.NodeName == "" || podFinished(p) {
+		if p.Spec.NodeName == "" || podstate.Finished(p) {
 			continue
 		}
-		if publishNotReady || (podReady(p) && p.DeletionTimestamp == nil) {
+		if publishNotReady || (podstate.Ready(p) && p.DeletionTimestamp == nil) {
 			seen[p.Spec.NodeName] = struct{}{}
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
-}
-
-// podFinished reports whether a pod has run to its end.
-func podFinished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// podReady reports whether a pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // keepPublished is the status a Listener publishes with a verdict that is

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/listener-operator/listener-operator/api/names"
-	"github.com/listener-operator/listener-operator/api/ports"
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 )
@@ -194,7 +194,7 @@ func listenerOfForeignService(svc *corev1.Service) []ctrl.Request {
 // that a Service may select it by until the takeover switches it (finished
 // and terminating pods do not count).
 func foreignListenerPod(pod *corev1.Pod) bool {
-	if !ports.Running(pod) {
+	if !podstate.Running(pod) {
 		return false
 	}
 	return len(listenersOfForeignPod(pod)) > 0
@@ -321,7 +321,7 @@ func (r *takeoverReconciler) label(ctx context.Context, pods []corev1.Pod, want 
 	var live []corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if !ports.Running(p) {
+		if !podstate.Running(p) {
 			continue
 		}
 		missing := takeoverLabels(want, p.Labels)

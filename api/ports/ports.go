@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -18,13 +19,6 @@ const UnnamedPrefix = "port-"
 type key struct {
 	port  int32
 	proto corev1.Protocol
-}
-
-// Running reports whether a pod's ports count: a pod that finished (Succeeded
-// or Failed, which includes evicted pods) or is being deleted no longer
-// declares anything.
-func Running(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp.IsZero() && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // FromPods is the port list of a per-claim Listener whose claim the pods
@@ -47,7 +41,7 @@ func FromPods(pods []corev1.Pod) []v1alpha1.ListenerPort {
 	byName := map[string]v1alpha1.ListenerPort{}
 	var unnamed []key
 	for i := range pods {
-		if !Running(&pods[i]) {
+		if !podstate.Running(&pods[i]) {
 			continue
 		}
 		for _, p := range declared(&pods[i]) {
