@@ -109,7 +109,7 @@ func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error
 	// the Listener's declared ports, with only their open fields changed.
 	spec := child(obj, "spec")
 	spec["ports"] = portsFrom(declared, sliceOf(spec["ports"]))
-	sortErrors(res.Refused)
+	SortErrors(res.Refused)
 
 	u := &unstructured.Unstructured{Object: obj}
 	// Overrides may shape the Service but not move it or change who owns it:
@@ -246,7 +246,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func sortErrors(errs field.ErrorList) {
+// SortErrors orders errors by field path, so that messages built from map
+// iteration are stable (api/validation sorts its errors with it too).
+func SortErrors(errs field.ErrorList) {
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 }
 

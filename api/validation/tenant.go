@@ -26,7 +26,7 @@ func tenantMetadata(p *v1alpha1.TenantMetadataPolicy, path *field.Path) field.Er
 			}
 		}
 	}
-	sortErrors(errs)
+	overrides.SortErrors(errs)
 	return errs
 }
 
@@ -68,7 +68,7 @@ func tenantMetadataWarnings(lc *v1alpha1.ListenerClass) []string {
 func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (field.ErrorList, []string) {
 	errs := overridesDecode(l, class == nil)
 	if class == nil {
-		sortErrors(errs)
+		overrides.SortErrors(errs)
 		return errs, nil
 	}
 	res, err := overrides.Service(l, class)
@@ -78,7 +78,7 @@ func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (
 		return append(errs, field.Invalid(field.NewPath("spec", "className"), class.Name, err.Error())), nil
 	}
 	errs = append(errs, res.Refused...)
-	sortErrors(errs)
+	overrides.SortErrors(errs)
 	var warnings []string
 	for _, e := range res.LeftOut {
 		warnings = append(warnings, e.Detail)

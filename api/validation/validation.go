@@ -367,11 +367,6 @@ func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) fiel
 	return errs
 }
 
-// sortErrors orders errors by field path, so that messages built from map
-// iteration are stable.
-func sortErrors(errs field.ErrorList) {
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
-}
 
 // OptIn checks the annotations of an opted-in object (a StatefulSet, a bare
 // pod, or a pod template labelled listeners.stackable.tech/enabled) at path:
