@@ -367,7 +367,6 @@ func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) fiel
 	return errs
 }
 
-
 // OptIn checks the annotations of an opted-in object (a StatefulSet, a bare
 // pod, or a pod template labelled listeners.stackable.tech/enabled) at path:
 // they pick the listener volume's class or shared Listener, and the class
