@@ -132,7 +132,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil || end != nil {
 		return ptr.Deref(end, outcome{}), err
 	}
-	// The class is policy, and one rule (overrides.Service) decides with the
+	// The class is policy, and one rule (service.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
 	// of the Service, so exposure is never more than the class gives.
 	hc, err := r.hostnameClaimOf(ctx, l, class) // hostnameconflict.go

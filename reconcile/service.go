@@ -11,18 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/listener-operator/listener-operator/api/overrides"
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 // Labels every generated Service carries (see api/overrides).
 const (
-	LabelName      = overrides.LabelName
-	LabelInstance  = overrides.LabelInstance
-	LabelManagedBy = overrides.LabelManagedBy
+	LabelName      = service.LabelName
+	LabelInstance  = service.LabelInstance
+	LabelManagedBy = service.LabelManagedBy
 
 	// LabelNameValue is the app.kubernetes.io/name of generated Services.
-	LabelNameValue = overrides.LabelNameValue
+	LabelNameValue = service.LabelNameValue
 
 	// AnnotationServiceHash records a hash of the Service the operator last
 	// applied. Comparing fields tells whether something drifted; the hash
@@ -33,12 +33,12 @@ const (
 
 // desiredService is the Service a Listener of this class should have, as the
 // partial object the operator applies: only the fields it owns. It is the
-// one rule the webhook checks too (overrides.Service): the parts of the
+// one rule the webhook checks too (service.Service): the parts of the
 // Listener's overrides the class does not allow are left out and returned
 // as refused. host is the DNS name it announces (hostname.go; "" none). The
 // error means the class itself is broken.
 func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host string) (*unstructured.Unstructured, serviceFindings, error) {
-	res, err := overrides.Service(l, class)
+	res, err := service.Service(l, class)
 	if err != nil {
 		return nil, serviceFindings{}, err
 	}

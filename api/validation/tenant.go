@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listener-operator/listener-operator/api/claims"
-	"github.com/listener-operator/listener-operator/api/overrides"
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -21,12 +21,12 @@ func tenantMetadata(p *v1alpha1.TenantMetadataPolicy, path *field.Path) field.Er
 	var errs field.ErrorList
 	for kind, entries := range map[string][]string{"labels": p.Labels, "annotations": p.Annotations} {
 		for i, e := range entries {
-			for _, msg := range overrides.PatternProblems(e, utilvalidation.IsQualifiedName) {
+			for _, msg := range service.PatternProblems(e, utilvalidation.IsQualifiedName) {
 				errs = append(errs, field.Invalid(path.Child(kind).Index(i), e, msg))
 			}
 		}
 	}
-	overrides.SortErrors(errs)
+	service.SortErrors(errs)
 	return errs
 }
 
@@ -39,18 +39,18 @@ func tenantMetadataWarnings(lc *v1alpha1.ListenerClass) []string {
 	var w []string
 	if p := lc.Spec.TenantMetadata; p != nil {
 		for _, e := range p.Labels {
-			if msg := overrides.ExposurePatternWarning("labels", e); msg != "" {
+			if msg := service.ExposurePatternWarning("labels", e); msg != "" {
 				w = append(w, msg)
 			}
 		}
 		for _, e := range p.Annotations {
-			if msg := overrides.ExposurePatternWarning("annotations", e); msg != "" {
+			if msg := service.ExposurePatternWarning("annotations", e); msg != "" {
 				w = append(w, msg)
 			}
 		}
 	}
 	if o := lc.Spec.ServiceOverrides; o != nil && len(o.Raw) > 0 {
-		if obj, errs := overrides.Decode(o.Raw, true, field.NewPath("spec", "serviceOverrides")); len(errs) == 0 {
+		if obj, errs := service.Decode(o.Raw, true, field.NewPath("spec", "serviceOverrides")); len(errs) == 0 {
 			if _, found, _ := unstructured.NestedFieldNoCopy(obj, "spec", "ports"); found {
 				w = append(w, "spec.serviceOverrides.spec.ports: a Service's ports are its Listener's spec.ports; only appProtocol and targetPort of a port with the same name apply, the rest is ignored")
 			}
@@ -64,21 +64,21 @@ func tenantMetadataWarnings(lc *v1alpha1.ListenerClass) []string {
 // errors refuse the Listener (overrides the class does not allow, see
 // ListenerOverrides), the warnings say which of its own labels (or its
 // claim's) stay off the Service, or reach it only because the class is in
-// mode Warn. The reconciler applies the same overrides.Service.
+// mode Warn. The reconciler applies the same service.Service.
 func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (field.ErrorList, []string) {
 	errs := overridesDecode(l, class == nil)
 	if class == nil {
-		overrides.SortErrors(errs)
+		service.SortErrors(errs)
 		return errs, nil
 	}
-	res, err := overrides.Service(l, class)
+	res, err := service.Service(l, class)
 	if err != nil {
 		// The class's own overrides are broken: its webhook refuses
 		// that, and the reconciler reports it on every Listener.
 		return append(errs, field.Invalid(field.NewPath("spec", "className"), class.Name, err.Error())), nil
 	}
 	errs = append(errs, res.Refused...)
-	overrides.SortErrors(errs)
+	service.SortErrors(errs)
 	var warnings []string
 	for _, e := range res.LeftOut {
 		warnings = append(warnings, e.Detail)
@@ -90,13 +90,13 @@ func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (
 }
 
 // overridesDecode checks that each objectOverrides item decodes (reported
-// here only without a class: with one, overrides.Service reports it) and
+// here only without a class: with one, service.Service reports it) and
 // names apiVersion and kind.
 func overridesDecode(l *v1alpha1.Listener, reportDecode bool) field.ErrorList {
 	var errs field.ErrorList
 	for i, o := range l.Spec.ObjectOverrides {
 		p := field.NewPath("spec", "objectOverrides").Index(i)
-		obj, decodeErrs := overrides.Decode(o.Raw, false, p)
+		obj, decodeErrs := service.Decode(o.Raw, false, p)
 		if len(decodeErrs) > 0 {
 			if reportDecode {
 				errs = append(errs, decodeErrs...)
@@ -116,7 +116,7 @@ func overridesDecode(l *v1alpha1.Listener, reportDecode bool) field.ErrorList {
 // not let reach it: the Listener and its Service are made later, so the
 // claim's author hears it now.
 func ClaimLabelWarnings(claimLabels map[string]string, class *v1alpha1.ListenerClass) []string {
-	leftOut, tolerated := overrides.TenantLabels(class, claims.ListenerLabels(claimLabels))
+	leftOut, tolerated := service.TenantLabels(class, claims.ListenerLabels(claimLabels))
 	var w []string
 	for _, e := range leftOut {
 		w = append(w, "the claim's labels go to its Listener: "+e.Detail)

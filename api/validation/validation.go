@@ -16,7 +16,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
-	"github.com/listener-operator/listener-operator/api/overrides"
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -121,12 +121,12 @@ func ListenerClassWarnings(lc *v1alpha1.ListenerClass) []string {
 // Service's identity, its type (spec.serviceType decides it, and addresses
 // are derived from it) and its selector (it selects the pods that mount the
 // Listener's volumes). The override is read by the one strict decoder
-// (overrides.Decode), as the reconciler reads it.
+// (service.Decode), as the reconciler reads it.
 func serviceOverrides(raw *runtime.RawExtension, serviceType v1alpha1.ServiceType, path *field.Path) field.ErrorList {
 	if len(raw.Raw) == 0 {
 		return nil
 	}
-	obj, errs := overrides.Decode(raw.Raw, true, path)
+	obj, errs := service.Decode(raw.Raw, true, path)
 	if len(errs) > 0 {
 		return errs
 	}
@@ -161,12 +161,12 @@ func lockedServiceFields(fields []string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, f := range fields {
 		p := path.Index(i)
-		kind, key, ok := overrides.ParseLocked(f)
+		kind, key, ok := service.ParseLocked(f)
 		if !ok {
 			errs = append(errs, field.Invalid(p, f, `write "spec.<field>" (a field of a Service's spec, e.g. spec.sessionAffinity), "metadata.annotations[<key>]" or "metadata.labels[<key>]"`))
 			continue
 		}
-		if kind != overrides.LockedSpec {
+		if kind != service.LockedSpec {
 			for _, msg := range utilvalidation.IsQualifiedName(key) {
 				errs = append(errs, field.Invalid(p, f, msg))
 			}
@@ -359,8 +359,8 @@ func childPath(path *field.Path, name string, more ...string) *field.Path {
 // ListenerOverrides checks a Listener's objectOverrides: each is read by the
 // one strict decoder and must name apiVersion and kind; with its class
 // (nil when it does not exist), the Service that results must keep what the
-// class decides (overrides.Service: exposure fields and the fields the class
-// locks). The reconciler applies the same overrides.Service to Listeners
+// class decides (service.Service: exposure fields and the fields the class
+// locks). The reconciler applies the same service.Service to Listeners
 // that got in while the webhooks were down, without the refused parts.
 func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) field.ErrorList {
 	errs, _ := ListenerAgainstClass(l, class)

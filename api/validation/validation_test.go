@@ -296,7 +296,7 @@ func TestOptIn(t *testing.T) {
 }
 
 // TestListenerOverrides: the webhook's side of the one override rule
-// (overrides.Service): what the Service that results may not differ in.
+// (service.Service): what the Service that results may not differ in.
 func TestListenerOverrides(t *testing.T) {
 	internal := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-internal"},
 		Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,

@@ -24,7 +24,7 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=list;create;patch
 
 // This file is the reconciler's flow. What it watches is in mapping.go,
-// what it reads in observe.go, what it decides in policy.go, what it does
+// what it reads in observe.go, what it decides in releaserule.go, what it does
 // in release.go (claims), pods.go (pods) and handover.go (hand-overs), and
 // what it tells in report.go.
 

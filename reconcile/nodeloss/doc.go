@@ -33,7 +33,7 @@
 // was done follow the one delete that did it.
 //
 // Files by job: mapping.go (watches, indexes, event to request),
-// observe.go (reads), policy.go (decide: pure), release.go (acting on
+// observe.go (reads), releaserule.go (decide: pure), release.go (acting on
 // claims), pods.go (deleting pods), handover.go (expiring hand-overs),
 // report.go (the condition and events), metrics.go; controller.go is the
 // reconciler's flow.

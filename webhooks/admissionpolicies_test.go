@@ -19,7 +19,7 @@ import (
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
-// TestPodLabelPolicy installs config/policy and checks, as the manager's
+// TestPodLabelPolicy installs config/admissionpolicies and checks, as the manager's
 // service account, that it may add the per-Listener selector labels and the
 // listener-volume label to a pod and nothing else, while other users are not affected.
 func TestPodLabelPolicy(t *testing.T) {
@@ -70,7 +70,7 @@ func TestPodLabelPolicy(t *testing.T) {
 	}
 }
 
-// TestDeletePolicy installs config/policy and checks, as the manager's
+// TestDeletePolicy installs config/admissionpolicies and checks, as the manager's
 // service account (impersonated, with every RBAC right so that only the
 // policy decides), that it may delete what node-loss recovery deletes
 // (listener claims; Pending pods no node runs, that a controller recreates
@@ -136,7 +136,7 @@ func TestDeletePolicy(t *testing.T) {
 	}
 }
 
-// TestClaimLabelPolicy installs config/policy and checks, as the manager's
+// TestClaimLabelPolicy installs config/admissionpolicies and checks, as the manager's
 // service account (impersonated, with every RBAC right so that only the
 // policy decides), that it may set the listener-volume label on a listener
 // claim and nothing else: no other label, no other change, no claim of
@@ -194,7 +194,7 @@ func TestClaimLabelPolicy(t *testing.T) {
 	}
 }
 
-// withPolicies installs config/policy (removed when the test ends) and
+// withPolicies installs config/admissionpolicies (removed when the test ends) and
 // returns the environment and a client acting as the manager's service
 // account (in system:masters as well, so that RBAC allows everything and
 // only the policies decide).
@@ -202,9 +202,9 @@ func withPolicies(t *testing.T) (*testenv.Env, client.Client) {
 	t.Helper()
 	e := testenv.Require(t, env)
 	ctx := t.Context()
-	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "policy")).Output()
+	out, err := exec.Command(filepath.Join(testenv.BinDir(), "kubectl"), "kustomize", filepath.Join(testenv.RepoRoot(), "config", "admissionpolicies")).Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize config/policy: %v", err)
+		t.Fatalf("kubectl kustomize config/admissionpolicies: %v", err)
 	}
 	if msg, err := e.Kubectl(ctx, out, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply the policy: %v: %s", err, msg)
@@ -221,7 +221,7 @@ func withPolicies(t *testing.T) (*testenv.Env, client.Client) {
 	return e, manager
 }
 
-// TestVolumePolicy installs config/policy and checks, as the manager's
+// TestVolumePolicy installs config/admissionpolicies and checks, as the manager's
 // service account, that it may create a volume only as the provisioner
 // makes one (the listener driver and storage class, bound to a claim and
 // named after its UID) and change on a listener volume only its two

@@ -1,4 +1,4 @@
-package overrides
+package service
 
 import (
 	"encoding/json"

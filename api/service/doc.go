@@ -1,4 +1,4 @@
-// Package overrides is the one rule that turns a ListenerClass and a
+// Package service is the one rule that turns a ListenerClass and a
 // Listener into the Service the operator applies, and the policy that keeps
 // a Listener (written by a tenant) from widening what its class (written by
 // an administrator) exposes.
@@ -17,4 +17,4 @@
 // The webhook refuses a Listener whose Result has Refused errors; the
 // reconciler applies Result.Service, from which the refused parts are
 // already left out, to what got in while the webhook was down.
-package overrides
+package service

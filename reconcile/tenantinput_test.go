@@ -21,7 +21,7 @@ import (
 
 // TestOverridesTheClassRefusesAreLeftOut: Listeners admitted while the
 // webhooks were down, whose objectOverrides the one override rule
-// (overrides.Service) refuses, get a Service made from the class without the
+// (service.Service) refuses, get a Service made from the class without the
 // refused parts, Ready=False with reason Invalid naming each dropped field
 // and the class, and an OverridesDropped event (issue 20, cases 1 and 2).
 // What the class leaves open follows the Stackable precedence (case 6).
