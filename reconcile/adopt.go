@@ -123,7 +123,7 @@ func leaveForeignSelector(want *unstructured.Unstructured, existing *corev1.Serv
 	}
 	unstructured.RemoveNestedField(want.Object, "spec", "selector")
 	ann := want.GetAnnotations()
-	delete(ann, AnnotationServiceHash)
+	delete(ann, v1alpha1.AnnotationServiceHash)
 	want.SetAnnotations(ann)
 	sum, err := hashObject(want.Object)
 	if err != nil {
@@ -132,7 +132,7 @@ func leaveForeignSelector(want *unstructured.Unstructured, existing *corev1.Serv
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationServiceHash] = sum
+	ann[v1alpha1.AnnotationServiceHash] = sum
 	want.SetAnnotations(ann)
 	return nil
 }

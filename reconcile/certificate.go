@@ -14,8 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/conditions"
 )
 
 // Event reasons of the certificate controller.
@@ -342,33 +341,14 @@ const CertificateStatusFieldManager = v1alpha1.FieldManager + "-certificate"
 
 // withCondition writes the Listener's CertificateManaged condition (nil
 // removes it) when it changed, and returns res. It is a server-side apply
-// of that condition alone under CertificateStatusFieldManager: the Listener
-// controller's fields and conditions are left as they are, and neither
-// writer has to retry on the other's write.
+// of that condition alone under CertificateStatusFieldManager
+// (conditions.Apply): the Listener controller's fields and conditions are
+// left as they are, and neither writer has to retry on the other's write.
 func (r *certificateReconciler) withCondition(ctx context.Context, l *v1alpha1.Listener, cond *metav1.Condition, res ctrl.Result) (ctrl.Result, error) {
 	if !changed(l, cond) {
 		return res, nil
 	}
-	status := map[string]any{}
-	if cond != nil {
-		c := *cond
-		c.ObservedGeneration, c.LastTransitionTime = l.Generation, metav1.NewTime(r.now())
-		if old := meta.FindStatusCondition(l.Status.Conditions, c.Type); old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("condition of listener %s/%s: %w", l.Namespace, l.Name, err)
-		}
-		status["conditions"] = []any{u}
-	}
-	// An apply without the condition removes the one this manager wrote.
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
-		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
-		"status":   status,
-	}}
-	err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(CertificateStatusFieldManager), client.ForceOwnership)
+	_, err := conditions.Apply(ctx, r.client, l, cond, CertificateStatusFieldManager, r.now())
 	if countWrite(controllerCertificate, "Listener", "patch-status", err) != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil

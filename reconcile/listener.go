@@ -486,11 +486,3 @@ func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Liste
 	return nodes, nil
 }
 
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
-}

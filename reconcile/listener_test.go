@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -243,7 +244,7 @@ func TestRefusedServiceIsReported(t *testing.T) {
 	testenv.Create(t, ctx, c, listener(ns, "quota", class.Name, port("http", 80)))
 
 	l := waitReason(t, ctx, c, ns, "quota", v1alpha1.ReasonServiceRefused)
-	cond := findCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+	cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
 	for _, want := range []string{"Service quota", "exceeded quota: no-services", "ResourceQuota"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not say %q", cond.Message, want)

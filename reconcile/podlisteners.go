@@ -2,9 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,14 +14,15 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/digest"
 )
 
 // A pod's PodListeners is written by the operator only. The leader does not
 // cache PodListeners (their spec, with the addresses of every listener
 // volume of every pod, is most of what a listener pod would cost the leader
 // otherwise): caches.PodListenersHashes holds the hash of the spec last
-// written (v1alpha1.v1alpha1.AnnotationPodListenersHash) and whether an address
-// change may still ask for a restart (v1alpha1.v1alpha1.AnnotationAddressesChanged),
+// written (v1alpha1.AnnotationPodListenersHash) and whether an address
+// change may still ask for a restart (v1alpha1.AnnotationAddressesChanged),
 // so a steady cluster reads and writes nothing. Only when the spec to write
 // differs, or a restart may be due, is the PodListeners read whole from the
 // API server.
@@ -32,12 +30,7 @@ import (
 // podListenersHash is the hash of spec as computed for a pod (without
 // AddressesAtStart).
 func podListenersHash(spec v1alpha1.PodListenersSpec) (string, error) {
-	b, err := json.Marshal(spec) // maps are written in key order
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
+	return digest.JSON(spec)
 }
 
 // podListenersAnnotations are the annotations of a PodListeners written

@@ -1,9 +1,6 @@
 package reconcile
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -13,9 +10,10 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/digest"
 )
 
-// Labels every generated Service carries (see api/overrides).
+// Labels every generated Service carries (see api/service).
 const (
 	LabelName      = service.LabelName
 	LabelInstance  = service.LabelInstance
@@ -23,12 +21,6 @@ const (
 
 	// LabelNameValue is the app.kubernetes.io/name of generated Services.
 	LabelNameValue = service.LabelNameValue
-
-	// AnnotationServiceHash records a hash of the Service the operator last
-	// applied. Comparing fields tells whether something drifted; the hash
-	// tells whether the operator stopped wanting a field (an annotation or
-	// override removed), which a field comparison cannot see.
-	AnnotationServiceHash = "listeners.stackable.tech/service-hash"
 )
 
 // desiredService is the Service a Listener of this class should have, as the
@@ -52,7 +44,7 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host st
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationServiceHash] = sum
+	ann[v1alpha1.AnnotationServiceHash] = sum
 	u.SetAnnotations(ann)
 	return u, serviceFindings{refused: res.Refused, leftOut: res.LeftOut, tolerated: res.Tolerated}, nil
 }
@@ -106,21 +98,15 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// hashObject is a short, stable digest of a JSON object (encoding/json sorts
-// map keys).
+// hashObject is a short, stable digest of a JSON object (digest.JSON).
 func hashObject(obj map[string]any) (string, error) {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
+	return digest.JSON(obj)
 }
 
 // serviceUpToDate reports whether an existing Service already is what the
 // operator would apply, so that a steady cluster sees no writes.
 func serviceUpToDate(existing *corev1.Service, want *unstructured.Unstructured) (bool, error) {
-	if existing.Annotations[AnnotationServiceHash] != want.GetAnnotations()[AnnotationServiceHash] {
+	if existing.Annotations[v1alpha1.AnnotationServiceHash] != want.GetAnnotations()[v1alpha1.AnnotationServiceHash] {
 		return false, nil
 	}
 	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(existing)

@@ -133,7 +133,7 @@ func TestServiceUpToDate(t *testing.T) {
 		{"someone changed a field we own", func(s *corev1.Service) { s.Spec.Ports[0].Port = 81 }, false},
 		{"someone removed our label", func(s *corev1.Service) { delete(s.Labels, LabelManagedBy) }, false},
 		{"a port too many", func(s *corev1.Service) { s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "x", Port: 1}) }, false},
-		{"applied from an older desired state", func(s *corev1.Service) { s.Annotations[AnnotationServiceHash] = "old" }, false},
+		{"applied from an older desired state", func(s *corev1.Service) { s.Annotations[v1alpha1.AnnotationServiceHash] = "old" }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

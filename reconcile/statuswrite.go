@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,7 +99,7 @@ func (r *listenerReconciler) publish(ctx context.Context, l *v1alpha1.Listener, 
 		return nil
 	}
 	var oldReason string
-	if old := findCondition(current.Conditions, v1alpha1.ConditionReady); old != nil {
+	if old := meta.FindStatusCondition(current.Conditions, v1alpha1.ConditionReady); old != nil {
 		oldReason = old.Reason
 	}
 	got, err := r.applyStatus(ctx, l, st)

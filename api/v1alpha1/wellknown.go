@@ -169,3 +169,56 @@ const (
 	// being full); the operator tries again with backoff.
 	ReasonServiceRefused = "ServiceRefused"
 )
+
+// Pinned-node loss (reconcile/nodeloss, docs/nodeloss.md).
+const (
+	// AnnotationReleasePinnedNode on a listener claim asks the operator to
+	// release the claim from the node named in the value, whatever its
+	// class's policy says: the manual un-pin that keeps the Listener, its
+	// name and node ports. It only acts while the claim is pinned to exactly
+	// that node, so a forgotten annotation cannot release the next pin.
+	AnnotationReleasePinnedNode = "listeners.stackable.tech/release-pinned-node"
+
+	// AnnotationReleasedFromNode on a claim's own Listener records the node
+	// node-loss recovery last released the claim from. It is written with
+	// the handover annotation, before the claim is deleted, and stays after
+	// the recreated claim adopts the Listener: whichever replica leads next
+	// knows that a Pending pod of the claim that still requires that node
+	// may be deleted for its controller to recreate it, even when the
+	// claim's class can no longer be read.
+	AnnotationReleasedFromNode = "listeners.stackable.tech/released-from-node"
+
+	// AnnotationReleasedAt on a handed-over Listener is when node-loss
+	// recovery released its claim (RFC 3339), written with the handover
+	// annotation: the handover timeout counts from it.
+	AnnotationReleasedAt = "listeners.stackable.tech/released-at"
+
+	// ConditionPinnedNodesAvailable on a per-claim Listener says whether the
+	// node its claim's volume is pinned to is there. It is only written once
+	// a node was lost: Listeners that never lost one do not carry it.
+	ConditionPinnedNodesAvailable = "PinnedNodesAvailable"
+
+	// Reasons of ConditionPinnedNodesAvailable and of node loss's events.
+
+	// ReasonNodeLost: the pinned node is gone and the pin is not released
+	// (yet, or by policy).
+	ReasonNodeLost = "NodeLost"
+	// ReasonReleased: the claim was deleted from the lost node; the Listener
+	// waits for the claim recreated under the same name.
+	ReasonReleased = "Released"
+	// ReasonAvailable: the claim is pinned to a node that is there.
+	ReasonAvailable = "Available"
+	// ReasonPodRecreated: a Pending pod that required the lost node was
+	// deleted so that its controller recreates it without that requirement.
+	ReasonPodRecreated = "PodRecreated"
+	// ReasonHandoverExpired: a handed-over Listener was deleted because no
+	// claim of its name came back.
+	ReasonHandoverExpired = "HandoverExpired"
+)
+
+// AnnotationServiceHash on a Listener's Service records a hash of the
+// Service the operator last applied. Comparing fields tells whether
+// something drifted; the hash tells whether the operator stopped wanting a
+// field (an annotation or override removed), which a field comparison
+// cannot see.
+const AnnotationServiceHash = "listeners.stackable.tech/service-hash"

@@ -62,7 +62,7 @@ func setup(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error 
 // reconciler handles one claim name at a time: the claim (if it exists),
 // the Listener handed over to it (if it does not), and the pods that mount
 // it. It keeps nothing between reconciles: what was noted or released is
-// read back from the objects (report.go, AnnotationReleasedFromNode), so a
+// read back from the objects (report.go, v1alpha1.AnnotationReleasedFromNode), so a
 // new leader carries on where the last one stopped.
 type reconciler struct {
 	client client.Client

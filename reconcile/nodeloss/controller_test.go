@@ -230,7 +230,7 @@ func (f *fixture) waitListener(name string) (*v1alpha1.Listener, int32) {
 }
 
 func pinCondition(l *v1alpha1.Listener) *metav1.Condition {
-	return meta.FindStatusCondition(l.Status.Conditions, ConditionPinnedNodesAvailable)
+	return meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionPinnedNodesAvailable)
 }
 
 // TestReleaseWhenPinnedNodeIsDeleted: the default policy. A StatefulSet's
@@ -253,12 +253,13 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 	l, nodePort := f.waitListener("listener-web-0")
 	releasedBefore := testutil.ToFloat64(releasesTotal.WithLabelValues("NodeDeleted"))
 
+	deletedAt := time.Now().Truncate(time.Second)
 	if err := f.c.Delete(f.ctx, b); err != nil {
 		t.Fatal(err)
 	}
 
-	f.waitEvent("Released event on the claim", listenerClaim.UID, ReasonReleased, b.Name+", which no longer exists", "keeps its name and node ports")
-	f.waitEvent("PodRecreated event on the pod", pod.UID, ReasonPodRecreated, "requires node "+b.Name)
+	f.waitEvent("Released event on the claim", listenerClaim.UID, v1alpha1.ReasonReleased, b.Name+", which no longer exists", "keeps its name and node ports")
+	f.waitEvent("PodRecreated event on the pod", pod.UID, v1alpha1.ReasonPodRecreated, "requires node "+b.Name)
 	newPod := &corev1.Pod{}
 	testenv.Converges(t, "web-0 recreated without the pin", func() error {
 		if err := f.get("web-0", newPod); err != nil {
@@ -298,6 +299,15 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 	if _, got := f.waitListener(l.Name); got != nodePort {
 		t.Errorf("node port %d after release, want %d (kept)", got, nodePort)
 	}
+	// The handover timeout counts from the release, which the Listener
+	// records.
+	released := &v1alpha1.Listener{}
+	if err := f.get(l.Name, released); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := time.Parse(time.RFC3339, released.Annotations[v1alpha1.AnnotationReleasedAt]); err != nil || at.Before(deletedAt) || at.After(time.Now()) {
+		t.Errorf("%s = %q (%v), want the time of the release, after %s", v1alpha1.AnnotationReleasedAt, released.Annotations[v1alpha1.AnnotationReleasedAt], err, deletedAt.Format(time.RFC3339))
+	}
 	data := &corev1.PersistentVolumeClaim{}
 	if err := f.get("data-web-0", data); err != nil || data.UID != dataClaim.UID || !data.DeletionTimestamp.IsZero() {
 		t.Errorf("data claim: err %v, uid %s (was %s), deleting %v; want it untouched", err, data.UID, dataClaim.UID, data.DeletionTimestamp)
@@ -314,7 +324,7 @@ func TestReleaseWhenPinnedNodeIsDeleted(t *testing.T) {
 		if err := f.get(l.Name, cur); err != nil {
 			return err
 		}
-		if c := pinCondition(cur); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonAvailable {
+		if c := pinCondition(cur); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonAvailable {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -339,15 +349,15 @@ func TestNeverOnlyExplains(t *testing.T) {
 	if err := f.c.Delete(f.ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	command := fmt.Sprintf("kubectl annotate pvc -n %s listener-web-0 %s=%s", f.ns, AnnotationReleasePinnedNode, b.Name)
-	f.waitEvent("NodeLost event on the claim", claim.UID, ReasonNodeLost, b.Name+", which no longer exists", command)
-	f.waitEvent("NodeLost event on the pod", pod.UID, ReasonNodeLost, command)
+	command := fmt.Sprintf("kubectl annotate pvc -n %s listener-web-0 %s=%s", f.ns, v1alpha1.AnnotationReleasePinnedNode, b.Name)
+	f.waitEvent("NodeLost event on the claim", claim.UID, v1alpha1.ReasonNodeLost, b.Name+", which no longer exists", command)
+	f.waitEvent("NodeLost event on the pod", pod.UID, v1alpha1.ReasonNodeLost, command)
 	testenv.Converges(t, "PinnedNodesAvailable False NodeLost", func() error {
 		cur := &v1alpha1.Listener{}
 		if err := f.get(l.Name, cur); err != nil {
 			return err
 		}
-		if c := pinCondition(cur); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonNodeLost || !strings.Contains(c.Message, command) {
+		if c := pinCondition(cur); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNodeLost || !strings.Contains(c.Message, command) {
 			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
@@ -361,11 +371,11 @@ func TestNeverOnlyExplains(t *testing.T) {
 	}
 
 	// The command from the event releases it.
-	cur.Annotations[AnnotationReleasePinnedNode] = b.Name
+	cur.Annotations[v1alpha1.AnnotationReleasePinnedNode] = b.Name
 	if err := f.c.Update(f.ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "as its annotation")
+	f.waitEvent("Released event on the claim", claim.UID, v1alpha1.ReasonReleased, "as its annotation")
 	testenv.Converges(t, "web-0 recreated without the pin", func() error {
 		p := &corev1.Pod{}
 		if err := f.get("web-0", p); err != nil {
@@ -413,8 +423,8 @@ func TestNotReadyReleaseWaitsForThePod(t *testing.T) {
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: metav1.Now(), Reason: "NodeStatusUnknown"}}
 		return f.c.Status().Update(f.ctx, n)
 	})
-	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "has not been Ready since", "node.kubernetes.io/out-of-service")
-	f.waitEvent("NodeLost event on the pod", pod.UID, ReasonNodeLost, "kubectl taint node "+b.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute", "never force-deletes")
+	f.waitEvent("Released event on the claim", claim.UID, v1alpha1.ReasonReleased, "has not been Ready since", "node.kubernetes.io/out-of-service")
+	f.waitEvent("NodeLost event on the pod", pod.UID, v1alpha1.ReasonNodeLost, "kubectl taint node "+b.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute", "never force-deletes")
 	testenv.Converges(t, "metric names the out-of-service remedy", func() error {
 		if got := testutil.ToFloat64(lostGauge.WithLabelValues(f.ns, "listener-web-0", b.Name, RemedyOutOfServiceTaint)); got != 1 {
 			return fmt.Errorf("gauge %v", got)
@@ -453,7 +463,7 @@ func TestHandedOverListenerWithoutClaimIsDeleted(t *testing.T) {
 		}
 		return fmt.Errorf("still there (err %v)", err)
 	})
-	f.waitEvent("HandoverExpired event", l.UID, ReasonHandoverExpired, "did not come back within "+testHandoverTimeout.String())
+	f.waitEvent("HandoverExpired event", l.UID, v1alpha1.ReasonHandoverExpired, "did not come back within "+testHandoverTimeout.String())
 	if err := f.get(mine.Name, &v1alpha1.Listener{}); err != nil {
 		t.Errorf("a Listener without the handover annotation: %v; want it left alone", err)
 	}
@@ -505,8 +515,8 @@ func TestPendingPodWithoutPinIsRecreated(t *testing.T) {
 	if err := f.c.Delete(f.ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "no longer exists")
-	f.waitEvent("PodRecreated event on the pod", pod.UID, ReasonPodRecreated, "listener claim listener-web-0 was released from its lost node "+b.Name)
+	f.waitEvent("Released event on the claim", claim.UID, v1alpha1.ReasonReleased, "no longer exists")
+	f.waitEvent("PodRecreated event on the pod", pod.UID, v1alpha1.ReasonPodRecreated, "listener claim listener-web-0 was released from its lost node "+b.Name)
 	testenv.Converges(t, "claim and pod recreated", func() error {
 		c, p := &corev1.PersistentVolumeClaim{}, &corev1.Pod{}
 		if err := f.get("listener-web-0", c); err != nil {
@@ -550,7 +560,7 @@ func TestBarePodIsNotDeleted(t *testing.T) {
 	if err := f.c.Delete(f.ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	f.waitEvent("NodeLost event on the bare pod", pod.UID, ReasonNodeLost, "has no controller to recreate it: delete it and create it again")
+	f.waitEvent("NodeLost event on the bare pod", pod.UID, v1alpha1.ReasonNodeLost, "has no controller to recreate it: delete it and create it again")
 	testenv.Converges(t, "metric names the delete-pod remedy", func() error {
 		if got := testutil.ToFloat64(lostGauge.WithLabelValues(f.ns, claim.Name, b.Name, RemedyDeletePod)); got != 1 {
 			return fmt.Errorf("gauge %v", got)

@@ -27,7 +27,7 @@
 //
 // It keeps nothing in process memory, so that a new leader carries on
 // where the last one stopped: the release records the node on the
-// Listener it hands over (AnnotationReleasedFromNode), and a NodeLost
+// Listener it hands over (v1alpha1.AnnotationReleasedFromNode), and a NodeLost
 // explanation is recorded only when the object's latest NodeLost event
 // (read from the API server) does not already say it; the events of what
 // was done follow the one delete that did it.

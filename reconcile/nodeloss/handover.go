@@ -45,14 +45,32 @@ func (r *reconciler) handover(ctx context.Context, key types.NamespacedName, pod
 	return r.expire(ctx, key, l)
 }
 
-// handedOverSince is when the Listener was released (the transition of its
-// Released condition), writing that condition now if it lacks it.
+// handedOverSince is when the Listener was released (releasedSince),
+// writing its Released condition now if it tells nothing: a Listener
+// handed over by hand.
 func (r *reconciler) handedOverSince(ctx context.Context, key types.NamespacedName, l *v1alpha1.Listener, now time.Time) (time.Time, error) {
-	if c := meta.FindStatusCondition(l.Status.Conditions, ConditionPinnedNodesAvailable); c != nil && c.Reason == ReasonReleased {
-		return c.LastTransitionTime.Time, nil
+	if since, ok := releasedSince(l); ok {
+		return since, nil
 	}
 	msg := fmt.Sprintf("handed over to claim %s, which does not exist yet", key.Name)
-	return now, r.setCondition(ctx, l, metav1.ConditionFalse, ReasonReleased, msg, false)
+	return now, r.setCondition(ctx, l, metav1.ConditionFalse, v1alpha1.ReasonReleased, msg, false)
+}
+
+// releasedSince is when Listener l was released: its released-at
+// annotation, which the release writes with the handover annotation, or,
+// on a Listener released before that annotation existed, the transition
+// time of its Released condition (then written when the reason changed).
+// The condition's time is not enough on its own: NodeLost and Released are
+// both False, so since the condition keeps its time while its status does,
+// it says when the node was lost.
+func releasedSince(l *v1alpha1.Listener) (time.Time, bool) {
+	if at, err := time.Parse(time.RFC3339, l.Annotations[v1alpha1.AnnotationReleasedAt]); err == nil {
+		return at, true
+	}
+	if c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionPinnedNodesAvailable); c != nil && c.Reason == v1alpha1.ReasonReleased {
+		return c.LastTransitionTime.Time, true
+	}
+	return time.Time{}, false
 }
 
 // mounted reports whether a pod that is not terminating mounts the claim.
@@ -78,7 +96,7 @@ func (r *reconciler) expire(ctx context.Context, key types.NamespacedName, l *v1
 	}
 	handoversExpiredTotal.Inc()
 	// The delete is what happened once: no other replica records it.
-	r.recorder.Eventf(l, nil, corev1.EventTypeNormal, ReasonHandoverExpired, "Delete",
+	r.recorder.Eventf(l, nil, corev1.EventTypeNormal, v1alpha1.ReasonHandoverExpired, "Delete",
 		"deleted Listener %s: it was handed over to claim %s, which did not come back within %s and no pod mounts it", l.Name, key.Name, r.opts.HandoverTimeout)
 	return ctrl.Result{}, nil
 }

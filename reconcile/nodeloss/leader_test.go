@@ -152,15 +152,15 @@ func TestNewLeaderCarriesOn(t *testing.T) {
 
 	// The first leader explains (release: Never).
 	first := startLeader(t, cfg, f.ns, "")
-	f.waitEvent("NodeLost event on the claim", claim.UID, ReasonNodeLost, "no longer exists")
-	f.waitEvent("NodeLost event on the pod", pod.UID, ReasonNodeLost, "no longer exists")
+	f.waitEvent("NodeLost event on the claim", claim.UID, v1alpha1.ReasonNodeLost, "no longer exists")
+	f.waitEvent("NodeLost event on the pod", pod.UID, v1alpha1.ReasonNodeLost, "no longer exists")
 	if err := first.stop(); err != nil {
 		t.Fatalf("first leader: %v", err)
 	}
 
 	// The second one has nothing new to say; it releases the claim when
 	// asked to, and loses its lease at once (before its pod step).
-	second := startLeader(t, cfg, f.ns, ReasonReleased)
+	second := startLeader(t, cfg, f.ns, v1alpha1.ReasonReleased)
 	testenv.Converges(t, "second leader reconciles the claim", func() error {
 		if second.reconciles(claim.Name) == 0 {
 			return fmt.Errorf("not yet")
@@ -175,12 +175,12 @@ func TestNewLeaderCarriesOn(t *testing.T) {
 		if err := f.get(claim.Name, cur); err != nil {
 			return err
 		}
-		cur.Annotations[AnnotationReleasePinnedNode] = b.Name
+		cur.Annotations[v1alpha1.AnnotationReleasePinnedNode] = b.Name
 		return f.c.Update(f.ctx, cur)
 	})
 	<-second.deposed.Done()
-	f.waitEvent("Released event on the claim", claim.UID, ReasonReleased, "as its annotation")
-	f.waitEvent("Released event on the Listener", lis.UID, ReasonReleased, "as its annotation")
+	f.waitEvent("Released event on the claim", claim.UID, v1alpha1.ReasonReleased, "as its annotation")
+	f.waitEvent("Released event on the Listener", lis.UID, v1alpha1.ReasonReleased, "as its annotation")
 	if err := second.stop(); err != nil {
 		t.Fatalf("second leader: %v", err)
 	}
@@ -203,7 +203,7 @@ func TestNewLeaderCarriesOn(t *testing.T) {
 
 	// The third one recreates the pod, and repeats nothing.
 	third := startLeader(t, cfg, f.ns, "")
-	f.waitEvent("PodRecreated event on the pod", pod.UID, ReasonPodRecreated, "requires node "+b.Name)
+	f.waitEvent("PodRecreated event on the pod", pod.UID, v1alpha1.ReasonPodRecreated, "requires node "+b.Name)
 	testenv.Converges(t, "web-0 recreated", func() error {
 		p := &corev1.Pod{}
 		if err := f.get(pod.Name, p); err != nil {
@@ -215,14 +215,14 @@ func TestNewLeaderCarriesOn(t *testing.T) {
 		return nil
 	})
 	for _, e := range third.events() {
-		if e != ReasonPodRecreated+" *v1.Pod/web-0" {
+		if e != v1alpha1.ReasonPodRecreated+" *v1.Pod/web-0" {
 			t.Errorf("the third leader recorded %q; want only PodRecreated on web-0", e)
 		}
 	}
-	if got := f.events(claim.UID, ReasonReleased); len(got) != 1 {
+	if got := f.events(claim.UID, v1alpha1.ReasonReleased); len(got) != 1 {
 		t.Errorf("%d Released events on the claim, want 1: %q", len(got), got)
 	}
-	if got := f.events(lis.UID, ReasonReleased); len(got) != 1 {
+	if got := f.events(lis.UID, v1alpha1.ReasonReleased); len(got) != 1 {
 		t.Errorf("%d Released events on the Listener, want 1: %q", len(got), got)
 	}
 }

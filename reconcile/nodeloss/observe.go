@@ -81,7 +81,7 @@ func (r *reconciler) pinnedNodeOf(ctx context.Context, pvc *corev1.PersistentVol
 // claimInfo gathers what decide needs about a pinned claim that uses use
 // (pinnedNodeOf).
 func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use, node string) (claimInfo, error) {
-	info := claimInfo{namespace: pvc.Namespace, name: pvc.Name, node: node, manual: pvc.Annotations[AnnotationReleasePinnedNode]}
+	info := claimInfo{namespace: pvc.Namespace, name: pvc.Name, node: node, manual: pvc.Annotations[v1alpha1.AnnotationReleasePinnedNode]}
 	info.class, info.listener = use.Class, use.Listener
 	if named := use.Listener; named != "" && use.Class == "" {
 		// A shared Listener's class decides (and that of the claim's own

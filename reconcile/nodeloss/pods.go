@@ -55,7 +55,7 @@ func (r *reconciler) pods(ctx context.Context, key types.NamespacedName, pvc *co
 // releaseRecord is what is known of a claim's release.
 type releaseRecord struct {
 	// from is the node the claim was released from: by this reconcile,
-	// or as its own Listener records (AnnotationReleasedFromNode).
+	// or as its own Listener records (v1alpha1.AnnotationReleasedFromNode).
 	from string
 	// waiting: the claim is gone and its own Listener, handed over,
 	// waits for it.
@@ -78,7 +78,7 @@ func (r *reconciler) releaseOf(ctx context.Context, key types.NamespacedName, pv
 	if !handedOver && (pvc == nil || !metav1.IsControlledBy(l, pvc)) {
 		return releaseRecord{from: now}, nil
 	}
-	return releaseRecord{from: cmp.Or(now, l.Annotations[AnnotationReleasedFromNode]), waiting: pvc == nil && handedOver}, nil
+	return releaseRecord{from: cmp.Or(now, l.Annotations[v1alpha1.AnnotationReleasedFromNode]), waiting: pvc == nil && handedOver}, nil
 }
 
 // pod deletes one Pending pod of the claim if it is to be recreated (see
@@ -132,7 +132,7 @@ func (r *reconciler) deletePod(ctx context.Context, p *corev1.Pod, pvc *corev1.P
 	}
 	podsRecreatedTotal.Inc()
 	// The delete is what happened once: no other replica records it.
-	r.recorder.Eventf(p, orNilClaim(pvc), corev1.EventTypeNormal, ReasonPodRecreated, "Delete",
+	r.recorder.Eventf(p, orNilClaim(pvc), corev1.EventTypeNormal, v1alpha1.ReasonPodRecreated, "Delete",
 		"deleted Pending pod %s: %s; its controller recreates it (and the claim) without the old node", p.Name, why)
 	return nil
 }

@@ -100,3 +100,33 @@ func TestStateOf(t *testing.T) {
 		})
 	}
 }
+
+// TestReleasedSince: the handover timeout counts from the release: the
+// released-at annotation, else (a Listener released before it existed)
+// the Released condition's transition; a NodeLost condition, whose time is
+// when the node was lost, is not the release.
+func TestReleasedSince(t *testing.T) {
+	lost := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	released := lost.Add(5 * time.Minute)
+	cond := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionPinnedNodesAvailable, Status: metav1.ConditionFalse, Reason: reason, LastTransitionTime: metav1.NewTime(lost)}}
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		conditions  []metav1.Condition
+		want        time.Time
+		ok          bool
+	}{
+		{"released-at, condition from the node loss", map[string]string{v1alpha1.AnnotationReleasedAt: released.Format(time.RFC3339)}, cond(v1alpha1.ReasonReleased), released, true},
+		{"released before the annotation existed", nil, cond(v1alpha1.ReasonReleased), lost, true},
+		{"unreadable released-at", map[string]string{v1alpha1.AnnotationReleasedAt: "yesterday"}, cond(v1alpha1.ReasonReleased), lost, true},
+		{"only NodeLost", nil, cond(v1alpha1.ReasonNodeLost), time.Time{}, false},
+		{"nothing", nil, nil, time.Time{}, false},
+	} {
+		l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}, Status: v1alpha1.ListenerStatus{Conditions: tc.conditions}}
+		if got, ok := releasedSince(l); !got.Equal(tc.want) || ok != tc.ok {
+			t.Errorf("%s: releasedSince = %s, %v; want %s, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

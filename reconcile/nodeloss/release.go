@@ -3,6 +3,7 @@ package nodeloss
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,15 +18,6 @@ import (
 // This file acts on listener claims: it releases a claim from its lost
 // node (hand the Listener over, delete the claim) and explains a released
 // claim that a pod on a NotReady node still holds.
-
-// AnnotationReleasedFromNode on a claim's own Listener records the node
-// node-loss recovery last released the claim from. It is written with the
-// handover annotation, before the claim is deleted, and stays after the
-// recreated claim adopts the Listener: whichever replica leads next knows
-// that a Pending pod of the claim that still requires that node may be
-// deleted for its controller to recreate it, even when the claim's class
-// can no longer be read.
-const AnnotationReleasedFromNode = "listeners.stackable.tech/released-from-node"
 
 // release hands the claim's own Listener over and deletes the claim (d
 // says why). Once it is released, the claim pins nothing and the pod step
@@ -76,10 +68,11 @@ func (r *reconciler) deleteClaim(ctx context.Context, pvc *corev1.PersistentVolu
 // handOver names the claim in the Listener's handover annotation, so that
 // the claim recreated under the same name adopts it once the claim's
 // deletion (with orphan propagation) has removed the claim's controller
-// reference, and the node it is released from (AnnotationReleasedFromNode).
-// While the old claim controls it, nobody adopts it.
+// reference, the node it is released from (AnnotationReleasedFromNode) and
+// when (AnnotationReleasedAt, where the handover timeout starts). While the
+// old claim controls it, nobody adopts it.
 func (r *reconciler) handOver(ctx context.Context, l *v1alpha1.Listener, pvc *corev1.PersistentVolumeClaim, node string) error {
-	if l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name && l.Annotations[AnnotationReleasedFromNode] == node {
+	if l.Annotations[v1alpha1.AnnotationHandoverToClaim] == pvc.Name && l.Annotations[v1alpha1.AnnotationReleasedFromNode] == node {
 		return nil
 	}
 	updated := l.DeepCopy()
@@ -87,7 +80,8 @@ func (r *reconciler) handOver(ctx context.Context, l *v1alpha1.Listener, pvc *co
 		updated.Annotations = map[string]string{}
 	}
 	updated.Annotations[v1alpha1.AnnotationHandoverToClaim] = pvc.Name
-	updated.Annotations[AnnotationReleasedFromNode] = node
+	updated.Annotations[v1alpha1.AnnotationReleasedFromNode] = node
+	updated.Annotations[v1alpha1.AnnotationReleasedAt] = r.now().UTC().Format(time.RFC3339)
 	if err := r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("hand listener %s/%s over: %w", l.Namespace, l.Name, err)
 	}

@@ -9,36 +9,6 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// AnnotationReleasePinnedNode on a listener claim asks the operator to
-// release the claim from the node named in the value, whatever its class's
-// policy says: the manual un-pin that keeps the Listener, its name and node
-// ports. It only acts while the claim is pinned to exactly that node, so a
-// forgotten annotation cannot release the next pin.
-const AnnotationReleasePinnedNode = "listeners.stackable.tech/release-pinned-node"
-
-// ConditionPinnedNodesAvailable on a per-claim Listener says whether the
-// node its claim's volume is pinned to is there. It is only written once a
-// node was lost: Listeners that never lost one do not carry it.
-const ConditionPinnedNodesAvailable = "PinnedNodesAvailable"
-
-// Reasons of ConditionPinnedNodesAvailable and of events.
-const (
-	// ReasonNodeLost: the pinned node is gone and the pin is not released
-	// (yet, or by policy).
-	ReasonNodeLost = "NodeLost"
-	// ReasonReleased: the claim was deleted from the lost node; the Listener
-	// waits for the claim recreated under the same name.
-	ReasonReleased = "Released"
-	// ReasonAvailable: the claim is pinned to a node that is there.
-	ReasonAvailable = "Available"
-	// ReasonPodRecreated: a Pending pod that required the lost node was
-	// deleted so that its controller recreates it without that requirement.
-	ReasonPodRecreated = "PodRecreated"
-	// ReasonHandoverExpired: a handed-over Listener was deleted because no
-	// claim of its name came back.
-	ReasonHandoverExpired = "HandoverExpired"
-)
-
 // Remedies, the remedy label of listener_operator_pinned_node_lost.
 const (
 	// RemedyAutomatic: the operator releases the claim (now, or when the
@@ -92,7 +62,7 @@ type claimInfo struct {
 	// release and timeout are the class's policy (see EffectivePinnedNodeLoss).
 	release v1alpha1.PinnedNodeRelease
 	timeout time.Duration
-	// manual is the value of AnnotationReleasePinnedNode.
+	// manual is the value of v1alpha1.AnnotationReleasePinnedNode.
 	manual string
 }
 
@@ -111,9 +81,9 @@ type decision struct {
 func decide(c claimInfo, n nodeState, now time.Time) decision {
 	if c.manual != "" && c.manual == c.node {
 		return decision{lost: !n.usable(), release: true, trigger: "Annotation",
-			message: fmt.Sprintf("releasing listener claim %s/%s from node %s as its annotation %s asks", c.namespace, c.name, c.node, AnnotationReleasePinnedNode)}
+			message: fmt.Sprintf("releasing listener claim %s/%s from node %s as its annotation %s asks", c.namespace, c.name, c.node, v1alpha1.AnnotationReleasePinnedNode)}
 	}
-	annotate := fmt.Sprintf("kubectl annotate pvc -n %s %s %s=%s", c.namespace, c.name, AnnotationReleasePinnedNode, c.node)
+	annotate := fmt.Sprintf("kubectl annotate pvc -n %s %s %s=%s", c.namespace, c.name, v1alpha1.AnnotationReleasePinnedNode, c.node)
 	keep := fmt.Sprintf("Listener %s keeps its name and node ports; only the node address changes", c.listener)
 	if !n.exists {
 		if c.release == v1alpha1.PinnedNodeReleaseNever {

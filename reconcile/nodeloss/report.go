@@ -10,12 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/conditions"
 )
 
 // This file tells the user: the Listener condition PinnedNodesAvailable and
@@ -36,7 +36,7 @@ func (r *reconciler) reportAvailable(ctx context.Context, pvc *corev1.Persistent
 	if listener == nil {
 		return nil
 	}
-	return r.setCondition(ctx, listener, metav1.ConditionTrue, ReasonAvailable,
+	return r.setCondition(ctx, listener, metav1.ConditionTrue, v1alpha1.ReasonAvailable,
 		fmt.Sprintf("listener claim %s is pinned to node %s, which is available", pvc.Name, node), true)
 }
 
@@ -52,19 +52,19 @@ func (r *reconciler) reportLost(ctx context.Context, pvc *corev1.PersistentVolum
 	if listener == nil {
 		return nil
 	}
-	return r.setCondition(ctx, listener, metav1.ConditionFalse, ReasonNodeLost, d.message, false)
+	return r.setCondition(ctx, listener, metav1.ConditionFalse, v1alpha1.ReasonNodeLost, d.message, false)
 }
 
 // reportReleased tells of a release that just happened (the claim's
 // deletion, once): events on the claim and its Listener, the Listener's
 // condition.
 func (r *reconciler) reportReleased(ctx context.Context, pvc *corev1.PersistentVolumeClaim, listener *v1alpha1.Listener, d decision) error {
-	r.recorder.Eventf(pvc, orNil(listener), corev1.EventTypeNormal, ReasonReleased, "Delete", "%s", d.message)
+	r.recorder.Eventf(pvc, orNil(listener), corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Delete", "%s", d.message)
 	if listener == nil {
 		return nil
 	}
-	r.recorder.Eventf(listener, pvc, corev1.EventTypeNormal, ReasonReleased, "HandOver", "%s", d.message)
-	err := r.setCondition(ctx, listener, metav1.ConditionFalse, ReasonReleased,
+	r.recorder.Eventf(listener, pvc, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "HandOver", "%s", d.message)
+	err := r.setCondition(ctx, listener, metav1.ConditionFalse, v1alpha1.ReasonReleased,
 		fmt.Sprintf("%s; handed over to the claim recreated as %s", d.message, pvc.Name), false)
 	if apierrors.IsConflict(err) {
 		return nil
@@ -76,10 +76,10 @@ func (r *reconciler) reportReleased(ctx context.Context, pvc *corev1.PersistentV
 // NodeLost event already says note: reconciles repeat, and so do leaders;
 // the explanation should not.
 func (r *reconciler) explain(ctx context.Context, regarding client.Object, related runtime.Object, note string) {
-	if r.alreadySays(ctx, regarding, ReasonNodeLost, note) {
+	if r.alreadySays(ctx, regarding, v1alpha1.ReasonNodeLost, note) {
 		return
 	}
-	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, ReasonNodeLost, "Explain", "%s", note)
+	r.recorder.Eventf(regarding, related, corev1.EventTypeWarning, v1alpha1.ReasonNodeLost, "Explain", "%s", note)
 }
 
 // alreadySays reports whether the latest event of reason regarding obj (as
@@ -113,43 +113,24 @@ func lastSeen(e *eventsv1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// setCondition writes the PinnedNodesAvailable condition. onlyIfPresent
-// leaves Listeners that never lost a node without it. The transition time
-// moves when the status or the reason changes (the handover timeout counts
-// from the Released transition).
+// setCondition writes the PinnedNodesAvailable condition (conditions.Apply:
+// its lastTransitionTime moves when its status changes). onlyIfPresent
+// leaves Listeners that never lost a node without it.
 func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, status metav1.ConditionStatus, reason, message string, onlyIfPresent bool) error {
-	old := meta.FindStatusCondition(l.Status.Conditions, ConditionPinnedNodesAvailable)
+	old := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionPinnedNodesAvailable)
 	if old == nil && onlyIfPresent {
 		return nil
 	}
 	if old != nil && old.Status == status && old.Reason == reason && old.Message == message {
 		return nil
 	}
-	t := metav1.NewTime(r.now())
-	if old != nil && old.Status == status && old.Reason == reason {
-		t = old.LastTransitionTime
-	}
-	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&metav1.Condition{
-		Type: ConditionPinnedNodesAvailable, Status: status, Reason: reason, Message: v1alpha1.TruncateMessage(message),
-		ObservedGeneration: l.Generation, LastTransitionTime: t,
-	})
+	cond := &metav1.Condition{Type: v1alpha1.ConditionPinnedNodesAvailable, Status: status, Reason: reason, Message: v1alpha1.TruncateMessage(message)}
+	// This condition alone, under this controller's own field manager: the
+	// Listener controller's fields and conditions are left as they are,
+	// whatever this reconcile's copy of them says.
+	updated, err := conditions.Apply(ctx, r.client, l, cond, StatusFieldManager, r.now())
 	if err != nil {
-		return fmt.Errorf("condition of listener %s/%s: %w", l.Namespace, l.Name, err)
-	}
-	// Server-side apply of this condition alone, under this controller's
-	// own field manager: the Listener controller's fields and conditions
-	// are left as they are, whatever this reconcile's copy of them says.
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
-		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
-		"status":   map[string]any{"conditions": []any{cond}},
-	}}
-	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply condition %s of listener %s/%s: %w", ConditionPinnedNodesAvailable, l.Namespace, l.Name, err)
-	}
-	updated := &v1alpha1.Listener{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, updated); err != nil {
-		return fmt.Errorf("read back listener %s/%s: %w", l.Namespace, l.Name, err)
+		return fmt.Errorf("apply condition %s of listener %s/%s: %w", v1alpha1.ConditionPinnedNodesAvailable, l.Namespace, l.Name, err)
 	}
 	updated.DeepCopyInto(l)
 	return nil

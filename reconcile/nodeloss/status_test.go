@@ -38,7 +38,7 @@ func TestConditionFromStaleCopy(t *testing.T) {
 	})
 
 	r := &reconciler{client: c, now: time.Now}
-	if err := r.setCondition(ctx, stale, metav1.ConditionFalse, ReasonReleased, "released for the test", false); err != nil {
+	if err := r.setCondition(ctx, stale, metav1.ConditionFalse, v1alpha1.ReasonReleased, "released for the test", false); err != nil {
 		t.Fatalf("write the condition from a stale copy: %v", err)
 	}
 	got := &v1alpha1.Listener{}
@@ -49,10 +49,46 @@ func TestConditionFromStaleCopy(t *testing.T) {
 	if ready == nil || ready.Reason != v1alpha1.ReasonNoClass {
 		t.Errorf("Ready %+v after the node-loss write, want the Listener controller's NoClass kept", ready)
 	}
-	if own := meta.FindStatusCondition(got.Status.Conditions, ConditionPinnedNodesAvailable); own == nil || own.Reason != ReasonReleased {
-		t.Errorf("%s %+v, want Released", ConditionPinnedNodesAvailable, own)
+	if own := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionPinnedNodesAvailable); own == nil || own.Reason != v1alpha1.ReasonReleased {
+		t.Errorf("%s %+v, want Released", v1alpha1.ConditionPinnedNodesAvailable, own)
 	}
 	if own := meta.FindStatusCondition(stale.Status.Conditions, v1alpha1.ConditionReady); own == nil {
 		t.Errorf("the copy written from is not brought up to date: %+v", stale.Status.Conditions)
+	}
+}
+
+// TestConditionTransitionTime: PinnedNodesAvailable follows the metav1 rule
+// (meta.SetStatusCondition): its lastTransitionTime moves when its status
+// changes, not when only its reason or message does (NodeLost, then
+// Released, are both False).
+func TestConditionTransitionTime(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	ns := e.Namespace(t, ctx, "t-")
+	c := e.Client
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "transitions", Namespace: ns},
+		Spec: v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}}}}
+	testenv.Create(t, ctx, c, l)
+	start := time.Now().UTC().Truncate(time.Second)
+	now := start
+	r := &reconciler{client: c, now: func() time.Time { return now }}
+	for _, step := range []struct {
+		status    metav1.ConditionStatus
+		reason    string
+		wantSince time.Time
+	}{
+		{metav1.ConditionFalse, v1alpha1.ReasonNodeLost, start},
+		{metav1.ConditionFalse, v1alpha1.ReasonReleased, start},
+		{metav1.ConditionTrue, v1alpha1.ReasonAvailable, start.Add(2 * time.Minute)},
+		{metav1.ConditionTrue, v1alpha1.ReasonAvailable, start.Add(2 * time.Minute)},
+	} {
+		if err := r.setCondition(ctx, l, step.status, step.reason, "at "+now.Format(time.RFC3339), false); err != nil {
+			t.Fatal(err)
+		}
+		got := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionPinnedNodesAvailable)
+		if got == nil || got.Reason != step.reason || !got.LastTransitionTime.Time.Equal(step.wantSince) {
+			t.Errorf("after %s/%s at %s: condition %+v, want lastTransitionTime %s", step.status, step.reason, now, got, step.wantSince)
+		}
+		now = now.Add(time.Minute)
 	}
 }
