@@ -485,4 +485,3 @@ func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Liste
 	}
 	return nodes, nil
 }
-
