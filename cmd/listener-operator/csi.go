@@ -10,7 +10,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,14 +93,8 @@ func (o *csiOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer stopTracing()
-	if node && o.dropCapabilities {
-		var keep []uintptr
-		if o.sealVolumes {
-			keep = append(keep, nodecaps.SysAdmin)
-		}
-		if err := nodecaps.KeepOnly(keep...); err != nil {
-			return fmt.Errorf("drop capabilities (--drop-capabilities=false keeps them): %w", err)
-		}
+	if err := o.dropCaps(); err != nil {
+		return err
 	}
 	var cacheOpts csi.CacheOptions
 	if node {
@@ -119,18 +115,7 @@ func (o *csiOptions) run(ctx context.Context) error {
 	var reader client.Reader = csi.FallbackReader{Cache: cache, Live: live}
 	var scope *csi.ListenerScope
 	if node {
-		// The node plugin watches only the Listeners its volumes publish.
-		watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return fmt.Errorf("create watch client: %w", err)
-		}
-		scope, err = csi.NewListenerScope(csi.ListenerScopeOptions{
-			Base: reader, Client: watcher, MaxWatches: o.maxListenerWatches, Log: log.WithName("listeners"),
-		})
-		if err != nil {
-			return err
-		}
-		if err := scope.RegisterMetrics(metrics.Registry); err != nil {
+		if scope, err = o.listenerScope(cfg, scheme, reader, log); err != nil {
 			return err
 		}
 		reader = scope
@@ -168,32 +153,71 @@ func (o *csiOptions) run(ctx context.Context) error {
 	if healthSrv != nil {
 		g.Go(func() error { return healthSrv.serve(ctx) })
 	}
-	g.Go(func() error {
-		syncCtx, cancel := context.WithTimeout(ctx, o.cacheSyncLimit)
-		defer cancel()
-		if !cache.WaitForCacheSync(syncCtx) {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("caches did not sync within %s: can the service account list ListenerClasses, (controller) Listeners and PersistentVolumes, (node) its Pods and Node?", o.cacheSyncLimit)
-		}
-		// Only now open the socket: the registrar and kubelet see a driver
-		// that can answer.
-		if err := csi.CheckNoOtherPlugin(ctx, o.endpoint); err != nil {
-			return err // e.g. the Stackable node plugin still runs here (docs/migration.md)
-		}
-		lis, err := csi.Listen(o.endpoint)
-		if err != nil {
-			return err
-		}
-		log.Info("serving CSI", "mode", o.mode, "endpoint", o.endpoint, "node", o.nodeName, "version", version.String())
-		health.Serving()
-		// Only with a synced cache: an empty pod list would make every
-		// sealed volume look stale.
-		g.Go(func() error { return srv.RunStaleMountSweeper(ctx) })
-		return srv.Serve(ctx, lis)
-	})
+	g.Go(func() error { return o.serveWhenSynced(ctx, g, cache, srv, health, log) })
 	return g.Wait()
+}
+
+// dropCaps drops the node plugin's capabilities but the one sealing
+// volumes needs (--drop-capabilities).
+func (o *csiOptions) dropCaps() error {
+	if o.mode != "node" || !o.dropCapabilities {
+		return nil
+	}
+	var keep []uintptr
+	if o.sealVolumes {
+		keep = append(keep, nodecaps.SysAdmin)
+	}
+	if err := nodecaps.KeepOnly(keep...); err != nil {
+		return fmt.Errorf("drop capabilities (--drop-capabilities=false keeps them): %w", err)
+	}
+	return nil
+}
+
+// listenerScope is the node plugin's reader of Listeners: it watches only
+// the Listeners its volumes publish.
+func (o *csiOptions) listenerScope(cfg *rest.Config, scheme *runtime.Scheme, base client.Reader, log logr.Logger) (*csi.ListenerScope, error) {
+	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("create watch client: %w", err)
+	}
+	scope, err := csi.NewListenerScope(csi.ListenerScopeOptions{
+		Base: base, Client: watcher, MaxWatches: o.maxListenerWatches, Log: log.WithName("listeners"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return scope, scope.RegisterMetrics(metrics.Registry)
+}
+
+// serveWhenSynced opens the CSI socket once the caches have synced, so that
+// the registrar and kubelet see a driver that can answer, and serves it.
+func (o *csiOptions) serveWhenSynced(ctx context.Context, g *errgroup.Group, cache csiCache, srv *csi.Server, health *csiHealth, log logr.Logger) error {
+	syncCtx, cancel := context.WithTimeout(ctx, o.cacheSyncLimit)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("caches did not sync within %s: can the service account list ListenerClasses, (controller) Listeners and PersistentVolumes, (node) its Pods and Node?", o.cacheSyncLimit)
+	}
+	if err := csi.CheckNoOtherPlugin(ctx, o.endpoint); err != nil {
+		return err // e.g. the Stackable node plugin still runs here (docs/migration.md)
+	}
+	lis, err := csi.Listen(o.endpoint)
+	if err != nil {
+		return err
+	}
+	log.Info("serving CSI", "mode", o.mode, "endpoint", o.endpoint, "node", o.nodeName, "version", version.String())
+	health.Serving()
+	// Only with a synced cache: an empty pod list would make every sealed
+	// volume look stale.
+	g.Go(func() error { return srv.RunStaleMountSweeper(ctx) })
+	return srv.Serve(ctx, lis)
+}
+
+// csiCache is what serveWhenSynced needs of the driver's cache.
+type csiCache interface {
+	WaitForCacheSync(ctx context.Context) bool
 }
 
 // newMetricsServer serves controller-runtime's registry (the driver's
