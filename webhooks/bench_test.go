@@ -14,62 +14,18 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
-
-// BenchmarkPodAdmission is the pod webhook's handler on the admission of a
-// StatefulSet replica: decode, look up its two claims (and the listener
-// claim's pinned volume) in the warm cache, compute the patch.
-func BenchmarkPodAdmission(b *testing.B) {
-	testenv.Require(b, env)
-	ns := namespace(b, nil)
-	statefulSetPodClaims(b, ns)
-	pinnedClaim(b, ns, "listener-web-0-pinned", "node-1")
-	object := strings.ReplaceAll(statefulSetPodJSON, "NS", ns)
-	for _, bc := range []struct{ name, object string }{
-		{"unpinned", object},
-		{"pinned", strings.Replace(object, `"claimName": "listener-web-0"`, `"claimName": "listener-web-0-pinned"`, 1)},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			h := &podMutator{lookup: testLookup, validator: &workloadValidator{lookup: testLookup}}
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				UID: "1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Operation: admissionv1.Create,
-				Namespace: ns, Name: "web-0", Object: runtime.RawExtension{Raw: []byte(bc.object)},
-			}}
-			// Wait for the cache to hold the claims, as it does in steady state.
-			eventually(b, "claims in cache", func() error {
-				if len(h.Handle(b.Context(), req).Patches) == 0 {
-					return errorf("no patch yet")
-				}
-				return nil
-			})
-			b.ReportAllocs()
-			b.ResetTimer()
-			// On a machine shared with other work, ns/op includes waiting
-			// for a core; the process's CPU time per op does not.
-			cpu0 := processCPU(b, os.Getpid())
-			for b.Loop() {
-				if resp := h.Handle(b.Context(), req); len(resp.Patches) == 0 {
-					b.Fatal("no patch")
-				}
-			}
-			b.ReportMetric(float64((processCPU(b, os.Getpid())-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
-	}
-}
 
 // BenchmarkPodCreateThroughAPIServer creates pods of the shape a
 // StatefulSet creates (a listener claim and a data claim) through the API

@@ -35,6 +35,13 @@ type lookup struct {
 	namespaces NamespaceDefaults
 }
 
+// newLookup is the lookup the webhooks run with: cache and live readers,
+// live reads bounded, ordinary claims remembered, namespaces' defaults
+// from namespaces.
+func newLookup(cache, live client.Reader, namespaces NamespaceDefaults) *lookup {
+	return &lookup{cache: cache, live: live, reads: newLiveBounds(), ordinary: newOrdinaryClaims(), namespaces: namespaces}
+}
+
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
 	err := l.cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
