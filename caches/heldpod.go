@@ -245,7 +245,7 @@ func (c heldPods) List(ctx context.Context, list client.ObjectList, opts ...clie
 	return c.Cache.List(ctx, list, opts...)
 }
 
-// withoutUnsafeCopy drops client.UnsafeDisableDeepCopy from opts.
+// withoutUnsafeCopy drops client.UnsafeDisableDeepCopyOption from opts.
 func withoutUnsafeCopy[O any](opts []O) []O {
 	return slices.DeleteFunc(slices.Clone(opts), func(o O) bool {
 		_, unsafe := any(o).(client.UnsafeDisableDeepCopyOption)

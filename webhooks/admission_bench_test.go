@@ -52,21 +52,14 @@ func BenchmarkPodAdmission(b *testing.B) {
 		pinned    bool
 		live      int64 // live reads per admission
 		unbounded bool  // no rate limit on live reads
-		copied    bool  // reads copied out of the cache (not client.UnsafeDisableDeepCopy)
 	}{
 		{name: "steady/unpinned", namespace: ns, object: object},
 		{name: "steady/pinned", namespace: ns, object: strings.Replace(object, `"claimName": "listener-web-0"`, `"claimName": "listener-web-0-pinned"`, 1), pinned: true},
-		{name: "steady/unpinned/reads copied", namespace: ns, object: object, copied: true},
-		{name: "steady/pinned/reads copied", namespace: ns, object: strings.Replace(object, `"claimName": "listener-web-0"`, `"claimName": "listener-web-0-pinned"`, 1), pinned: true, copied: true},
 		{name: "live read", namespace: unmarked, object: strings.ReplaceAll(statefulSetPodJSON, "NS", unmarked), live: 1, unbounded: true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			live := &liveCounter{Reader: testLookup.live}
-			var cache client.Reader = testLookup.cache
-			if bc.copied {
-				cache = copyingReader{cache}
-			}
-			l := newLookup(cache, live, nil)
+			l := newLookup(testLookup.cache, live, nil)
 			if bc.unbounded {
 				l.reads = nil
 			}
@@ -138,30 +131,6 @@ func (c *liveCounter) Get(ctx context.Context, key client.ObjectKey, obj client.
 func (c *liveCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	c.reads.Add(1)
 	return c.Reader.List(ctx, list, opts...)
-}
-
-// copyingReader reads through Reader, always copying out of the cache:
-// client.UnsafeDisableDeepCopy is dropped.
-type copyingReader struct{ client.Reader }
-
-func (c copyingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	var keep []client.GetOption
-	for _, o := range opts {
-		if _, unsafe := o.(client.UnsafeDisableDeepCopyOption); !unsafe {
-			keep = append(keep, o)
-		}
-	}
-	return c.Reader.Get(ctx, key, obj, keep...)
-}
-
-func (c copyingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	var keep []client.ListOption
-	for _, o := range opts {
-		if _, unsafe := o.(client.UnsafeDisableDeepCopyOption); !unsafe {
-			keep = append(keep, o)
-		}
-	}
-	return c.Reader.List(ctx, list, keep...)
 }
 
 // boundPinnedClaim makes the listener claim name in ns (through the API
