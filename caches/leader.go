@@ -185,8 +185,8 @@ func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
 	// At setup, before anything runs: the informers this creates start
 	// with the caches.
 	if err := AddIndexes(context.Background(), view.GetCache(),
-		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Scope: InNamespace, Values: PodNamedClaims},
-		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Scope: AllNamespaces, Values: func(o client.Object) []string {
+		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Values: PodNamedClaims},
+		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Values: func(o client.Object) []string {
 			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
 		}},
 	); err != nil {

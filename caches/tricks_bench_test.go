@@ -1,7 +1,6 @@
 package caches
 
 import (
-	"context"
 	"os"
 	"reflect"
 	"slices"
@@ -51,9 +50,6 @@ func trickConfigs(b *testing.B) []cacheConfig {
 		// Namespaces and PodListeners held by informers of their metadata,
 		// trimmed to what is read, instead of the stores of their own.
 		{name: "metastores-off", webhooks: Webhooks, reconciler: Reconcilers, namespaceInformer: true, podListenersInformer: true},
-		// Every index filed as controller-runtime's IndexField files it
-		// (a namespaced object's values twice), not once (AddIndexes).
-		{name: "indexonce-off", webhooks: Webhooks, reconciler: Reconcilers, indexField: true},
 	}
 	only := os.Getenv("CACHE_CONFIGS")
 	if only == "" {
@@ -198,61 +194,48 @@ func trimNamespaceMetadata(obj any) (any, error) {
 func benchIndexes(webhooks bool) []Index {
 	if !webhooks {
 		return []Index{
-			{Object: &corev1.Service{}, Field: "listener.controller", Scope: InNamespace, Values: func(o client.Object) []string {
+			{Object: &corev1.Service{}, Field: "listener.controller", Values: func(o client.Object) []string {
 				if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "Listener" && names.ServiceName(ref.Name) != o.GetName() {
 					return []string{ref.Name}
 				}
 				return nil
 			}},
-			{Object: &corev1.Pod{}, Field: "pod.node", Scope: AllNamespaces, Values: func(o client.Object) []string {
+			{Object: &corev1.Pod{}, Field: "pod.node", Values: func(o client.Object) []string {
 				if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 					return []string{n}
 				}
 				return nil
 			}},
-			{Object: &corev1.Pod{}, Field: IndexPodClaim, Scope: InNamespace, Values: PodNamedClaims},
+			{Object: &corev1.Pod{}, Field: IndexPodClaim, Values: PodNamedClaims},
 		}
 	}
 	return []Index{
-		{Object: &v1alpha1.Listener{}, Field: "spec.className", Scope: AllNamespaces, Values: func(o client.Object) []string {
+		{Object: &v1alpha1.Listener{}, Field: "spec.className", Values: func(o client.Object) []string {
 			if c := o.(*v1alpha1.Listener).Spec.ClassName; c != nil {
 				return []string{*c}
 			}
 			return nil
 		}},
-		{Object: &v1alpha1.Listener{}, Field: "status.serviceName", Scope: InNamespace, Values: func(o client.Object) []string {
+		{Object: &v1alpha1.Listener{}, Field: "status.serviceName", Values: func(o client.Object) []string {
 			if s := o.(*v1alpha1.Listener).Status.ServiceName; s != "" && s != o.GetName() {
 				return []string{s}
 			}
 			return nil
 		}},
-		{Object: &corev1.PersistentVolumeClaim{}, Field: "claim.listener", Scope: InNamespace, Values: func(o client.Object) []string {
+		{Object: &corev1.PersistentVolumeClaim{}, Field: "claim.listener", Values: func(o client.Object) []string {
 			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Listener != "" && use.Listener != o.GetName() {
 				return []string{use.Listener}
 			}
 			return nil
 		}},
-		{Object: &corev1.PersistentVolumeClaim{}, Field: "claim.class", Scope: AllNamespaces, Values: func(o client.Object) []string {
+		{Object: &corev1.PersistentVolumeClaim{}, Field: "claim.class", Values: func(o client.Object) []string {
 			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
 				return []string{use.Class}
 			}
 			return nil
 		}},
-		{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Scope: AllNamespaces, Values: func(o client.Object) []string {
+		{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Values: func(o client.Object) []string {
 			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
 		}},
 	}
-}
-
-// addIndexes registers indexes on c as cfg says.
-func (cfg cacheConfig) addIndexes(ctx context.Context, c cache.Cache, indexes []Index) error {
-	if !cfg.indexField {
-		return AddIndexes(ctx, c, indexes...)
-	}
-	for _, ix := range indexes {
-		if err := c.IndexField(ctx, ix.Object, ix.Field, ix.Values); err != nil {
-			return err
-		}
-	}
-	return nil
 }

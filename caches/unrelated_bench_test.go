@@ -99,10 +99,6 @@ type cacheConfig struct {
 	// metadata, trimmed to what the pod reconciler reads, instead of
 	// PodListenersHashes.
 	podListenersInformer bool
-	// indexField: the indexes are registered with controller-runtime's
-	// IndexField, which files a namespaced object's values twice, instead
-	// of AddIndexes.
-	indexField bool
 }
 
 // webhookTypes are the types the webhooks' cache holds (webhooks.SetupWithManager
@@ -193,7 +189,7 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 				b.Fatal(err)
 			}
 		}
-		if err := cfg.addIndexes(ctx, c, indexes); err != nil {
+		if err := AddIndexes(ctx, c, indexes...); err != nil {
 			b.Fatal(err)
 		}
 		go func() { _ = c.Start(ctx) }()
