@@ -24,17 +24,15 @@ import (
 // them once. Every other type lives in a cache built with opts that starts
 // only once this replica is elected leader, so a replica that is not the
 // leader serves webhooks and opens no watch on the objects only the
-// reconcilers read (Pods, Services, EndpointSlices, Nodes, PodListeners).
+// reconcilers read (Pods, Services, Nodes).
 func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object) (manager.Manager, error) {
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
 	opts.HTTPClient = mgr.GetHTTPClient()
-	inner, err := cache.New(mgr.GetConfig(), opts)
+	own, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the reconcilers' cache: %w", err)
 	}
-	// The Reconcilers policy holds pods as heldPods (CompactPod).
-	own := heldPods{inner}
 	r := &router{scheme: mgr.GetScheme(), own: own, shared: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{}}
 	for _, obj := range shared {
 		gvk, err := apiutil.GVKForObject(obj, r.scheme)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -298,16 +296,4 @@ func trimPodListenersMetadata(obj any) (any, error) {
 	}
 	internMeta(m)
 	return m, nil
-}
-
-// setByObject sets the policy of obj's type in opts, in place of the one
-// it had: a second key of the same type would leave which one the cache
-// uses to the order of a map.
-func setByObject(opts cache.Options, obj client.Object, by cache.ByObject) {
-	for k := range opts.ByObject {
-		if reflect.TypeOf(k) == reflect.TypeOf(obj) {
-			delete(opts.ByObject, k)
-		}
-	}
-	opts.ByObject[obj] = by
 }

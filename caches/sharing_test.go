@@ -11,15 +11,13 @@ import (
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
-// unsafeRead is the read option that shares the cached object (its type,
-// client.UnsafeDisableDeepCopyOption, is what heldPods drops).
+// unsafeRead is the read option that shares the cached object.
 var unsafeRead = regexp.MustCompile(`client\.UnsafeDisableDeepCopy([^O]|$)`)
 
 // TestReadsAreCopies: no code of the operator reads a cache with
 // client.UnsafeDisableDeepCopy. The caches hold maps and strings that many
 // objects share (intern.go): a read that shared them with the cache would
-// let one write change many cached objects. The reconcilers' own cache
-// drops the option for pods whatever the caller asks (heldPods).
+// let one write change many cached objects.
 func TestReadsAreCopies(t *testing.T) {
 	root := testenv.RepoRoot()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +33,6 @@ import (
 func trickConfigs(b *testing.B) []cacheConfig {
 	all := []cacheConfig{
 		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
-		// Pods held as the *corev1.Pod TrimPod makes, not as heldPods.
-		{name: "heldpod-off", webhooks: Webhooks, reconciler: func() cache.Options {
-			opts := Reconcilers()
-			setByObject(opts, &corev1.Pod{}, cache.ByObject{Label: Marked(), Transform: TrimPod})
-			return opts
-		}},
 		// Every object its own maps (the keys still canonical).
 		{name: "sharedmaps-off", webhooks: after(Webhooks, ownMaps), reconciler: after(Reconcilers, ownMaps)},
 		// Every object its own copy of every string, and its own maps.
@@ -117,7 +110,7 @@ var (
 )
 
 // unshare replaces each map under v (and each string, with strings) by a
-// copy of its own, unexported fields included (a heldPod's).
+// copy of its own.
 func unshare(v reflect.Value, withStrings bool) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -129,11 +122,9 @@ func unshare(v reflect.Value, withStrings bool) {
 			return // its location is global
 		}
 		for i := range v.NumField() {
-			f := v.Field(i)
-			if !f.CanSet() && f.CanAddr() {
-				f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+			if v.Type().Field(i).IsExported() {
+				unshare(v.Field(i), withStrings)
 			}
-			unshare(f, withStrings)
 		}
 	case reflect.Slice:
 		for i := range v.Len() {

@@ -178,12 +178,10 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 	defer cancel()
 	start := func(opts cache.Options, types []client.Object, indexes []Index) cache.Cache {
 		opts.Scheme = env.Scheme
-		inner, err := cache.New(env.Config, opts)
+		c, err := cache.New(env.Config, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		// Pods held as heldPods are indexed as *corev1.Pods.
-		c := cache.Cache(heldPods{inner})
 		for _, t := range types {
 			if _, err := c.GetInformer(ctx, t); err != nil {
 				b.Fatal(err)
