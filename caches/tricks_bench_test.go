@@ -153,9 +153,9 @@ func unshare(v reflect.Value, withStrings bool) {
 	}
 }
 
-// metadataInformerTypes are the informers that hold what the stores of our
-// own hold when metastores-off: namespaces (NamespaceDefaults) in the
-// webhooks' cache, PodListeners (PodListenersHashes) in the reconcilers'.
+// namespacesMetadata is the metadata-only view of namespaces that the
+// webhooks' cache holds when metastores-off, in place of NamespaceDefaults
+// (podListenersMetadata the same for PodListenersHashes).
 func namespacesMetadata() client.Object {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
