@@ -19,18 +19,19 @@
 // managedFields are dropped from everything, from a Service once the
 // operator has applied it: until then the listener reconciler hands the
 // fields its create set over to server-side apply (csaupgrade), which reads
-// them. Claims, volumes and nodes keep only the fields read.
-// EndpointSlices are not cached at all: the nodes a Listener's pods run on
-// come from the pods (the self-signed certificate probe lists its own
-// Service's slices from the API server).
+// them. Claims, volumes and nodes keep only the fields
+// read.
 //
 // What is not a listener's costs nothing: pods, claims, volumes and
 // Services are selected by a label (the listener-volume label, Marked,
 // which the webhooks put on listener pods and claims and the claim
 // reconciler on their volumes; app.kubernetes.io/name=listener, which every
-// Service of the operator carries), so the cluster's others are never sent. Strings that repeat across
-// objects are held once (intern.go). A listener pod is held in a struct of
-// its own, not a corev1.Pod (heldPod, heldpod.go): the reconcilers read it,
-// watch it and index it as the *corev1.Pod TrimPod makes. docs/reconcile.md ("What the
-// controller caches") has the table of what each kind keeps and costs.
+// Service of the operator carries), so the cluster's others are never
+// sent; EndpointSlices are not cached at all. Strings and small label
+// maps that repeat across objects are held once (intern.go): reads from the
+// caches are copies (TestReadsAreCopies), and the webhook and reconciler
+// suites fail if anything writes to a shared map (AuditSharedMaps).
+// docs/reconcile.md ("What the controller caches") has the table of what
+// each kind keeps and costs, docs/benchmarks.md what each of these tricks
+// saves.
 package caches

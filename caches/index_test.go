@@ -2,22 +2,20 @@ package caches
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
-// TestAddIndexes: controller-runtime's cache finds objects through an
-// index AddIndexes filed, in the scope it was filed in, and only there.
+// TestAddIndexes: controller-runtime's cache finds objects through the
+// indexes AddIndexes registers, in a namespace and across namespaces.
 func TestAddIndexes(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx := t.Context()
@@ -43,8 +41,8 @@ func TestAddIndexes(t *testing.T) {
 		return func(o client.Object) []string { return []string{o.GetLabels()[k]} }
 	}
 	if err := AddIndexes(ctx, c,
-		Index{Object: &corev1.Pod{}, Field: "test.claim", Scope: InNamespace, Values: label("claim")},
-		Index{Object: &corev1.Pod{}, Field: "test.node", Scope: AllNamespaces, Values: label("node")},
+		Index{Object: &corev1.Pod{}, Field: "test.claim", Values: label("claim")},
+		Index{Object: &corev1.Pod{}, Field: "test.node", Values: label("node")},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +70,8 @@ func TestAddIndexes(t *testing.T) {
 	}{
 		{"in a namespace", []client.ListOption{client.InNamespace("index-b"), client.MatchingFields{"test.claim": "listener-kafka-1"}}, []string{"index-b/kafka-1"}},
 		{"across namespaces", []client.ListOption{client.MatchingFields{"test.node": "node-1"}}, []string{"index-a/kafka-0", "index-a/kafka-1", "index-b/kafka-0", "index-b/kafka-1"}},
-		{"an in-namespace index across namespaces finds nothing", []client.ListOption{client.MatchingFields{"test.claim": "listener-kafka-1"}}, nil},
-		{"an across-namespaces index in a namespace finds nothing", []client.ListOption{client.InNamespace("index-a"), client.MatchingFields{"test.node": "node-1"}}, nil},
+		{"one value across namespaces", []client.ListOption{client.MatchingFields{"test.claim": "listener-kafka-1"}}, []string{"index-a/kafka-1", "index-b/kafka-1"}},
+		{"in a namespace by a value of several", []client.ListOption{client.InNamespace("index-a"), client.MatchingFields{"test.node": "node-1"}}, []string{"index-a/kafka-0", "index-a/kafka-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testenv.Eventually(t, 10*time.Second, tc.name, func() error {
@@ -82,48 +80,6 @@ func TestAddIndexes(t *testing.T) {
 				}
 				return nil
 			})
-		})
-	}
-}
-
-// BenchmarkIndexCost: heap per object of an informer's store with one index
-// whose value is the object's alone (a Listener's Service, a claim's pods),
-// filed as controller-runtime's IndexField files it (under the namespace
-// and under all namespaces) and as AddIndexes does (once).
-func BenchmarkIndexCost(b *testing.B) {
-	const n = 20000
-	objs := make([]*corev1.Pod, n)
-	for i := range objs {
-		objs[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kafka", Name: fmt.Sprintf("kafka-%05d-listener", i)}}
-	}
-	values := func(o client.Object) []string { return []string{o.GetName()} }
-	both := func(raw any) ([]string, error) {
-		o := raw.(client.Object)
-		return []string{indexKey(o.GetNamespace(), o.GetName()), indexKey("", o.GetName())}, nil
-	}
-	for _, tc := range []struct {
-		name    string
-		indexes toolscache.Indexers
-	}{
-		{"no index", toolscache.Indexers{}},
-		{"IndexField", toolscache.Indexers{"field:x": both}},
-		{"AddIndexes", toolscache.Indexers{"field:x": Index{Field: "x", Scope: InNamespace, Values: values}.indexFunc()}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			var perObject float64
-			for b.Loop() {
-				before := heapInUse()
-				store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, tc.indexes)
-				for _, o := range objs {
-					if err := store.Add(o); err != nil {
-						b.Fatal(err)
-					}
-				}
-				perObject = float64(heapInUse()-before) / n
-				runtime.KeepAlive(store)
-			}
-			b.ReportMetric(perObject, "B/object")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package caches
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -86,6 +87,8 @@ type mapTable[V string | int32] struct {
 	cur, old map[string]map[string]V
 	key      []byte
 	keys     []string
+	// audit keeps every map in cur, none dropped (AuditSharedMaps).
+	audit bool
 }
 
 // mapTableGeneration bounds what the table keeps alive beyond the cached
@@ -117,24 +120,14 @@ func (t *mapTable[V]) get(m map[string]V) map[string]V {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.keys = t.keys[:0]
-	for k := range m {
-		t.keys = append(t.keys, k)
-	}
-	slices.Sort(t.keys)
-	t.key = t.key[:0]
-	for _, k := range t.keys {
-		// Each string after its length: an annotation's value may hold
-		// any byte, and two different maps must never have one key.
-		t.key = appendValue(append(binary.AppendUvarint(t.key, uint64(len(k))), k...), m[k])
-	}
+	t.key = t.encode(t.key[:0], m)
 	if c, ok := t.cur[string(t.key)]; ok {
 		return c
 	}
 	if c, ok := t.old[string(t.key)]; ok {
 		m = c
 	}
-	if len(t.cur) >= mapTableGeneration {
+	if len(t.cur) >= mapTableGeneration && !t.audit {
 		t.old, t.cur = t.cur, nil
 	}
 	if t.cur == nil {
@@ -142,6 +135,64 @@ func (t *mapTable[V]) get(m map[string]V) map[string]V {
 	}
 	t.cur[string(t.key)] = m
 	return m
+}
+
+// encode appends m's key in the table to b: its entries in key order, each
+// string after its length (an annotation's value may hold any byte, and two
+// different maps must never have one key). Called with t.mu held.
+func (t *mapTable[V]) encode(b []byte, m map[string]V) []byte {
+	t.keys = t.keys[:0]
+	for k := range m {
+		t.keys = append(t.keys, k)
+	}
+	slices.Sort(t.keys)
+	for _, k := range t.keys {
+		b = appendValue(append(binary.AppendUvarint(b, uint64(len(k))), k...), m[k])
+	}
+	return b
+}
+
+// changed are the maps the table holds whose content is no longer what
+// they were shared with: something wrote to a map many objects hold.
+func (t *mapTable[V]) changed() []map[string]V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []map[string]V
+	var b []byte
+	for _, gen := range []map[string]map[string]V{t.old, t.cur} {
+		for key, m := range gen {
+			if b = t.encode(b[:0], m); string(b) != key {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// AuditSharedMaps is a test mode: from now on the tables of shared maps
+// keep every map they hand out (they forget the older ones otherwise), and
+// the function it returns fails when any of them is no longer what it was
+// when it was first shared. The webhook and reconciler test suites turn it
+// on before their manager starts and check after their tests: a write
+// through anything a reader got (an event handler's object, an index
+// function's, a read) to a map that many cached objects share fails them.
+func AuditSharedMaps() (check func() error) {
+	for _, t := range []interface{ setAudit() }{sharedMaps, sharedPorts} {
+		t.setAudit()
+	}
+	return func() error {
+		labels, ports := sharedMaps.changed(), sharedPorts.changed()
+		if len(labels)+len(ports) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d shared label or annotation maps and %d shared port maps were written to after they were shared (now %v, %v): every object that holds one changed with it", len(labels), len(ports), labels, ports)
+	}
+}
+
+func (t *mapTable[V]) setAudit() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.audit = true
 }
 
 // valueSize is the bytes of a map value that count against maxSharedBytes.

@@ -30,12 +30,10 @@ func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
 	opts.HTTPClient = mgr.GetHTTPClient()
-	inner, err := cache.New(mgr.GetConfig(), opts)
+	own, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the reconcilers' cache: %w", err)
 	}
-	// The Reconcilers policy holds pods as heldPods (CompactPod).
-	own := heldPods{inner}
 	r := &router{scheme: mgr.GetScheme(), own: own, shared: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{}}
 	for _, obj := range shared {
 		gvk, err := apiutil.GVKForObject(obj, r.scheme)
@@ -186,8 +184,8 @@ func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
 	// At setup, before anything runs: the informers this creates start
 	// with the caches.
 	if err := AddIndexes(context.Background(), view.GetCache(),
-		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Scope: InNamespace, Values: PodNamedClaims},
-		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Scope: AllNamespaces, Values: func(o client.Object) []string {
+		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Values: PodNamedClaims},
+		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Values: func(o client.Object) []string {
 			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
 		}},
 	); err != nil {

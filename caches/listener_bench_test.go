@@ -3,9 +3,7 @@ package caches
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,10 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -161,13 +157,14 @@ var listenerKinds = []struct {
 }
 
 // BenchmarkListenerObjects: heap in use per object of each kind a listener
-// claim brings, with the shipped policy and the previous one (measured in
-// the same process), at two sizes (the slope between them); the sum is the
+// claim brings, with the shipped policy and with each trick off
+// (trickConfigs, measured in the same process), at two sizes (the slope between them); the sum is the
 // cost of one per-claim listener workload on the leader (replica-B/obj: on
 // every replica; leader-inuse-B/obj: the heap spans those bytes keep in
 // use, the room the objects dropped left in them included). Run with
 // -benchtime=1x; LISTENER_SIZES=small,large overrides the sizes,
-// LISTENER_KINDS=Listener,"listener pod" measures only those kinds.
+// LISTENER_KINDS=Listener,"listener pod" measures only those kinds,
+// CACHE_CONFIGS only those configurations.
 func BenchmarkListenerObjects(b *testing.B) {
 	e := testenv.Require(b, env)
 	ctx := context.Background()
@@ -175,10 +172,7 @@ func BenchmarkListenerObjects(b *testing.B) {
 		b.Fatal(err)
 	}
 	sizes := benchSizesFrom(b, "LISTENER_SIZES", []int{1000, 5000})
-	configs := []cacheConfig{
-		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
-		{name: "previous", webhooks: previousWebhooks, reconciler: previousReconcilers, withSlices: true, namespaceInformer: true, podListenersInformer: true},
-	}
+	configs := trickConfigs(b)
 	only := os.Getenv("LISTENER_KINDS") // e.g. "Listener"; empty: every kind
 	for _, k := range listenerKinds {
 		if only != "" && !slices.Contains(strings.Split(only, ","), k.name) {
@@ -282,47 +276,11 @@ func writeStatuses(ctx context.Context, c client.Client, from, n int, newObj fun
 	})
 }
 
-// previousWebhooks and previousReconcilers are the shipped policy as it was
-// at commit 342363d, kept to measure the shipped one against in the same
-// process: the reconcilers held the EndpointSlices of the operator's
-// Services (a NodePort Listener's nodes came from them, not from its pods),
-// PodListeners were held as metadata, a Listener's status held port maps
-// of its own (compactAsBefore), and a pod was held as the *corev1.Pod
-// TrimPod makes (until 2026-11-27; not as a heldPod).
-func previousWebhooks() cache.Options {
-	opts := Webhooks()
-	opts.DefaultTransform = compactAsBefore
-	return opts
-}
-
-// compactAsBefore is Compact as it was until 2026-11-27: a Listener's
-// status kept port maps, node addresses and its Service's name of its own.
-func compactAsBefore(obj any) (any, error) {
-	out, err := Compact(obj)
-	if l, ok := out.(*v1alpha1.Listener); ok {
-		l.Status.ServiceName = strings.Clone(l.Status.ServiceName)
-		l.Status.NodePorts = maps.Clone(l.Status.NodePorts)
-		for i := range l.Status.IngressAddresses {
-			a := &l.Status.IngressAddresses[i]
-			a.Address, a.Ports = strings.Clone(a.Address), maps.Clone(a.Ports)
-		}
-	}
-	return out, err
-}
-
-func previousReconcilers() cache.Options {
-	opts := Reconcilers()
-	setByObject(opts, &corev1.Pod{}, cache.ByObject{Label: Marked(), Transform: TrimPod})
-	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
-	opts.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: ours, Transform: trimSliceAsBefore}
-	opts.ByObject[podListenersMetadata()] = cache.ByObject{Transform: trimPodListenersAsBefore}
-	return opts
-}
-
-// trimPodListenersAsBefore is what the reconcilers kept of a PodListeners
-// while they held them as metadata (until 2026-11-27): its owner, with the
-// UID held in the name's memory, and the operator's annotations.
-func trimPodListenersAsBefore(obj any) (any, error) {
+// trimPodListenersMetadata is what the reconcilers would keep of a
+// PodListeners in an informer of its metadata (as until PodListenersHashes):
+// its owner, with the UID held in the name's memory, and the operator's
+// annotations.
+func trimPodListenersMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
@@ -338,16 +296,4 @@ func trimPodListenersAsBefore(obj any) (any, error) {
 	}
 	internMeta(m)
 	return m, nil
-}
-
-// setByObject sets the policy of obj's type in opts, in place of the one
-// it had: a second key of the same type would leave which one the cache
-// uses to the order of a map.
-func setByObject(opts cache.Options, obj client.Object, by cache.ByObject) {
-	for k := range opts.ByObject {
-		if reflect.TypeOf(k) == reflect.TypeOf(obj) {
-			delete(opts.ByObject, k)
-		}
-	}
-	opts.ByObject[obj] = by
 }

@@ -231,10 +231,7 @@ func Reconcilers() cache.Options {
 	return cache.Options{
 		DefaultTransform: Compact,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {
-				Label:     Marked(),
-				Transform: CompactPod,
-			},
+			&corev1.Pod{}:     {Label: Marked(), Transform: TrimPod},
 			&corev1.Node{}:    {Transform: TrimNode},
 			&corev1.Service{}: {Label: ours, Transform: TrimService},
 		},
@@ -323,10 +320,99 @@ func TrimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	typeMeta := pod.TypeMeta
-	holdPod(pod).fill(pod, false)
-	pod.TypeMeta = typeMeta
+	out := corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta}
+	out.ManagedFields = nil
+	out.OwnerReferences = nil
+	// Pinned-node loss reads a pod's controller and node affinity only
+	// while the pod is Pending (it deletes such a pod, if a controller
+	// recreates it, when its pinned node is gone); a pod bound to a node
+	// is never unbound.
+	pending := pod.Spec.NodeName == ""
+	if ref := metav1.GetControllerOf(pod); ref != nil && pending {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	out.Finalizers = nil
+	out.Annotations = operatorEntries(pod.Annotations)
+	out.Labels = podLabelsRead(pod.Labels)
+	out.Spec.Volumes = claimVolumes(pod.Spec.Volumes)
+	if len(out.Spec.Volumes) > 0 {
+		// A per-claim Listener takes its ports from its pods' containers;
+		// a pod without claims is never asked for them. Read only as one
+		// list in container order (api/ports).
+		out.Spec.Containers = portsOnly(pod.Spec.Containers)
+	}
+	out.Spec.NodeName = pod.Spec.NodeName
+	if a := pod.Spec.Affinity; pending && a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		// What pins a pod to a node; pod (anti-)affinity can be large.
+		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
+	}
+	out.Status.Phase = pod.Status.Phase
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			// Constants: the condition costs no string of its own.
+			out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: conditionStatus(c.Status)}}
+			break
+		}
+	}
+	*pod = out
+	internPod(pod)
 	return pod, nil
+}
+
+// claimVolumes are the volumes backed by a claim: by name, or generic
+// ephemeral, whose claim is "<pod>-<volume>" and which keeps no template
+// (the reconcilers read the claim, not the template, which repeats the
+// claim's annotations and spec in every pod); nil if there are none.
+func claimVolumes(in []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range in {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		case v.Ephemeral != nil:
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+		}
+	}
+	return out
+}
+
+// portsOnly is the ports of every container, in order, as one container
+// named after the first that has any; nil if none has.
+func portsOnly(in []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range in {
+		if len(c.Ports) == 0 {
+			continue
+		}
+		if out == nil {
+			out = []corev1.Container{{Name: c.Name}}
+		}
+		out[0].Ports = append(out[0].Ports, c.Ports...)
+	}
+	return out
+}
+
+// internPod makes the repeated strings of a trimmed pod canonical: its
+// metadata, node, phase, volume, container and port names, protocols and
+// node affinity.
+func internPod(p *corev1.Pod) {
+	internMeta(&p.ObjectMeta)
+	internString(&p.Spec.NodeName)
+	internString(&p.Status.Phase)
+	for i := range p.Spec.Volumes {
+		internString(&p.Spec.Volumes[i].Name)
+	}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		internString(&c.Name)
+		for j := range c.Ports {
+			internString(&c.Ports[j].Name)
+			internString(&c.Ports[j].Protocol)
+		}
+	}
+	if a := p.Spec.Affinity; a != nil {
+		internNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
 }
 
 // TrimNode keeps of a Node what the reconcilers read: its metadata without

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,13 +92,12 @@ func eachObject(from, n int, do func(i int) error) error {
 type cacheConfig struct {
 	name                 string
 	webhooks, reconciler func() cache.Options
-	// withSlices: the reconcilers also hold EndpointSlices, as they did
-	// until the nodes of a Listener's pods came from the pods.
-	withSlices bool
-	// namespaceInformer: the webhooks' cache holds Namespaces, as it did
-	// until NamespaceDefaults kept only their default classes.
-	namespaceInformer bool // podListenersInformer: the reconcilers' cache holds PodListeners as
-	// metadata, as it did until PodListenersHashes kept only their hashes.
+	// namespaceInformer: the webhooks' cache holds the namespaces' metadata,
+	// trimmed to what the claim webhook reads, instead of NamespaceDefaults.
+	namespaceInformer bool
+	// podListenersInformer: the reconcilers' cache holds PodListeners'
+	// metadata, trimmed to what the pod reconciler reads, instead of
+	// PodListenersHashes.
 	podListenersInformer bool
 }
 
@@ -178,7 +176,7 @@ func medianHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) {
 func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := func(opts cache.Options, types []client.Object) cache.Cache {
+	start := func(opts cache.Options, types []client.Object, indexes []Index) cache.Cache {
 		opts.Scheme = env.Scheme
 		c, err := cache.New(env.Config, opts)
 		if err != nil {
@@ -189,6 +187,9 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 				b.Fatal(err)
 			}
 		}
+		if err := AddIndexes(ctx, c, indexes...); err != nil {
+			b.Fatal(err)
+		}
 		go func() { _ = c.Start(ctx) }()
 		if !c.WaitForCacheSync(ctx) {
 			b.Fatal("cache did not sync")
@@ -197,9 +198,11 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 	}
 	before := settledHeap()
 	types := webhookTypes
+	wopts, ropts := cfg.webhooks(), cfg.reconciler()
 	var namespaces *NamespaceDefaults
 	if cfg.namespaceInformer {
-		types = append(slices.Clip(types), &corev1.Namespace{})
+		types = append(slices.Clip(types), namespacesMetadata())
+		wopts.ByObject[namespacesMetadata()] = cache.ByObject{Transform: trimNamespaceMetadata}
 	} else {
 		var err error
 		if namespaces, err = NewNamespaceDefaults(env.Config, nil); err != nil {
@@ -210,15 +213,13 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 			b.Fatal("namespaces not listed")
 		}
 	}
-	w := start(cfg.webhooks(), types)
+	w := start(wopts, types, benchIndexes(true))
 	mid := settledHeap()
 	kinds := reconcilerTypes
-	if cfg.withSlices {
-		kinds = append(slices.Clip(kinds), &discoveryv1.EndpointSlice{})
-	}
 	var hashes *PodListenersHashes
 	if cfg.podListenersInformer {
 		kinds = append(slices.Clip(kinds), podListenersMetadata())
+		ropts.ByObject[podListenersMetadata()] = cache.ByObject{Transform: trimPodListenersMetadata}
 	} else {
 		var err error
 		if hashes, err = NewPodListenersHashes(env.Config, nil); err != nil {
@@ -231,7 +232,7 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 			b.Fatal(err)
 		}
 	}
-	r := start(cfg.reconciler(), kinds)
+	r := start(ropts, kinds, benchIndexes(false))
 	after := settledHeap()
 	runtime.KeepAlive(w)
 	runtime.KeepAlive(r)
@@ -245,10 +246,11 @@ func replicaHeaps(b *testing.B, cfg cacheConfig) (webhooks, leader heapReading) 
 // kubectl's last-applied copy, static volumes of another driver, Services,
 // EndpointSlices, nodes, namespaces), at two sizes of that kind (the slope between
 // them, other kinds unchanged), on every replica (the webhooks' cache) and
-// on the leader (both caches), with the policy as shipped and as it was
-// before issue 23 (beforeIssue23), measured in the same process. Run with
+// on the leader (both caches), with the policy as shipped and with each
+// trick off (trickConfigs), measured in the same process. Run with
 // -benchtime=1x; UNRELATED_SIZES=small,large overrides the sizes,
-// UNRELATED_KINDS=claim,volume measures only those kinds.
+// UNRELATED_KINDS=claim,volume measures only those kinds, CACHE_CONFIGS
+// only those configurations.
 func BenchmarkUnrelatedObjects(b *testing.B) {
 	e := testenv.Require(b, env)
 	ctx := context.Background()
@@ -256,10 +258,7 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 		b.Fatal(err)
 	}
 	sizes := benchSizesFrom(b, "UNRELATED_SIZES", []int{2000, 10000})
-	configs := []cacheConfig{
-		{name: "shipped", webhooks: Webhooks, reconciler: Reconcilers},
-		{name: "before", webhooks: beforeIssue23Webhooks, reconciler: beforeIssue23Reconcilers, withSlices: true, namespaceInformer: true, podListenersInformer: true},
-	}
+	configs := trickConfigs(b)
 	only := os.Getenv("UNRELATED_KINDS") // e.g. "claim,volume"; empty: every kind
 	for _, k := range unrelatedKinds {
 		if only != "" && !slices.Contains(strings.Split(only, ","), k.name) {
@@ -309,85 +308,4 @@ func benchSizesFrom(b *testing.B, name string, def []int) []int {
 		b.Fatalf("%s=%q: want small,large", name, v)
 	}
 	return []int{s, l}
-}
-
-// beforeIssue23Webhooks and beforeIssue23Reconcilers are the cache policy
-// as it was before issue 23 (commit b7a7bf5), kept to measure the shipped
-// one against in the same process: every claim and volume kept its
-// metadata, every Service and EndpointSlice was held, nodes kept all but
-// their images.
-func beforeIssue23Webhooks() cache.Options {
-	return cache.Options{
-		DefaultTransform: StripManagedFields,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.PersistentVolumeClaim{}: {Transform: func(obj any) (any, error) {
-				c, ok := obj.(*corev1.PersistentVolumeClaim)
-				if !ok {
-					return obj, nil
-				}
-				out := &corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: c.ObjectMeta}
-				out.ManagedFields = nil
-				out.Spec.StorageClassName = c.Spec.StorageClassName
-				out.Spec.VolumeName = c.Spec.VolumeName
-				out.Status.Phase = c.Status.Phase
-				return out, nil
-			}},
-			&corev1.PersistentVolume{}: {Transform: func(obj any) (any, error) {
-				pv, ok := obj.(*corev1.PersistentVolume)
-				if !ok {
-					return obj, nil
-				}
-				out := &corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
-				out.ManagedFields = nil
-				out.Spec.ClaimRef = pv.Spec.ClaimRef
-				out.Spec.NodeAffinity = pv.Spec.NodeAffinity
-				out.Spec.StorageClassName = pv.Spec.StorageClassName
-				if src := pv.Spec.CSI; src != nil {
-					out.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: src.Driver, VolumeHandle: src.VolumeHandle}
-				}
-				out.Status.Phase = pv.Status.Phase
-				return out, nil
-			}},
-		},
-	}
-}
-
-func beforeIssue23Reconcilers() cache.Options {
-	opts := Reconcilers()
-	opts.ByObject[&corev1.Node{}] = cache.ByObject{Transform: func(obj any) (any, error) {
-		if n, ok := obj.(*corev1.Node); ok {
-			n.ManagedFields = nil
-			n.Status.Images = nil
-		}
-		return obj, nil
-	}}
-	for obj, by := range opts.ByObject {
-		switch obj.(type) {
-		case *corev1.Service:
-			by.Label = nil
-			opts.ByObject[obj] = by
-		}
-	}
-	opts.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Transform: trimSliceAsBefore}
-	return opts
-}
-
-// trimSliceAsBefore is what the reconcilers kept of an EndpointSlice while
-// they held them (until 2026-11-27): its identity, its Service's name and,
-// of each endpoint, its node and conditions.
-func trimSliceAsBefore(obj any) (any, error) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return obj, nil
-	}
-	out := discoveryv1.EndpointSlice{TypeMeta: s.TypeMeta, ObjectMeta: minimalMeta(s.ObjectMeta), AddressType: s.AddressType}
-	if svc, ok := s.Labels[discoveryv1.LabelServiceName]; ok {
-		out.Labels = map[string]string{discoveryv1.LabelServiceName: inName(svc, out.Name)}
-	}
-	for _, ep := range s.Endpoints {
-		out.Endpoints = append(out.Endpoints, discoveryv1.Endpoint{NodeName: ep.NodeName, Conditions: ep.Conditions})
-	}
-	*s = out
-	internMeta(&s.ObjectMeta)
-	return s, nil
 }

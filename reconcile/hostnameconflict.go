@@ -102,7 +102,7 @@ func hostnameClaimants(ctx context.Context, c client.Reader, host string) ([]cla
 	var cs []claimant
 	seen := map[types.NamespacedName]bool{}
 	var svcs corev1.ServiceList
-	if err := c.List(ctx, &svcs, client.MatchingFields{indexServiceHostname: host}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &svcs, client.MatchingFields{indexServiceHostname: host}); err != nil {
 		return nil, fmt.Errorf("list services publishing %s: %w", host, err)
 	}
 	for i := range svcs.Items {
@@ -123,7 +123,7 @@ func hostnameClaimants(ctx context.Context, c client.Reader, host string) ([]cla
 		cs = append(cs, claimant{key: key, created: l.CreationTimestamp, carries: true})
 	}
 	var classes v1alpha1.ListenerClassList
-	if err := c.List(ctx, &classes, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &classes); err != nil {
 		return nil, fmt.Errorf("list listener classes: %w", err)
 	}
 	for i := range classes.Items {
@@ -169,7 +169,7 @@ func listenersOfClassNamed(ctx context.Context, c client.Reader, class string, n
 		return []*v1alpha1.Listener{l}, nil
 	}
 	var list v1alpha1.ListenerList
-	if err := c.List(ctx, &list, client.MatchingFields{indexListenerClass: class}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &list, client.MatchingFields{indexListenerClass: class}); err != nil {
 		return nil, fmt.Errorf("list listeners of class %s: %w", class, err)
 	}
 	var out []*v1alpha1.Listener

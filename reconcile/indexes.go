@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -42,9 +41,9 @@ const (
 	indexPVNode = caches.IndexVolumeNode
 )
 
-func addIndexes(ctx context.Context, informers cache.Informers) error {
-	return caches.AddIndexes(ctx, informers,
-		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerClass, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
+func addIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	return caches.AddIndexes(ctx, indexer,
+		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerClass, Values: func(o client.Object) []string {
 			if c := o.(*v1alpha1.Listener).Spec.ClassName; c != nil {
 				return []string{*c}
 			}
@@ -52,25 +51,25 @@ func addIndexes(ctx context.Context, informers cache.Informers) error {
 		}},
 		// Only the names other than the Listener's own: a Listener is found
 		// by its own name with a read (listenersOfService).
-		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerServiceName, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerServiceName, Values: func(o client.Object) []string {
 			return otherThan(o.GetName(), listenerServiceNames(o.(*v1alpha1.Listener)))
 		}},
 		// Only shortened labels (namecollision.go).
-		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerPodLabel, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+		caches.Index{Object: &v1alpha1.Listener{}, Field: indexListenerPodLabel, Values: func(o client.Object) []string {
 			return shortenedPodLabel(o.GetName())
 		}},
 		// Only Services under another name than their Listener's Service
 		// name (servicesOfListener reads that one by name).
-		caches.Index{Object: &corev1.Service{}, Field: indexServiceOwner, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+		caches.Index{Object: &corev1.Service{}, Field: indexServiceOwner, Values: func(o client.Object) []string {
 			if owner := controlledByListener(o); owner != "" && names.ServiceName(owner) != o.GetName() {
 				return []string{owner}
 			}
 			return nil
 		}},
-		caches.Index{Object: &corev1.Service{}, Field: indexServiceHostname, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
+		caches.Index{Object: &corev1.Service{}, Field: indexServiceHostname, Values: func(o client.Object) []string {
 			return hostnamesOf(o)
 		}},
-		caches.Index{Object: &corev1.Pod{}, Field: indexPodNode, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
+		caches.Index{Object: &corev1.Pod{}, Field: indexPodNode, Values: func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 				return []string{n}
 			}
@@ -78,7 +77,7 @@ func addIndexes(ctx context.Context, informers cache.Informers) error {
 		}},
 		// Only claims of a Listener of another name: a per-claim Listener's
 		// claim has its name (claimsOfListener reads it by name).
-		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimListener, Scope: caches.InNamespace, Values: func(o client.Object) []string {
+		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimListener, Values: func(o client.Object) []string {
 			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok && name != o.GetName() {
 				return []string{name}
 			}

@@ -125,6 +125,7 @@ func testOptions() Options {
 // garbage collector and PVC protection, so deleting a claim cascades as in a
 // cluster) and the manager, runs the tests and stops both.
 func TestMain(m *testing.M) {
+	sharedMapsChanged = caches.AuditSharedMaps()
 	testenv.MainWithManager(m, &env, testenv.Options{
 		ControllerManager: []string{"garbagecollector", "pvc-protection"},
 		// Room for the benchmark's thousands of Services.
@@ -151,6 +152,20 @@ func TestMain(m *testing.M) {
 			return leader, SetupWithManager(leader, testOptions())
 		},
 	})
+}
+
+// sharedMapsChanged checks that nothing wrote to a map that cached objects
+// share (caches.AuditSharedMaps, on from the start).
+var sharedMapsChanged func() error
+
+// TestSharedMapsUnchanged: no reconciler wrote to a map that cached
+// objects share. The package's only parallel test, it runs after all the
+// others (while the manager still runs).
+func TestSharedMapsUnchanged(t *testing.T) {
+	t.Parallel()
+	if err := sharedMapsChanged(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // installCertManagerCRDs installs cert-manager's Certificate and issuer

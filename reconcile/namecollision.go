@@ -48,7 +48,7 @@ func sameNames(ctx context.Context, c client.Reader, namespace, name string) ([]
 	var out []v1alpha1.Listener
 	for _, q := range []client.MatchingFields{{indexListenerServiceName: svc}, {indexListenerPodLabel: label}} {
 		var list v1alpha1.ListenerList
-		if err := c.List(ctx, &list, client.InNamespace(namespace), q, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, &list, client.InNamespace(namespace), q); err != nil {
 			return nil, fmt.Errorf("list listeners of namespace %s by name: %w", namespace, err)
 		}
 		out = append(out, list.Items...)
@@ -58,7 +58,7 @@ func sameNames(ctx context.Context, c client.Reader, namespace, name string) ([]
 			continue
 		}
 		l := &v1alpha1.Listener{}
-		switch err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: other}, l, client.UnsafeDisableDeepCopy); {
+		switch err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: other}, l); {
 		case err == nil:
 			out = append(out, *l)
 		case !apierrors.IsNotFound(err):

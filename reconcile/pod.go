@@ -184,8 +184,7 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 func statefulSetPod(ctx context.Context, c client.Reader, pvc *corev1.PersistentVolumeClaim, listener string) string {
 	return claims.SelectedPod(pvc.Name, pvc.Annotations, func() (map[string]string, bool) {
 		l := &v1alpha1.Listener{}
-		// Read only, from the cache: no deep copy.
-		err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l, client.UnsafeDisableDeepCopy)
+		err := c.Get(ctx, types.NamespacedName{Namespace: pvc.Namespace, Name: listener}, l)
 		return l.Annotations, err == nil
 	})
 }

@@ -80,7 +80,7 @@ func controllingClaim(ctx context.Context, c client.Reader, l *v1alpha1.Listener
 		return nil, nil
 	}
 	claim := &corev1.PersistentVolumeClaim{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, claim, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: owner.Name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

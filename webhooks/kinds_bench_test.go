@@ -34,7 +34,9 @@ var stsStored = strings.Replace(stsManifest, `"storage": "1Gi"}}}}]`,
 // StatefulSet by a server-side apply of its manifest (the injected claim
 // template comes back from the old object, the template's labels are
 // completed). allocs/op counts, among others, how often each object is
-// decoded.
+// decoded. The handlers run with the lookup the webhooks run with
+// (newLookup), in steady state: before timing, one admission makes no
+// live read, and none does while timed.
 func BenchmarkAdmissionByKind(b *testing.B) {
 	e := testenv.Require(b, env)
 	ns := namespace(b, nil)
@@ -42,6 +44,8 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 	if err := e.Client.Create(b.Context(), shared); err != nil {
 		b.Fatal(err)
 	}
+	live := &liveCounter{Reader: testLookup.live}
+	l := newLookup(testLookup.cache, live, nil)
 	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	stsKind := metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
 	ephemeralPod := `{"metadata": {"name": "p", "labels": {"app": "p"}}, "spec": {
@@ -56,9 +60,9 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 		op       admissionv1.Operation
 		obj, old string
 	}{
-		{"pod with ephemeral listener volume", &podMutator{lookup: testLookup, validator: &workloadValidator{lookup: testLookup}}, podKind, admissionv1.Create, ephemeralPod, ""},
-		{"StatefulSet create", &statefulSetMutator{lookup: testLookup}, stsKind, admissionv1.Create, stsManifest, ""},
-		{"StatefulSet update by its manifest", &statefulSetMutator{lookup: testLookup}, stsKind, admissionv1.Update, stsManifest, stsStored},
+		{"pod with ephemeral listener volume", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create, ephemeralPod, ""},
+		{"StatefulSet create", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Create, stsManifest, ""},
+		{"StatefulSet update by its manifest", &statefulSetMutator{lookup: l}, stsKind, admissionv1.Update, stsManifest, stsStored},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -68,18 +72,25 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 			if bc.old != "" {
 				req.OldObject = runtime.RawExtension{Raw: []byte(bc.old)}
 			}
-			eventually(b, "a patch", func() error {
+			eventually(b, "a patch without live reads", func() error {
+				before := live.reads.Load()
 				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
 					return errorf("not patched yet: %+v", resp.Result)
+				}
+				if n := live.reads.Load() - before; n != 0 {
+					return errorf("%d live reads per admission, want none", n)
 				}
 				return nil
 			})
 			b.ReportAllocs()
-			b.ResetTimer()
+			reads0 := live.reads.Load()
 			for b.Loop() {
 				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
 					b.Fatal("no patch")
 				}
+			}
+			if n := live.reads.Load() - reads0; n != 0 {
+				b.Fatalf("%d live reads while timed, want none", n)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -59,7 +58,7 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 // class.
 func (v *classValidator) users(ctx context.Context, class string) (validation.ClassUsers, error) {
 	var listeners v1alpha1.ListenerList
-	if err := v.lookup.cache.List(ctx, &listeners, client.UnsafeDisableDeepCopy); err != nil {
+	if err := v.lookup.cache.List(ctx, &listeners); err != nil {
 		return nil, fmt.Errorf("list Listeners: %w", err)
 	}
 	users := validation.ClassUsers{}
@@ -73,7 +72,7 @@ func (v *classValidator) users(ctx context.Context, class string) (validation.Cl
 		}
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := v.lookup.cache.List(ctx, &pvcs, client.UnsafeDisableDeepCopy); err != nil {
+	if err := v.lookup.cache.List(ctx, &pvcs); err != nil {
 		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
 	for _, c := range pvcs.Items {

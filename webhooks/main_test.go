@@ -105,6 +105,9 @@ func run(m *testing.M) (int, error) {
 	}
 	defer func() { _ = e.Stop() }()
 
+	// No handler may write to a map that cached objects share: checked
+	// after the tests (caches.AuditSharedMaps).
+	sharedMapsChanged := caches.AuditSharedMaps()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopped, err := startManager(ctx, e)
@@ -120,6 +123,10 @@ func run(m *testing.M) (int, error) {
 	code := m.Run()
 	cancel()
 	<-stopped
+	if err := sharedMapsChanged(); err != nil {
+		fmt.Fprintf(os.Stderr, "webhooks tests: %v\n", err)
+		code = 1
+	}
 	return code, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
 )
@@ -95,7 +94,7 @@ func (o *ordinaryClaims) add(key types.NamespacedName) {
 // cache lacks and a live read does not find (or may not read: the bounds)
 // is NotFound.
 func (l *lookup) claim(ctx context.Context, key types.NamespacedName, c *corev1.PersistentVolumeClaim) (ordinary bool, err error) {
-	err = l.cache.Get(ctx, key, c, client.UnsafeDisableDeepCopy)
+	err = l.cache.Get(ctx, key, c)
 	if !apierrors.IsNotFound(err) {
 		return false, err
 	}

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
@@ -287,7 +286,7 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (podClai
 		// only: a Listener made a moment ago was made from this claim.
 		out.statefulSetPod = claims.SelectedPod(name, c.Annotations, func() (map[string]string, bool) {
 			var l v1alpha1.Listener
-			err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: out.listener}, &l, client.UnsafeDisableDeepCopy)
+			err := m.lookup.cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: out.listener}, &l)
 			return l.Annotations, err == nil
 		})
 	}

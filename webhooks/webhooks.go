@@ -54,7 +54,7 @@ type NamespaceDefaults interface {
 // It runs on every replica, leader or not. namespaces answers what the
 // claim webhook asks of namespaces; the caller runs it.
 func SetupWithManager(mgr ctrl.Manager, namespaces NamespaceDefaults) error {
-	l := &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), reads: newLiveBounds(), ordinary: newOrdinaryClaims(), namespaces: namespaces}
+	l := newLookup(mgr.GetCache(), mgr.GetAPIReader(), namespaces)
 	// Start the informers now, so that the first admission does not wait
 	// for a cache to fill.
 	ctx := context.Background()

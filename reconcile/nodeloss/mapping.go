@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -60,9 +59,9 @@ func watch(b *builder.Builder, c client.Reader) *builder.Builder {
 
 // addIndexes registers the index the mapping lists by that reconcile does
 // not share.
-func addIndexes(ctx context.Context, informers cache.Informers) error {
-	return caches.AddIndexes(ctx, informers,
-		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimClass, Scope: caches.AllNamespaces, Values: func(o client.Object) []string {
+func addIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	return caches.AddIndexes(ctx, indexer,
+		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimClass, Values: func(o client.Object) []string {
 			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
 				return []string{use.Class}
 			}
