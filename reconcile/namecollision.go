@@ -30,10 +30,16 @@ import (
 // (not the Listener's own name), which few names are.
 const indexListenerPodLabel = "listener.podSelectorLabel"
 
-// shortenedPodLabel is the index value of a Listener named name: its pod
-// selector label without the prefix, when that is not its name.
+// podLabelName is a Listener's pod selector label without its prefix:
+// its name, or the shortened form of it.
+func podLabelName(name string) string {
+	return strings.TrimPrefix(names.PodSelectorLabel(name), v1alpha1.PodSelectorLabelPrefix)
+}
+
+// shortenedPodLabel is the index value of a Listener named name: its
+// podLabelName, when that is not its name.
 func shortenedPodLabel(name string) []string {
-	if l := strings.TrimPrefix(names.PodSelectorLabel(name), v1alpha1.PodSelectorLabelPrefix); l != name {
+	if l := podLabelName(name); l != name {
 		return []string{l}
 	}
 	return nil
@@ -44,7 +50,7 @@ func shortenedPodLabel(name string) []string {
 // and those named like them. validation.NameCollisions decides.
 func sameNames(ctx context.Context, c client.Reader, namespace, name string) ([]v1alpha1.Listener, error) {
 	svc := names.ServiceName(name)
-	label := strings.TrimPrefix(names.PodSelectorLabel(name), v1alpha1.PodSelectorLabelPrefix)
+	label := podLabelName(name)
 	var out []v1alpha1.Listener
 	for _, q := range []client.MatchingFields{{indexListenerServiceName: svc}, {indexListenerPodLabel: label}} {
 		var list v1alpha1.ListenerList

@@ -72,8 +72,8 @@ func refusedSelectionMessage(claim string, b claims.ByName, tmpl string) string 
 	return fmt.Sprintf("claim %s, annotated %s: %s, %s", claim, v1alpha1.AnnotationStatefulSetClaimTemplate, tmpl, b.Refusal(claim))
 }
 
-// controllingClaim is the claim that controls l (from the cache, shared
-// with it: read only), nil when none does or it is gone.
+// controllingClaim is the claim that controls l (a copy from the cache),
+// nil when none does or it is gone.
 func controllingClaim(ctx context.Context, c client.Reader, l *v1alpha1.Listener) (*corev1.PersistentVolumeClaim, error) {
 	owner := metav1.GetControllerOf(l)
 	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
