@@ -60,11 +60,13 @@ func tenantMetadataWarnings(lc *v1alpha1.ListenerClass) []string {
 }
 
 // ListenerAgainstClass is the one rule, for the webhook, on what a
-// Listener of class (nil when it does not exist) puts on its Service: the
-// errors refuse the Listener (overrides the class does not allow, see
-// ListenerOverrides), the warnings say which of its own labels (or its
-// claim's) stay off the Service, or reach it only because the class is in
-// mode Warn. The reconciler applies the same service.Service.
+// Listener of class (nil when it does not exist) puts on its Service. The
+// errors refuse the Listener: each objectOverrides item must decode
+// strictly and name apiVersion and kind, and, with a class, the Service
+// that results keeps what the class decides. The warnings say which of its
+// own labels (or its claim's) stay off the Service, or reach it only
+// because the class is in mode Warn. The reconciler applies the same
+// service.Service (TestTenantInputAgreement).
 func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (field.ErrorList, []string) {
 	errs := overridesDecode(l, class == nil)
 	if class == nil {

@@ -248,17 +248,6 @@ func childPath(path *field.Path, name string, more ...string) *field.Path {
 	return path.Child(name, more...)
 }
 
-// ListenerOverrides checks a Listener's objectOverrides: each is read by the
-// one strict decoder and must name apiVersion and kind; with its class
-// (nil when it does not exist), the Service that results must keep what the
-// class decides (service.Service: exposure fields and the fields the class
-// locks). The reconciler applies the same service.Service to Listeners
-// that got in while the webhooks were down, without the refused parts.
-func ListenerOverrides(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) field.ErrorList {
-	errs, _ := ListenerAgainstClass(l, class)
-	return errs
-}
-
 // OptIn checks the annotations of an opted-in object (a StatefulSet, a bare
 // pod, or a pod template labelled listeners.stackable.tech/enabled) at path:
 // they pick the listener volume's class or shared Listener, and the class

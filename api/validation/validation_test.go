@@ -330,7 +330,10 @@ func TestListenerOverrides(t *testing.T) {
 		{"override not an object", internal, `"x"`,
 			`spec.objectOverrides[0]: Invalid value: "\"x\"": must be a JSON object, a partial object such as {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "..."}, "spec": {...}}`},
 	} {
-		t.Run(tc.name, func(t *testing.T) { check(t, ListenerOverrides(override(tc.override), tc.class), tc.want) })
+		t.Run(tc.name, func(t *testing.T) {
+			errs, _ := ListenerAgainstClass(override(tc.override), tc.class)
+			check(t, errs, tc.want)
+		})
 	}
 }
 
