@@ -416,7 +416,8 @@ func internPod(p *corev1.Pod) {
 }
 
 // TrimNode keeps of a Node what the reconcilers read: its metadata without
-// managedFields, annotations (kubeadm's, the CNI's, the CSI node IDs) and
+// managedFields, annotations (kubeadm's, the CNI's, the CSI node IDs; only
+// the operator's node address annotation stays) and
 // the labels of other tools (a cloud node has dozens: instance type, zone,
 // node pool, the kubelet's); of the labels only the operator's, among them
 // the CSI topology label the node plugin's registration adds (the
@@ -431,6 +432,11 @@ func TrimNode(obj any) (any, error) {
 	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta}
 	out.ManagedFields = nil
 	out.Annotations = nil
+	// The one annotation address selection reads (nodeAddress: Annotation):
+	// a fixed key, so what a node keeps does not depend on the classes.
+	if v, ok := n.Annotations[v1alpha1.AnnotationNodeAddress]; ok {
+		out.Annotations = map[string]string{v1alpha1.AnnotationNodeAddress: v}
+	}
 	out.Labels = operatorEntries(n.Labels)
 	out.Spec.Unschedulable = n.Spec.Unschedulable
 	out.Spec.Taints = n.Spec.Taints

@@ -166,7 +166,8 @@ func TestTrimsReuseTheDecodedObject(t *testing.T) {
 
 func TestTrimNodeAndStripManagedFields(t *testing.T) {
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
+			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", v1alpha1.AnnotationNodeAddress: "203.0.113.9"}},
 		Status: corev1.NodeStatus{
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 			Images:    []corev1.ContainerImage{{Names: []string{"big"}}},
@@ -176,6 +177,11 @@ func TestTrimNodeAndStripManagedFields(t *testing.T) {
 	gn := got.(*corev1.Node)
 	if gn.ManagedFields != nil || gn.Status.Images != nil || len(gn.Status.Addresses) != 1 {
 		t.Fatalf("trimmed node: %+v", gn)
+	}
+	// The node address annotation (nodeAddress: Annotation) is read; the
+	// others are not.
+	if len(gn.Annotations) != 1 || gn.Annotations[v1alpha1.AnnotationNodeAddress] != "203.0.113.9" {
+		t.Fatalf("trimmed node annotations: %v, want only %s", gn.Annotations, v1alpha1.AnnotationNodeAddress)
 	}
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
 	got, _ = StripManagedFields(pvc)

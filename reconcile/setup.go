@@ -125,14 +125,16 @@ func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.Eve
 }
 
 // nodeAddressesChanged passes node events that can change a published
-// address: a node appearing, going, or changing its addresses (not the
-// heartbeats that update nodes every few seconds).
+// address: a node appearing, going, or changing its addresses or its node
+// address annotation (not the heartbeats that update nodes every few
+// seconds).
 func nodeAddressesChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldN, ok1 := e.ObjectOld.(*corev1.Node)
 			newN, ok2 := e.ObjectNew.(*corev1.Node)
-			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(oldN.Status.Addresses, newN.Status.Addresses)
+			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(oldN.Status.Addresses, newN.Status.Addresses) ||
+				oldN.Annotations[v1alpha1.AnnotationNodeAddress] != newN.Annotations[v1alpha1.AnnotationNodeAddress]
 		},
 	}
 }

@@ -45,9 +45,12 @@ func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
 			st.NodePorts = np
 		}
 	}
+	if o.class.Spec.HasFamilies() {
+		st.IPFamilies = o.svc.Spec.IPFamilies
+	}
 	switch o.class.Spec.ServiceType {
 	case v1alpha1.ServiceTypeNodePort:
-		st.IngressAddresses = addresses.NodePortIngress(o.svc, o.nodes, pref)
+		st.IngressAddresses, _ = addresses.NodePortIngress(o.svc, o.nodes, addresses.NodeRuleOf(&o.class.Spec, st.IPFamilies))
 		if len(st.IngressAddresses) == 0 {
 			return st, verdict{reason: v1alpha1.ReasonNoNodes, message: fmt.Sprintf("no node with an address serves Service %s yet (no ready endpoints and no pinned volumes)", o.svc.Name)}
 		}

@@ -76,6 +76,7 @@ func leftoverFields(got, want v1alpha1.ListenerStatus) []string {
 		{"className", got.ClassName, want.ClassName},
 		{"ingressAddresses", got.IngressAddresses, want.IngressAddresses},
 		{"nodePorts", got.NodePorts, want.NodePorts},
+		{"ipFamilies", got.IPFamilies, want.IPFamilies},
 		{"certificateSecretName", got.CertificateSecretName, want.CertificateSecretName},
 	} {
 		if !equality.Semantic.DeepEqual(f.got, f.want) {

@@ -51,7 +51,21 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 	if errs = append(errs, ambiguous...); len(errs) > 0 {
 		return invalid(req, errs)
 	}
+	warnings = append(warnings, v.overlappingRanges(ctx, &lc)...)
 	return admission.Allowed("").WithWarnings(append(validation.ListenerClassWarnings(&lc), warnings...)...)
+}
+
+// overlappingRanges warns about other classes whose node port ranges
+// overlap lc's. A failed read only costs the warning, never the class.
+func (v *classValidator) overlappingRanges(ctx context.Context, lc *v1alpha1.ListenerClass) []string {
+	if lc.Spec.NodePortRange == nil {
+		return nil
+	}
+	var classes v1alpha1.ListenerClassList
+	if err := v.lookup.cache.List(ctx, &classes); err != nil {
+		return []string{fmt.Sprintf("could not check spec.nodePortRange against the other classes' ranges (%v); list them with: kubectl get listenerclasses -o wide", err)}
+	}
+	return validation.OverlappingRanges(lc, classes.Items)
 }
 
 // users counts, per namespace, the Listeners and claims that refer to the

@@ -10,36 +10,47 @@ import (
 )
 
 // NodeAddress is what a node can be reached on: its first ExternalIP (else
-// first InternalIP) and its first Hostname. Either may be empty.
+// first InternalIP) of any family, the same of each IP family, and its
+// first Hostname. Any may be empty.
 type NodeAddress struct {
-	IP       string
-	Hostname string
+	IP         string
+	IPv4, IPv6 string
+	Hostname   string
 }
 
 // ForNode reads a node's reachable addresses from its status.
 func ForNode(node *corev1.Node) NodeAddress {
 	var na NodeAddress
-	var internalIP string
+	var internal NodeAddress
 	for _, a := range node.Status.Addresses {
 		switch a.Type {
 		case corev1.NodeExternalIP:
-			if na.IP == "" {
-				na.IP = a.Address
-			}
+			na.note(a.Address)
 		case corev1.NodeInternalIP:
-			if internalIP == "" {
-				internalIP = a.Address
-			}
+			internal.note(a.Address)
 		case corev1.NodeHostName:
 			if na.Hostname == "" {
 				na.Hostname = a.Address
 			}
 		}
 	}
-	if na.IP == "" {
-		na.IP = internalIP
-	}
+	na.IP = cmp.Or(na.IP, internal.IP)
+	na.IPv4 = cmp.Or(na.IPv4, internal.IPv4)
+	na.IPv6 = cmp.Or(na.IPv6, internal.IPv6)
 	return na
+}
+
+// note records addr as the first address seen, and of its family.
+func (na *NodeAddress) note(addr string) {
+	if na.IP == "" {
+		na.IP = addr
+	}
+	switch familyOf(addr) {
+	case corev1.IPv4Protocol:
+		na.IPv4 = cmp.Or(na.IPv4, addr)
+	case corev1.IPv6Protocol:
+		na.IPv6 = cmp.Or(na.IPv6, addr)
+	}
 }
 
 // Pick returns the address of the preferred type, falling back to the other
@@ -58,23 +69,25 @@ func Pick(pref v1alpha1.AddressType, ip, hostname string) (address string, typ v
 	return "", "", false
 }
 
-// NodeIngress is the address a NodePort Listener publishes for one node, with
-// the given node ports. ok is false for a node with no usable address.
-func NodeIngress(node *corev1.Node, pref v1alpha1.AddressType, nodePorts map[string]int32) (v1alpha1.ListenerIngress, bool) {
-	na := ForNode(node)
-	addr, typ, ok := Pick(pref, na.IP, na.Hostname)
-	if !ok {
-		return v1alpha1.ListenerIngress{}, false
-	}
-	return v1alpha1.ListenerIngress{Address: addr, AddressType: typ, Ports: nodePorts}, true
-}
-
 // Sort orders addresses deterministically (by address, then type) and drops
 // exact duplicates of an address, so that a status computed from unordered
 // sources (node lists, endpoint slices) does not flap between reconciles.
 func Sort(ings []v1alpha1.ListenerIngress) []v1alpha1.ListenerIngress {
+	return SortByFamily(ings, nil)
+}
+
+// SortByFamily is Sort with the IP addresses of each family in families
+// grouped in that order (hostnames and other families first), so that a
+// dual-stack Listener's first address is of its preferred family.
+func SortByFamily(ings []v1alpha1.ListenerIngress, families []corev1.IPFamily) []v1alpha1.ListenerIngress {
+	rank := func(a v1alpha1.ListenerIngress) int {
+		if a.AddressType != v1alpha1.AddressTypeIP {
+			return 0
+		}
+		return max(0, slices.Index(families, familyOf(a.Address)))
+	}
 	slices.SortFunc(ings, func(a, b v1alpha1.ListenerIngress) int {
-		return cmp.Or(cmp.Compare(a.Address, b.Address), cmp.Compare(a.AddressType, b.AddressType))
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Address, b.Address), cmp.Compare(a.AddressType, b.AddressType))
 	})
 	return slices.CompactFunc(ings, func(a, b v1alpha1.ListenerIngress) bool {
 		return a.Address == b.Address && a.AddressType == b.AddressType

@@ -43,15 +43,15 @@ func TestNodeIngress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := NodeIngress(tt.node, tt.pref, ports)
-			if ok != tt.wantOK {
+			ings, _ := NodeRule{Pref: tt.pref}.Ingress(tt.node, ports)
+			if ok := len(ings) == 1; ok != tt.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
 			}
-			if !ok {
+			if !tt.wantOK {
 				return
 			}
-			if got.Address != tt.want || got.AddressType != tt.wantType || !reflect.DeepEqual(got.Ports, ports) {
-				t.Errorf("NodeIngress = %+v, want %s (%s) with %v", got, tt.want, tt.wantType, ports)
+			if got := ings[0]; got.Address != tt.want || got.AddressType != tt.wantType || !reflect.DeepEqual(got.Ports, ports) {
+				t.Errorf("Ingress = %+v, want %s (%s) with %v", got, tt.want, tt.wantType, ports)
 			}
 		})
 	}

@@ -73,11 +73,11 @@ func ForPod(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.No
 		if node == nil {
 			return pl, wait(l, "the pod to be scheduled to a node")
 		}
-		ing, ok := NodeIngress(node, spec.EffectiveAddressType(), l.Status.NodePorts)
-		if !ok {
+		ings, _ := NodeRuleOf(&spec, l.Status.IPFamilies).Ingress(node, l.Status.NodePorts)
+		if len(ings) == 0 {
 			return pl, wait(l, "node %s to report an IP address or hostname in its status", node.Name)
 		}
-		pl.IngressAddresses = []v1alpha1.ListenerIngress{ing}
+		pl.IngressAddresses = ings
 	default:
 		pl.Scope = v1alpha1.PodListenerScopeCluster
 		if len(l.Status.IngressAddresses) == 0 {

@@ -80,16 +80,19 @@ func LoadBalancerIngress(svc *corev1.Service, pref v1alpha1.AddressType) []v1alp
 	return ings
 }
 
-// NodePortIngress is what a NodePort Listener publishes: one address per
-// node that serves it, with the Service's node ports, in a stable order.
-// Nodes without a usable address are skipped.
-func NodePortIngress(svc *corev1.Service, nodes []*corev1.Node, pref v1alpha1.AddressType) []v1alpha1.ListenerIngress {
+// NodePortIngress is what a NodePort Listener publishes: the addresses of
+// each node that serves it (rule), with the Service's node ports, in a
+// stable order. Nodes without a usable address are skipped; problems are
+// the skipped entries of node address annotations.
+func NodePortIngress(svc *corev1.Service, nodes []*corev1.Node, rule NodeRule) (ings []v1alpha1.ListenerIngress, problems []string) {
 	ports := NodePorts(svc)
-	var ings []v1alpha1.ListenerIngress
 	for _, n := range nodes {
-		if ing, ok := NodeIngress(n, pref, maps.Clone(ports)); ok {
+		got, bad := rule.Ingress(n, ports)
+		for _, ing := range got {
+			ing.Ports = maps.Clone(ports)
 			ings = append(ings, ing)
 		}
+		problems = append(problems, bad...)
 	}
-	return Sort(ings)
+	return SortByFamily(ings, rule.Families), problems
 }

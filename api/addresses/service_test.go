@@ -111,7 +111,7 @@ func TestServiceIngress(t *testing.T) {
 			case v1alpha1.ServiceTypeLoadBalancer:
 				got = LoadBalancerIngress(tt.svc, tt.pref)
 			case v1alpha1.ServiceTypeNodePort:
-				got = NodePortIngress(tt.svc, tt.nodes, tt.pref)
+				got, _ = NodePortIngress(tt.svc, tt.nodes, NodeRule{Pref: tt.pref})
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)

@@ -157,6 +157,18 @@ func generated(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svcName stri
 		"selector":                 selector,
 		"publishNotReadyAddresses": l.Spec.EffectivePublishNotReadyAddresses(),
 	}
+	// The class's IP families are exposure: a Listener cannot add a family
+	// reachable from another network.
+	if class.Spec.IPFamilyPolicy != nil {
+		spec["ipFamilyPolicy"] = string(*class.Spec.IPFamilyPolicy)
+	}
+	if len(class.Spec.IPFamilies) > 0 {
+		families := make([]any, 0, len(class.Spec.IPFamilies))
+		for _, f := range class.Spec.IPFamilies {
+			families = append(families, string(f))
+		}
+		spec["ipFamilies"] = families
+	}
 	switch class.Spec.ServiceType {
 	case v1alpha1.ServiceTypeLoadBalancer:
 		if class.Spec.LoadBalancerClass != nil {

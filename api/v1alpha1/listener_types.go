@@ -110,6 +110,13 @@ type ListenerStatus struct {
 	// +optional
 	NodePorts map[string]int32 `json:"nodePorts,omitempty"`
 
+	// IPFamilies are the IP families of that Service, in its order: a
+	// NodePort Listener's pods are told their node's address of each (a
+	// node port answers only on its Service's families).
+	// +listType=atomic
+	// +optional
+	IPFamilies []corev1.IPFamily `json:"ipFamilies,omitempty"`
+
 	// CertificateSecretName is the Secret of the cert-manager Certificate
 	// that names this Listener's addresses, when its class asks for one
 	// (spec.certificate). Pods mount it to serve TLS for those addresses.

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -142,6 +143,39 @@ type ListenerClassSpec struct {
 	// from a Listener's spec.
 	// +optional
 	StickyNodePorts *bool `json:"stickyNodePorts,omitempty"`
+
+	// NodePortRange makes the Services of a NodePort (or LoadBalancer)
+	// class take their node ports from this band: the per-claim Listener of
+	// StatefulSet replica i gets from + i*n + j for its port j (n ports
+	// each), any other Listener the first free block of n. Meant for one
+	// workload (a class per Kafka cluster, say): several workloads on one
+	// range get their blocks first come, first served. Keep it inside the
+	// API server's static node-port band (docs/install.md).
+	// +optional
+	NodePortRange *NodePortRange `json:"nodePortRange,omitempty"`
+
+	// NodeAddress says where a NodePort Listener reads the address clients
+	// reach a node on: Status (the default: the node's own addresses) or
+	// Annotation (the node's listeners.stackable.tech/address annotation
+	// first, for nodes behind NAT).
+	// +optional
+	NodeAddress NodeAddressSource `json:"nodeAddress,omitempty"`
+
+	// IPFamilyPolicy is the ipFamilyPolicy of the class's Services
+	// (SingleStack, PreferDualStack, RequireDualStack). Unset leaves the
+	// cluster's default.
+	// +kubebuilder:validation:Enum=SingleStack;PreferDualStack;RequireDualStack
+	// +optional
+	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
+
+	// IPFamilies are the ipFamilies of the class's Services, preferred
+	// first. A NodePort Listener publishes one address per family of its
+	// Service, IPv4 first unless this list starts with IPv6.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=IPv4;IPv6
+	// +optional
+	IPFamilies []corev1.IPFamily `json:"ipFamilies,omitempty"`
 
 	// --- end of address features ---
 }
@@ -290,6 +324,9 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Tenant Mode",type=string,JSONPath=`.spec.tenantMetadata.mode`,priority=1
 // +kubebuilder:printcolumn:name="Issuer",type=string,JSONPath=`.spec.certificate.issuerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Sticky Node Ports",type=boolean,JSONPath=`.spec.stickyNodePorts`,priority=1
+// +kubebuilder:printcolumn:name="Node Port Range",type=string,JSONPath=`.spec.nodePortRange`,priority=1
+// +kubebuilder:printcolumn:name="Node Address",type=string,JSONPath=`.spec.nodeAddress`,priority=1
+// +kubebuilder:printcolumn:name="IP Families",type=string,JSONPath=`.spec.ipFamilies`,priority=1
 // +kubebuilder:printcolumn:name="Restart Pods",type=boolean,JSONPath=`.spec.addressChange.restartPods`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -35,6 +35,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	errs = append(errs, lockedServiceFields(s.LockedServiceFields, spec.Child("lockedServiceFields"))...)
 	errs = append(errs, tenantMetadata(s.TenantMetadata, spec.Child("tenantMetadata"))...) // tenant.go
 	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...)             // hostname.go
+	errs = append(errs, networkFields(s, spec)...)                                         // network.go
 	return errs
 }
 
@@ -56,6 +57,7 @@ func ListenerClassWarnings(lc *v1alpha1.ListenerClass) []string {
 		warnings = append(warnings, fmt.Sprintf("spec.serviceExternalTrafficPolicy: %q is ignored: it only applies to NodePort and LoadBalancer services; remove it or change serviceType", *s.ServiceExternalTrafficPolicy))
 	}
 	warnings = append(warnings, tenantMetadataWarnings(lc)...) // tenant.go
+	warnings = append(warnings, networkWarnings(s)...)         // network.go
 	return warnings
 }
 

@@ -1,0 +1,120 @@
+package nodeports
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func usedPorts(ports ...int32) map[int32]bool {
+	m := map[int32]bool{}
+	for _, p := range ports {
+		m[p] = true
+	}
+	return m
+}
+
+func TestInRange(t *testing.T) {
+	r := v1alpha1.NodePortRange{From: 31000, To: 31009}
+	two := []string{"kafka", "metrics"}
+	tests := []struct {
+		name    string
+		r       v1alpha1.NodePortRange
+		ports   []string
+		replica int
+		used    map[int32]bool
+		want    map[string]int32
+		wantErr string
+	}{
+		{"replica 0", r, two, 0, nil, map[string]int32{"kafka": 31000, "metrics": 31001}, ""},
+		{"replica 2: from + 2n + j", r, two, 2, nil, map[string]int32{"kafka": 31004, "metrics": 31005}, ""},
+		{"one port, replica 1", r, []string{"kafka"}, 1, nil, map[string]int32{"kafka": 31001}, ""},
+		{"wanted port taken: the next free one", r, two, 1, usedPorts(31002), map[string]int32{"kafka": 31003, "metrics": 31004}, ""},
+		{"replica beyond the range wraps to a free port", r, two, 7, usedPorts(31000), map[string]int32{"kafka": 31004, "metrics": 31005}, ""},
+		{"no replica: first free block", r, two, -1, usedPorts(31000, 31003), map[string]int32{"kafka": 31004, "metrics": 31005}, ""},
+		{"no replica, no whole block: first free ports", v1alpha1.NodePortRange{From: 31000, To: 31003}, two, -1, usedPorts(31000, 31003), map[string]int32{"kafka": 31001, "metrics": 31002}, ""},
+		{"no ports", r, nil, 0, nil, nil, ""},
+		{"exhausted", v1alpha1.NodePortRange{From: 31000, To: 31002}, two, 0, usedPorts(31000, 31002),
+			nil, "node port range 31000-31002 of ListenerClass kafka-a is exhausted: 2 of its 3 ports are in use and this Listener needs 2; widen spec.nodePortRange"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := InRange("kafka-a", tt.r, tt.ports, tt.replica, tt.used)
+			if tt.wantErr != "" {
+				var ex *Exhausted
+				if !errors.As(err, &ex) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an *Exhausted containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("InRange = %v, %v; want %v", got, err, tt.want)
+			}
+			for name, p := range got {
+				if !tt.r.Contains(p) || tt.used[p] {
+					t.Errorf("port %s got %d: outside the range or used", name, p)
+				}
+			}
+		})
+	}
+}
+
+// TestInRangeIsStable: the same replica asks for the same ports however
+// often the cluster is rebuilt, and the replicas of one StatefulSet never
+// ask for the same port.
+func TestInRangeIsStable(t *testing.T) {
+	r := v1alpha1.NodePortRange{From: 31000, To: 31099}
+	ports := []string{"a", "b", "c"}
+	seen := map[int32]int{}
+	for i := range 33 {
+		got, err := InRange("c", r, ports, i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := InRange("c", r, ports, i, nil)
+		if !reflect.DeepEqual(got, again) {
+			t.Fatalf("replica %d: %v then %v", i, got, again)
+		}
+		for _, p := range got {
+			if prev, dup := seen[p]; dup {
+				t.Fatalf("port %d for replicas %d and %d", p, prev, i)
+			}
+			seen[p] = i
+		}
+	}
+}
+
+func TestReplica(t *testing.T) {
+	claimOwned := func(claim string) *v1alpha1.Listener {
+		return &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: claim, OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: claim, Controller: ptr.To(true)}}}}
+	}
+	byName := claimOwned("listener-kafka-2")
+	byName.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: "kafka-2"}
+	tests := []struct {
+		name string
+		l    *v1alpha1.Listener
+		pods []string
+		want int
+	}{
+		{"selects its pod by name", byName, nil, 2},
+		{"volumeClaimTemplate claim, pod not made yet", claimOwned("data-kafka-4"), nil, 4},
+		{"ephemeral claim: its pod's name", claimOwned("kafka-3-listener-0"), []string{"kafka-3"}, 3},
+		{"pod names that are no StatefulSet pod's", claimOwned("web-listener"), []string{"web-abcde"}, -1},
+		{"leading zero is no ordinal", claimOwned("data-kafka-01"), nil, -1},
+		{"a Listener of its own", &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "kafka-bootstrap-1"}}, nil, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Replica(tt.l, tt.pods); got != tt.want {
+				t.Errorf("Replica = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
