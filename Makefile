@@ -120,6 +120,7 @@ helm-sync: $(DEPLOY_TOOLS) ## Copy the generated CRDs, RBAC and webhook configur
 	@cp config/csi/rbac/node_role.yaml $(HELM_CHART)/files/csi-node-role.yaml
 	@cp config/csi/rbac/provisioner_role.yaml $(HELM_CHART)/files/csi-provisioner-role.yaml
 	@cp config/admissionpolicies/volume-policy.yaml $(HELM_CHART)/files/volume-policy.yaml
+	@cp config/admissionpolicies/node-address-policy.yaml $(HELM_CHART)/files/node-address-policy.yaml
 	@cp config/manager/flowschema.yaml $(HELM_CHART)/files/flowschema.yaml
 	@{ cat config/csi/csidriver.yaml; echo ---; cat config/csi/storageclass.yaml; } > $(HELM_CHART)/files/csi-driver.yaml
 

@@ -316,3 +316,62 @@ func TestVolumePolicy(t *testing.T) {
 		t.Errorf("the policy stopped another user: %v", err)
 	}
 }
+
+// TestNodeAddressPolicy installs config/admissionpolicies and checks that a
+// node (a kubelet's credentials: group system:nodes) cannot set, change or
+// remove the node address annotation that classes with nodeAddress:
+// Annotation publish, and still changes its other annotations; an
+// administrator writes it.
+func TestNodeAddressPolicy(t *testing.T) {
+	e, _ := withPolicies(t)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nat-node-1"}}
+	if err := e.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(ctx), node) })
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:nat-node-1", Groups: []string{"system:nodes", "system:masters", "system:authenticated"}}
+	kubelet, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := func(c client.Client, p string) error {
+		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nat-node-1"}}, client.RawPatch(types.MergePatchType, []byte(p)))
+	}
+	const denial = "a node may not set or change its annotation listeners.stackable.tech/address"
+	attempt := 0
+	eventually(t, "the policy in force", func() error {
+		attempt++ // a new value each time: a patch that changes nothing is never refused
+		if err := patch(kubelet, fmt.Sprintf(`{"metadata":{"annotations":{"listeners.stackable.tech/address":"203.0.113.%d"}}}`, attempt)); err == nil || !strings.Contains(err.Error(), denial) {
+			return errorf("the node set the annotation: %v", err)
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		name, patch string
+		admin       bool
+		want        string
+	}{
+		{"the node sets another annotation", `{"metadata":{"annotations":{"node.alpha.kubernetes.io/ttl":"0"}}}`, false, ""},
+		{"an administrator sets the address", `{"metadata":{"annotations":{"listeners.stackable.tech/address":"198.51.100.7"}}}`, true, ""},
+		{"the node changes it", `{"metadata":{"annotations":{"listeners.stackable.tech/address":"203.0.113.66"}}}`, false, denial + ": clients of the listener operator are sent to that address; an administrator writes it (docs/install.md, \"Node addresses\"). Node nat-node-1"},
+		{"the node removes it", `{"metadata":{"annotations":{"listeners.stackable.tech/address":null}}}`, false, denial},
+		{"the node labels itself, the address untouched", `{"metadata":{"labels":{"example.com/x":"y"}}}`, false, ""},
+		{"an administrator removes it", `{"metadata":{"annotations":{"listeners.stackable.tech/address":null}}}`, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kubelet
+			if tc.admin {
+				c = e.Client
+			}
+			err := patch(c, tc.patch)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q", err, tc.want)
+			}
+		})
+	}
+}

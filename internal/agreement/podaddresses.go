@@ -29,7 +29,8 @@ const (
 // PodAddressShapes are the shapes of what a pod is told that the CSI node
 // plugin (csi) and PodListeners (reconcile) must both answer the same: each
 // service type, a class changed but not yet applied, a class gone, a node
-// without addresses, node ports not yet published, a hostname template.
+// without addresses, node ports not yet published, a hostname template, a
+// node address from the node's annotation, dual-stack Services.
 func PodAddressShapes() []PodAddressShape {
 	np := map[string]int32{"kafka": 31092}
 	ports := map[string]int32{"kafka": 9092}
@@ -51,6 +52,16 @@ func PodAddressShapes() []PodAddressShape {
 		{Name: "NodePort with a hostname template", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np),
 			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true),
 			Want: append([]v1alpha1.ListenerIngress{{Address: "broker-0.agree.kafka.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: np}}, nodeIP...)},
+		// Networks that are not flat: a node behind NAT, both IP families.
+		{Name: "NodePort, node address from the annotation", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np),
+			Class: withNetwork(podClass(v1alpha1.ServiceTypeNodePort, nil), v1alpha1.NodeAddressAnnotation), Node: annotatedNode("198.51.100.7, not an address"),
+			Want: []v1alpha1.ListenerIngress{{Address: "198.51.100.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}},
+		{Name: "NodePort, dual-stack Service", Listener: dualStack(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), corev1.IPv4Protocol, corev1.IPv6Protocol),
+			Class: withNetwork(podClass(v1alpha1.ServiceTypeNodePort, nil), "", corev1.IPv4Protocol, corev1.IPv6Protocol), Node: dualNode(),
+			Want: []v1alpha1.ListenerIngress{{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}, {Address: "fd00::7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}},
+		{Name: "NodePort, dual-stack class preferring IPv6", Listener: dualStack(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), corev1.IPv6Protocol, corev1.IPv4Protocol),
+			Class: withNetwork(podClass(v1alpha1.ServiceTypeNodePort, nil), "", corev1.IPv6Protocol, corev1.IPv4Protocol), Node: dualNode(),
+			Want: []v1alpha1.ListenerIngress{{Address: "fd00::7", AddressType: v1alpha1.AddressTypeIP, Ports: np}, {Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}},
 		{Name: "hostname another Listener publishes", Listener: conflicted(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np)),
 			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true), Want: nodeIP},
 	}
@@ -80,5 +91,34 @@ func podNode(withAddress bool) *corev1.Node {
 	if withAddress {
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}}
 	}
+	return n
+}
+
+// withNetwork gives class c a node address source and IP families.
+func withNetwork(c *v1alpha1.ListenerClass, source v1alpha1.NodeAddressSource, families ...corev1.IPFamily) *v1alpha1.ListenerClass {
+	c.Spec.NodeAddress = source
+	c.Spec.IPFamilies = families
+	if len(families) > 1 {
+		policy := corev1.IPFamilyPolicyPreferDualStack
+		c.Spec.IPFamilyPolicy = &policy
+	}
+	return c
+}
+
+// dualStack is l as the reconciler leaves it for a Service of families.
+func dualStack(l *v1alpha1.Listener, families ...corev1.IPFamily) *v1alpha1.Listener {
+	l.Status.IPFamilies = families
+	return l
+}
+
+func annotatedNode(address string) *corev1.Node {
+	n := podNode(true)
+	n.Annotations = map[string]string{v1alpha1.AnnotationNodeAddress: address}
+	return n
+}
+
+func dualNode() *corev1.Node {
+	n := podNode(true)
+	n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "fd00::7"})
 	return n
 }
