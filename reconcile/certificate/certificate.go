@@ -231,12 +231,19 @@ func (r *certificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// keeps its last addresses too.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	existing, missing, err := r.existing(ctx, l)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.carryOut(ctx, l, decide(l, class, r.clusterDomain, missing, existing))
+}
+
+// existing reads the Listener's Certificate from the API server (nil:
+// none). missing says cert-manager is not installed: known from a recent
+// look (no API call until the next one), or found now.
+func (r *certificateReconciler) existing(ctx context.Context, l *v1alpha1.Listener) (*cmv1.Certificate, bool, error) {
 	if r.missing.knownMissing(r.now()) {
-		// No API call until the next look.
-		if class.Spec.Certificate == nil {
-			return r.withCondition(ctx, l, nil, ctrl.Result{})
-		}
-		return r.unavailable(ctx, l, class)
+		return nil, true, nil
 	}
 	key := types.NamespacedName{Namespace: l.Namespace, Name: names.CertificateName(l.Name)}
 	existing := &cmv1.Certificate{}
@@ -244,82 +251,70 @@ func (r *certificateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	r.missing.set(err != nil && certManagerMissing(err), r.now())
 	switch {
 	case err != nil && certManagerMissing(err):
-		if class.Spec.Certificate == nil {
-			return r.withCondition(ctx, l, nil, ctrl.Result{})
-		}
-		return r.unavailable(ctx, l, class)
+		return nil, true, nil
 	case apierrors.IsNotFound(err):
-		existing = nil
+		return nil, false, nil
 	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get certificate %s: %w", key, err)
+		return nil, false, fmt.Errorf("get certificate %s: %w", key, err)
 	}
-	if existing != nil && !metav1.IsControlledBy(existing, l) {
-		if class.Spec.Certificate == nil {
-			return r.withCondition(ctx, l, nil, ctrl.Result{})
-		}
-		cond := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCertificateConflict,
-			Message: fmt.Sprintf("Certificate %s exists and is not controlled by this Listener; the operator does not take it over: delete or rename it so that the operator can make the Listener's own", key.Name)}
-		if changed(l, cond) {
-			r.recorder.Eventf(l, existing, corev1.EventTypeWarning, EventCertificateConflict, "Certificate", "%s", cond.Message)
-		}
-		// Its deletion is not watched: look again now and then.
-		return r.withCondition(ctx, l, cond, ctrl.Result{RequeueAfter: certificateRecheck})
-	}
-	if class.Spec.Certificate == nil {
-		if existing != nil {
-			err := r.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID})
-			if metrics.CountWrite(ControllerName, "Certificate", "delete", err) != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, fmt.Errorf("delete certificate %s: %w", key, err)
-			}
-			r.recorder.Eventf(l, existing, corev1.EventTypeNormal, EventCertificateDeleted, "Delete", "Deleted Certificate %s: the class asks for none", key.Name)
-		}
-		return r.withCondition(ctx, l, nil, ctrl.Result{})
-	}
-	want := desiredCertificate(l, class, r.clusterDomain)
-	managed := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCertificateManaged,
-		Message: fmt.Sprintf("Certificate %s names the Listener's addresses; its issuer (%s %s) writes Secret %s (status.certificateSecretName)", key.Name, want.Spec.IssuerRef.Kind, want.Spec.IssuerRef.Name, want.Spec.SecretName)}
-	if existing == nil {
-		err := r.client.Create(ctx, want, client.FieldOwner(v1alpha1.FieldManager))
-		if metrics.CountWrite(ControllerName, "Certificate", "create", err) != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("create certificate %s: %w", key, err)
-		}
-		r.recorder.Eventf(l, want, corev1.EventTypeNormal, EventCertificateCreated, "Create", "Created Certificate %s naming %d DNS name(s) and %d IP address(es)", key.Name, len(want.Spec.DNSNames), len(want.Spec.IPAddresses))
-		return r.withCondition(ctx, l, managed, ctrl.Result{RequeueAfter: certificateRecheck})
-	}
-	if certificateUpToDate(existing, want) {
-		return r.withCondition(ctx, l, managed, ctrl.Result{RequeueAfter: certificateRecheck})
-	}
-	updated := existing.DeepCopy()
-	updated.Spec.SecretName = want.Spec.SecretName
-	updated.Spec.IssuerRef = want.Spec.IssuerRef
-	updated.Spec.DNSNames = want.Spec.DNSNames
-	updated.Spec.IPAddresses = want.Spec.IPAddresses
-	err = r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
-	if metrics.CountWrite(ControllerName, "Certificate", "update", err) != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("update certificate %s: %w", key, err)
-	}
-	r.recorder.Eventf(l, updated, corev1.EventTypeNormal, EventCertificateUpdated, "Update", "Updated Certificate %s to the Listener's addresses", key.Name)
-	return r.withCondition(ctx, l, managed, ctrl.Result{RequeueAfter: certificateRecheck})
+	return existing, false, nil
 }
 
-// unavailable says on the Listener that its class asks for a certificate
-// cert-manager is not there to issue (an event when it starts saying so),
-// and looks again after certManagerRecheck.
-func (r *certificateReconciler) unavailable(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (ctrl.Result, error) {
-	cond := &metav1.Condition{Type: v1alpha1.ConditionCertificateManaged, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCertManagerMissing,
-		Message: fmt.Sprintf("ListenerClass %s asks for a certificate (spec.certificate), but cert-manager is not installed: the API server does not serve certificates.cert-manager.io/v1; "+
-			"install cert-manager (the operator looks again every %s, no restart needed) or remove spec.certificate from the class", class.Name, certManagerRecheck)}
-	if changed(l, cond) {
-		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, EventCertificateUnavailable, "Certificate", "%s", cond.Message)
-		ctrl.LoggerFrom(ctx).Info("certificates unavailable: cert-manager's CRDs are not installed", "class", class.Name)
+// carryOut makes the write o decided, records its events, and writes the
+// CertificateManaged condition when it changed. A lost race (the
+// Certificate made or changed meanwhile) looks again shortly, condition
+// unwritten.
+func (r *certificateReconciler) carryOut(ctx context.Context, l *v1alpha1.Listener, o outcome) (ctrl.Result, error) {
+	if o.warning != "" {
+		r.recorder.Eventf(l, o.related(), corev1.EventTypeWarning, o.warning, "Certificate", "%s", o.cond.Message)
+		if o.warning == EventCertificateUnavailable {
+			ctrl.LoggerFrom(ctx).Info("certificates unavailable: cert-manager's CRDs are not installed", "class", *l.Spec.ClassName)
+		}
 	}
-	return r.withCondition(ctx, l, cond, ctrl.Result{RequeueAfter: certManagerRecheck})
+	if o.cert != nil {
+		done, err := r.write(ctx, l, o)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
+		}
+	}
+	return r.withCondition(ctx, l, o.cond, ctrl.Result{RequeueAfter: o.requeueAfter})
+}
+
+// write creates, updates or deletes o.cert, as o.write says, and records
+// it by an event. done is false when it lost a race.
+func (r *certificateReconciler) write(ctx context.Context, l *v1alpha1.Listener, o outcome) (done bool, err error) {
+	cert := o.cert
+	key := client.ObjectKeyFromObject(cert)
+	switch o.write {
+	case writeDelete:
+		err := r.client.Delete(ctx, cert, client.Preconditions{UID: &cert.UID})
+		if metrics.CountWrite(ControllerName, "Certificate", "delete", err) != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("delete certificate %s: %w", key, err)
+		}
+		r.recorder.Eventf(l, cert, corev1.EventTypeNormal, EventCertificateDeleted, "Delete", "Deleted Certificate %s: the class asks for none", key.Name)
+	case writeCreate:
+		err := r.client.Create(ctx, cert, client.FieldOwner(v1alpha1.FieldManager))
+		if metrics.CountWrite(ControllerName, "Certificate", "create", err) != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("create certificate %s: %w", key, err)
+		}
+		r.recorder.Eventf(l, cert, corev1.EventTypeNormal, EventCertificateCreated, "Create", "Created Certificate %s naming %d DNS name(s) and %d IP address(es)", key.Name, len(cert.Spec.DNSNames), len(cert.Spec.IPAddresses))
+	case writeUpdate:
+		err := r.client.Update(ctx, cert, client.FieldOwner(v1alpha1.FieldManager))
+		if metrics.CountWrite(ControllerName, "Certificate", "update", err) != nil {
+			if apierrors.IsConflict(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("update certificate %s: %w", key, err)
+		}
+		r.recorder.Eventf(l, cert, corev1.EventTypeNormal, EventCertificateUpdated, "Update", "Updated Certificate %s to the Listener's addresses", key.Name)
+	}
+	return true, nil
 }
 
 // changed reports whether cond (nil: none) differs from the Listener's
