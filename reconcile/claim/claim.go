@@ -3,18 +3,15 @@ package claim
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
-	"github.com/listener-operator/listener-operator/reconcile/internal/foreign"
 	"github.com/listener-operator/listener-operator/reconcile/internal/labelpatch"
 	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
 	"github.com/listener-operator/listener-operator/reconcile/internal/metrics"
 	"github.com/listener-operator/listener-operator/reconcile/options"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -112,73 +109,59 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	ports := listenerports.FromPods(pods)
-
-	existing := &v1alpha1.Listener{}
-	key := types.NamespacedName{Namespace: pvc.Namespace, Name: use.Listener}
-	err = r.client.Get(ctx, key, existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.createListener(ctx, pvc, use, ports)
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get listener %s/%s: %w", key.Namespace, key.Name, err)
+	existing, err := r.ownListener(ctx, pvc.Namespace, use.Listener)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	adopt := handedOver(existing, pvc) || foreign.StackableClaimListener(existing, pvc) // adopt.go
-	if !adopt && !metav1.IsControlledBy(existing, pvc) {
-		if ref := metav1.GetControllerOf(existing); ref != nil && ref.Kind == "PersistentVolumeClaim" && ref.Name == pvc.Name {
-			// The claim was deleted and made again under the same name;
-			// the garbage collector removes the old claim's Listener, and
-			// its deletion brings this claim back here.
-			r.recorder.Eventf(pvc, existing, corev1.EventTypeNormal, EventForeignListener, "Reconcile",
-				"Listener %s belongs to an earlier claim of this name (uid %s); waiting for it to be garbage-collected", existing.Name, ref.UID)
-			return ctrl.Result{}, nil
-		}
-		r.recorder.Eventf(pvc, existing, corev1.EventTypeWarning, EventForeignListener, "Reconcile",
-			"Listener %s exists and is not owned by this claim; use the %s annotation to share it", existing.Name, v1alpha1.AnnotationListenerName)
-		return ctrl.Result{}, nil
-	}
-	if len(ports) == 0 {
-		// While no running pod declares ports (between pods, or when the
-		// pods finished) the Listener keeps the ports it had, so the
-		// address and its ports stay the same.
-		ports = existing.Spec.Ports
-	}
-	if len(ports) == 0 {
+	o := decide(pvc, use, bound, listenerports.FromPods(pods), existing)
+	if o.portless {
 		r.warnPortless(pods, existing, pvc)
 	}
-	// The selection by pod name is decided once, when the Listener is
-	// made (claimListenerObject): only labels, class and ports follow.
-	want := claimListenerObject(pvc, use, ports, "")
-	if bound != "" && metav1.IsControlledBy(existing, pvc) && existing.Spec.ClassName != nil && *existing.Spec.ClassName != "" {
-		// The volume was provisioned for the Listener of this class; a
-		// class annotation changed since (the webhook refuses that on a
-		// bound claim) does not move it.
-		want.Spec.ClassName = existing.Spec.ClassName
+	return r.carryOut(ctx, pvc, use, o)
+}
+
+// ownListener reads the Listener named name from the cache (nil: none).
+func (r *claimReconciler) ownListener(ctx context.Context, namespace, name string) (*v1alpha1.Listener, error) {
+	existing := &v1alpha1.Listener{}
+	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, existing); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get listener %s/%s: %w", namespace, name, err)
 	}
-	if !adopt && equality.Semantic.DeepEqual(existing.Labels, want.Labels) && ptr.Equal(existing.Spec.ClassName, want.Spec.ClassName) &&
-		equality.Semantic.DeepEqual(existing.Spec.Ports, want.Spec.Ports) {
-		return ctrl.Result{}, nil
+	return existing, nil
+}
+
+// carryOut does what o decided for the claim's own Listener: creates it,
+// writes the update, or tells the claim why it keeps another's.
+func (r *claimReconciler) carryOut(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use, o outcome) (ctrl.Result, error) {
+	switch o.action {
+	case actionCreate:
+		return r.createListener(ctx, pvc, use, o.ports)
+	case actionAwaitCollection:
+		r.recorder.Eventf(pvc, o.listener, corev1.EventTypeNormal, EventForeignListener, "Reconcile",
+			"Listener %s belongs to an earlier claim of this name (uid %s); waiting for it to be garbage-collected", o.listener.Name, metav1.GetControllerOf(o.listener).UID)
+	case actionRefuseForeign:
+		r.recorder.Eventf(pvc, o.listener, corev1.EventTypeWarning, EventForeignListener, "Reconcile",
+			"Listener %s exists and is not owned by this claim; use the %s annotation to share it", o.listener.Name, v1alpha1.AnnotationListenerName)
+	case actionUpdate, actionAdopt:
+		return r.updateListener(ctx, pvc, o)
 	}
-	updated := existing.DeepCopy()
-	if adopt {
-		// Keep the Listener (its Service, node ports and name) for the
-		// claim it was handed over to.
-		updated.OwnerReferences = append(slices.DeleteFunc(slices.Clone(existing.OwnerReferences), func(o metav1.OwnerReference) bool {
-			return ptr.Deref(o.Controller, false) || foreign.VolumeOwner(o, pvc)
-		}), want.OwnerReferences...)
-		delete(updated.Annotations, v1alpha1.AnnotationHandoverToClaim)
-	}
-	updated.Labels = want.Labels
-	updated.Spec.ClassName = want.Spec.ClassName
-	updated.Spec.Ports = want.Spec.Ports
-	err = r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
+	return ctrl.Result{}, nil
+}
+
+// updateListener writes o.listener, the claim's Listener as decided, and
+// records it by an event.
+func (r *claimReconciler) updateListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim, o outcome) (ctrl.Result, error) {
+	updated := o.listener
+	err := r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
 	if metrics.CountWrite(ControllerName, "Listener", "update", err) != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("update listener %s/%s for claim: %w", key.Namespace, key.Name, err)
+		return ctrl.Result{}, fmt.Errorf("update listener %s/%s for claim: %w", updated.Namespace, updated.Name, err)
 	}
-	if adopt {
+	if o.action == actionAdopt {
 		r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerAdopted, "Adopt", "Adopted Listener %s for this claim (handed over, or made by the Stackable operator)", updated.Name)
 		return ctrl.Result{}, nil
 	}
