@@ -182,7 +182,7 @@ func (r *claimReconciler) warnPortless(pods []corev1.Pod, l *v1alpha1.Listener, 
 
 // createListener creates the claim's own Listener. Which pod it selects
 // by name, if any, is decided now, reading the StatefulSet from the API
-// server (podselection.go).
+// server (claimlistener.SelectedByName).
 func (r *claimReconciler) createListener(ctx context.Context, pvc *corev1.PersistentVolumeClaim, use claims.Use, ports []v1alpha1.ListenerPort) (ctrl.Result, error) {
 	byName, err := claimlistener.SelectedByName(ctx, r.live, pvc)
 	if err != nil {

@@ -66,7 +66,7 @@ func portless(l *v1alpha1.Listener) verdict {
 
 // listenerReconciler keeps a Listener's Service and status. It never
 // writes pods: the takeover of another operator's Services is the takeover
-// controller's (takeover.go).
+// controller's (reconcile/takeover).
 type listenerReconciler struct {
 	client   client.Client // reads from the cache
 	live     client.Reader // reads from the API server
@@ -214,7 +214,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 		return nil, ptr.To(judged(foreignServiceVerdict(svcName))), nil
 	}
 	// A Service another operator made selects pods its own way: its
-	// selector stays until the takeover controller switches it (adopt.go).
+	// selector stays until the takeover controller switches it (reconcile/takeover).
 	if err := foreign.LeaveForeignSelector(want, svc); err != nil {
 		return nil, nil, err
 	}

@@ -108,7 +108,7 @@ func (r *podRelabeler) scan(ctx context.Context) (scanned, labelled int, err err
 				return scanned, labelled, err
 			}
 			if len(missing) == 0 && foreign.ListenerPod(pod) {
-				// Into the cache, for the takeover controller (takeover.go).
+				// Into the cache, for the takeover controller (reconcile/takeover).
 				missing = map[string]string{v1alpha1.LabelListenerVolume: "true"}
 			}
 			if len(missing) == 0 {

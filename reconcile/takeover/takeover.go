@@ -48,7 +48,7 @@ import (
 // on the cache holds them, and their events (and the Service's and
 // Listener's) wake the controller. Pods labelled later by the other
 // operator alone do not exist once it is uninstalled; should one appear
-// without the listener-volume label, the relabel scan (relabel.go) gives it
+// without the listener-volume label, the relabel scan (reconcile/pod/relabel.go) gives it
 // that label, and its event brings the takeover back.
 // Only a selector the cache cannot decide (the operator's wants a label the
 // pods' cached copies drop and the foreign one does not select by, e.g.
