@@ -10,7 +10,6 @@ import (
 	"github.com/listener-operator/listener-operator/reconcile/claim"
 
 	"github.com/listener-operator/listener-operator/api/service"
-	"github.com/listener-operator/listener-operator/reconcile/internal/foreign"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
 
 	corev1 "k8s.io/api/core/v1"
@@ -165,26 +164,6 @@ func TestSelectorSwitchReady(t *testing.T) {
 			ready, waiting := selectorSwitchReady(want, tc.pods)
 			if ready != tc.ready || waiting != tc.waiting {
 				t.Errorf("selectorSwitchReady = %v, %q; want %v, %q", ready, waiting, tc.ready, tc.waiting)
-			}
-		})
-	}
-}
-
-func TestForeignSelectorKeys(t *testing.T) {
-	want := map[string]string{"listener.stackable.tech/mnt.web": "true", "app": "web"}
-	for _, tc := range []struct {
-		name string
-		have map[string]string
-		want []string
-	}{
-		{"ours", map[string]string{"listener.stackable.tech/mnt.web": "true", "app": "web"}, nil},
-		{"the Stackable operator's", map[string]string{"listener.stackable.tech/mnt.0a1b2c": "web", "app": "web"}, []string{"listener.stackable.tech/mnt.0a1b2c"}},
-		{"other keys are the user's business", map[string]string{"listener.stackable.tech/mnt.web": "true", "tier": "x"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := foreign.SelectorKeys(tc.have, want)
-			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
-				t.Errorf("foreign.SelectorKeys = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -44,6 +44,7 @@ func NewClass(t *testing.T, ctx context.Context, c client.Client, spec v1alpha1.
 	return class
 }
 
+// Listener is a Listener of class with ports.
 func Listener(ns, name, class string, ports ...v1alpha1.ListenerPort) *v1alpha1.Listener {
 	return &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -51,6 +52,7 @@ func Listener(ns, name, class string, ports ...v1alpha1.ListenerPort) *v1alpha1.
 	}
 }
 
+// Port is a TCP port of a Listener.
 func Port(name string, n int32) v1alpha1.ListenerPort {
 	return v1alpha1.ListenerPort{Name: name, Port: n, Protocol: corev1.ProtocolTCP}
 }
@@ -95,6 +97,7 @@ func WaitStatus(t *testing.T, ctx context.Context, c client.Client, ns, name str
 	return l
 }
 
+// GetService waits until the Service exists and check (if any) accepts it.
 func GetService(t *testing.T, ctx context.Context, c client.Client, ns, name string, check func(*corev1.Service) error) *corev1.Service {
 	t.Helper()
 	svc := &corev1.Service{}
@@ -132,6 +135,7 @@ func WaitEvent(t *testing.T, ctx context.Context, c client.Client, ns, regarding
 	return found
 }
 
+// Node creates a node with addresses and deletes it afterwards.
 func Node(t *testing.T, ctx context.Context, c client.Client, name string, addrs ...corev1.NodeAddress) *corev1.Node {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -144,6 +148,7 @@ func Node(t *testing.T, ctx context.Context, c client.Client, name string, addrs
 	return n
 }
 
+// ResourceOne is the quantity 1, the size of every claim.
 func ResourceOne() *resource.Quantity {
 	q := resource.MustParse("1")
 	return &q
@@ -222,6 +227,7 @@ func ListenerClaim(ns, name string, annotations map[string]string) *corev1.Persi
 	}
 }
 
+// ClaimVolume is a pod volume named volume that mounts claim.
 func ClaimVolume(volume, claim string) corev1.Volume {
 	return corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
 }
