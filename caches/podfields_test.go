@@ -36,7 +36,7 @@ var podTypes = []any{corev1.Pod{}, corev1.PodSpec{}, corev1.PodStatus{}, corev1.
 // listed live from the API server, never from a cache, with why: the scan
 // skips them.
 var livePodReaders = map[string]string{
-	"github.com/listener-operator/listener-operator/reconcile.labelsFor": "the relabel scan lists the pods the webhook did not label, which no cache holds, from the API server",
+	"github.com/listener-operator/listener-operator/reconcile/pod.labelsFor": "the relabel scan lists the pods the webhook did not label, which no cache holds, from the API server",
 }
 
 // TestPodFieldsReadAreKept: every field of a pod's types that the scanned

@@ -180,7 +180,7 @@ func trimNamespaceMetadata(obj any) (any, error) {
 // benchIndexes are the indexes the operator registers on the webhooks'
 // cache (the shared kinds: reconcile's, nodeloss's and ReconcilerView's, on
 // every replica, at setup) or on the reconcilers' own, with the values they
-// file (reconcile/indexes.go, reconcile/nodeloss/mapping.go,
+// file (reconcile/internal/lookup/lookup.go, reconcile/nodeloss/mapping.go,
 // ReconcilerView).
 func benchIndexes(webhooks bool) []Index {
 	if !webhooks {

@@ -1,30 +1,34 @@
-// Package reconcile holds the operator's controllers, run by the leader:
+// Package reconcile wires the operator's controllers, run by the leader
+// (SetupWithManager), and creates the preset ListenerClasses at start-up
+// (presets.go). Each controller is a package of its own, with its Setup, its
+// Reconcile and its contract in its doc.go:
 //
-//   - the Listener controller keeps one Service per Listener (shaped by the
-//     Listener's ListenerClass and overrides) and publishes the addresses it
-//     is reachable on in the Listener's status;
-//   - the claim controller gives each listener PersistentVolumeClaim that
-//     asks for a class its own Listener, owned by the claim;
-//   - the pod controller labels pods for their Listeners' Services and keeps
-//     each pod's PodListeners object;
-//   - the takeover controller switches the Services another operator made
-//     (the Stackable listener-operator's) to this operator's pod selector,
-//     labelling their pods first (takeover.go, adopt.go);
-//   - the certificate controller keeps a cert-manager Certificate naming
-//     each Listener's addresses when its class asks for one
-//     (certificate.go);
-//   - a start-up task creates the preset ListenerClasses.
+//   - reconcile/listener keeps one Service per Listener and publishes its
+//     addresses in the Listener's status;
+//   - reconcile/claim gives each listener claim that asks for a class its
+//     own Listener, owned by the claim;
+//   - reconcile/pod labels pods for their Listeners' Services, keeps each
+//     pod's PodListeners and signals address changes (with the relabel scan
+//     of what the webhooks missed);
+//   - reconcile/takeover switches the Services another operator made to
+//     this operator's pod selector, labelling their pods first;
+//   - reconcile/certificate keeps a cert-manager Certificate naming each
+//     Listener's addresses when its class asks for one;
+//   - reconcile/provision and reconcile/nodeloss are set up by cmd/ on
+//     their own (volumes made by the operator; pinned nodes that are gone).
 //
-// The address features of a class (docs/reconcile.md) hook into these:
-// DNS hostnames (hostname.go), the address-change signal on pods
-// (addresschange.go) and sticky node ports (nodeports.go).
+// What several controllers need is shared in small packages:
+// reconcile/options (flags and defaults), reconcile/conditions (one
+// condition of a Listener's status), and under reconcile/internal the cache
+// indexes and lookups (lookup), metrics, label patches (labelpatch), what the
+// Stackable operator made (foreign), the rules of a claim's own Listener
+// (claimlistener) and the test harness (reconciletest). Controllers never
+// import each other; webhooks/, reconcile/ and csi/ never import each other
+// either.
 //
 // Which Listener a claim uses, and which labels a pod needs, are
 // api/claims's answers, shared with the webhooks, the CSI driver and node
-// loss. The decisions (which Service, which addresses, which ports) are plain
-// functions of values; the reconcilers only read the cache, call them, and
-// write when the result differs from what exists. A reconcile of a Listener
-// ends in an outcome (outcome.go): the status to publish, its verdict, and
-// when to look again. Each writer of a Listener's status applies only its
-// own fields under its own field manager (statuswrite.go).
+// loss; the Service a Listener gets is api/service's. The decisions are
+// plain functions of values; the reconcilers only read the cache, call them,
+// and write when the result differs from what exists.
 package reconcile

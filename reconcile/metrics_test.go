@@ -3,6 +3,8 @@ package reconcile
 import (
 	"testing"
 
+	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
+
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -13,11 +15,11 @@ import (
 // TestMetricsExposed checks that a Listener's life shows up in the metrics
 // the manager serves: its reconciles and the writes they made.
 func TestMetricsExposed(t *testing.T) {
-	e, ctx, ns := setup(t)
+	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
-	class := newClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	testenv.Create(t, ctx, c, listener(ns, "metered", class.Name, port("http", 80)))
-	waitReason(t, ctx, c, ns, "metered", v1alpha1.ReasonReady)
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "metered", class.Name, reconciletest.Port("http", 80)))
+	reconciletest.WaitReason(t, ctx, c, ns, "metered", v1alpha1.ReasonReady)
 
 	mfs, err := metrics.Registry.Gather()
 	if err != nil {

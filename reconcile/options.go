@@ -1,122 +1,29 @@
 package reconcile
 
-import (
-	"flag"
-	"fmt"
-	"os"
-	"time"
+import "github.com/listener-operator/listener-operator/reconcile/options"
 
-	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+// The controllers' options live in reconcile/options, where every
+// controller package reads them; these names keep cmd/ and the tests
+// calling the wiring package alone.
+type (
+	// Options configure the controllers (options.Options).
+	Options = options.Options
+	// Preset names a set of ListenerClasses created at start-up.
+	Preset = options.Preset
+	// ClusterDomainSources are where Options.ResolveClusterDomain looks.
+	ClusterDomainSources = options.ClusterDomainSources
 )
-
-// Preset names a set of ListenerClasses created at start-up.
-type Preset string
 
 // The presets --listener-class-preset accepts.
 const (
-	// PresetEphemeralNodes: cluster-internal (ClusterIP), external-unstable
-	// (NodePort) and external-stable (LoadBalancer).
-	PresetEphemeralNodes Preset = "ephemeral-nodes"
-	// PresetStableNodes: as ephemeral-nodes, but external-stable is a NodePort
-	// class whose volumes are pinned to their node.
-	PresetStableNodes Preset = "stable-nodes"
-	// PresetNone creates no classes.
-	PresetNone Preset = "none"
+	PresetEphemeralNodes = options.PresetEphemeralNodes
+	PresetStableNodes    = options.PresetStableNodes
+	PresetNone           = options.PresetNone
 )
 
-// String implements flag.Value.
-func (p *Preset) String() string { return string(*p) }
-
-// Set implements flag.Value.
-func (p *Preset) Set(s string) error {
-	switch Preset(s) {
-	case PresetEphemeralNodes, PresetStableNodes, PresetNone:
-		*p = Preset(s)
-		return nil
-	}
-	return fmt.Errorf("unknown preset %q: want %s, %s or %s", s, PresetEphemeralNodes, PresetStableNodes, PresetNone)
-}
-
-// Options configure the controllers.
-type Options struct {
-	// ClusterDomain is the DNS domain of the cluster, for the hostnames of
-	// ClusterIP Listeners. Empty after BindFlags when neither the flag nor
-	// KUBERNETES_CLUSTER_DOMAIN set it: ResolveClusterDomain then detects it.
-	ClusterDomain string
-	// ClusterDomainFromKubelet makes ResolveClusterDomain read the domain
-	// from the kubelet's configuration (needs get on nodes/proxy).
-	ClusterDomainFromKubelet bool
-	// CreatePollInterval and CreateWaitDuration bound how the Listener
-	// controller waits for a new Service's allocations (cluster IPs, node
-	// ports) before publishing addresses derived from them.
-	CreatePollInterval time.Duration
-	CreateWaitDuration time.Duration
-	// Preset is the set of ListenerClasses created at start-up.
-	Preset Preset
-	// MaxConcurrentReconciles is how many objects each controller
-	// reconciles at once.
-	MaxConcurrentReconciles int
-	// PodRelabelInterval is how often the leader scans the cluster's pods
-	// for ones that mount listener volumes but lack the listener-volume
-	// label (admitted while the pod webhook was unavailable); it also
-	// scans once when elected.
-	PodRelabelInterval time.Duration
-	// Wrap, if set, wraps each controller's reconciler, given the
-	// controller's name (cmd/ adds tracing this way).
-	Wrap func(controller string, r crreconcile.Reconciler) crreconcile.Reconciler
-}
-
-// wrap applies Wrap, if set, to the reconciler of the named controller.
-func (o Options) wrap(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
-	if o.Wrap == nil {
-		return r
-	}
-	return o.Wrap(controller, r)
-}
+// DefaultClusterDomain is the cluster domain when nothing names or reveals
+// another.
+const DefaultClusterDomain = options.DefaultClusterDomain
 
 // DefaultOptions are the flags' defaults.
-func DefaultOptions() Options {
-	domain := os.Getenv("KUBERNETES_CLUSTER_DOMAIN")
-	if domain == "" {
-		domain = DefaultClusterDomain
-	}
-	return Options{
-		ClusterDomain:           domain,
-		CreatePollInterval:      time.Second,
-		CreateWaitDuration:      20 * time.Second,
-		Preset:                  PresetEphemeralNodes,
-		MaxConcurrentReconciles: 8,
-		PodRelabelInterval:      10 * time.Minute,
-	}
-}
-
-// BindFlags registers the options as flags, with DefaultOptions as defaults.
-func (o *Options) BindFlags(fs *flag.FlagSet) {
-	*o = DefaultOptions()
-	// Unset, the domain is detected (ResolveClusterDomain).
-	o.ClusterDomain = os.Getenv("KUBERNETES_CLUSTER_DOMAIN")
-	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster, for ClusterIP Listener hostnames (env KUBERNETES_CLUSTER_DOMAIN; default: detected from the search list of /etc/resolv.conf, else cluster.local).")
-	fs.BoolVar(&o.ClusterDomainFromKubelet, "cluster-domain-from-kubelet", o.ClusterDomainFromKubelet, "Unless --cluster-domain or KUBERNETES_CLUSTER_DOMAIN is set, read the cluster domain from the kubelet's configuration of the node in KUBERNETES_NODE_NAME, through the API server's node proxy (needs get on nodes/proxy).")
-	fs.DurationVar(&o.CreatePollInterval, "k8s-create-poll-interval", o.CreatePollInterval, "How often to read a new Service back while waiting for its allocations.")
-	fs.DurationVar(&o.CreateWaitDuration, "k8s-create-wait-duration", o.CreateWaitDuration, "How long to wait for a new Service's allocations before publishing what is there.")
-	fs.Var(&o.Preset, "listener-class-preset", "ListenerClasses to create at start-up if missing: ephemeral-nodes, stable-nodes or none.")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects each controller reconciles at once.")
-	fs.DurationVar(&o.PodRelabelInterval, "pod-relabel-interval", o.PodRelabelInterval, "How often the leader pages through the cluster's pods for ones with listener volumes that the pod webhook did not label (it also does once when elected).")
-}
-
-func (o Options) validate() error {
-	if o.ClusterDomain == "" {
-		return fmt.Errorf("cluster domain must not be empty")
-	}
-	if o.CreatePollInterval <= 0 || o.CreateWaitDuration < 0 {
-		return fmt.Errorf("k8s-create-poll-interval must be positive and k8s-create-wait-duration not negative")
-	}
-	if o.PodRelabelInterval <= 0 {
-		return fmt.Errorf("pod-relabel-interval must be positive")
-	}
-	var p Preset
-	if err := p.Set(string(o.Preset)); err != nil {
-		return err
-	}
-	return nil
-}
+func DefaultOptions() Options { return options.Default() }

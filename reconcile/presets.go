@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -21,7 +22,7 @@ import (
 func PresetClasses(p Preset) []*v1alpha1.ListenerClass {
 	class := func(name string, spec v1alpha1.ListenerClassSpec) *v1alpha1.ListenerClass {
 		return &v1alpha1.ListenerClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelManagedBy: v1alpha1.FieldManager}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{service.LabelManagedBy: v1alpha1.FieldManager}},
 			Spec:       spec,
 		}
 	}

@@ -4,239 +4,56 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/listener-operator/listener-operator/api/addresses"
-	"github.com/listener-operator/listener-operator/api/names"
-	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/certificate"
+	"github.com/listener-operator/listener-operator/reconcile/claim"
+	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
+	"github.com/listener-operator/listener-operator/reconcile/listener"
+	"github.com/listener-operator/listener-operator/reconcile/pod"
+	"github.com/listener-operator/listener-operator/reconcile/takeover"
 )
+
+// Setup registers one controller with a manager whose cache has the
+// indexes of lookup.AddIndexes; recorder is the operator's event recorder.
+type Setup func(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error
+
+// controllers are the leader's controllers, by name, in the order they are
+// registered.
+var controllers = []struct {
+	Name  string
+	Setup Setup
+}{
+	{listener.ControllerName, listener.Setup},
+	{takeover.ControllerName, takeover.Setup},
+	{claim.ControllerName, claim.Setup},
+	{pod.ControllerName, pod.Setup},
+	{certificate.ControllerName, certificate.Setup},
+}
 
 // SetupWithManager registers the controllers, their cache indexes and the
 // preset task with mgr. The controllers and the presets run on the leader
 // only.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("reconcile options: %w", err)
 	}
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = 1
 	}
-	if err := addIndexes(context.Background(), mgr.GetCache()); err != nil {
+	if err := lookup.AddIndexes(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder(v1alpha1.FieldManager)
-	if err := setupListenerController(mgr, opts, recorder); err != nil {
-		return fmt.Errorf("set up %s controller: %w", controllerListener, err)
-	}
-	if err := setupTakeoverController(mgr, opts, recorder); err != nil {
-		return fmt.Errorf("set up %s controller: %w", controllerTakeover, err)
-	}
-	if err := setupClaimController(mgr, opts, recorder); err != nil {
-		return fmt.Errorf("set up %s controller: %w", controllerClaim, err)
-	}
-	if err := setupPodController(mgr, opts, recorder); err != nil {
-		return fmt.Errorf("set up %s controller: %w", controllerPodListeners, err)
-	}
-	if err := setupCertificateController(mgr, opts, recorder); err != nil {
-		return fmt.Errorf("set up %s controller: %w", controllerCertificate, err)
-	}
-	relabel := &podRelabeler{live: mgr.GetAPIReader(), client: mgr.GetClient(), synced: mgr.GetCache().WaitForCacheSync, interval: opts.PodRelabelInterval}
-	if err := mgr.Add(relabel); err != nil {
-		return fmt.Errorf("add the pod relabel scan: %w", err)
+	for _, c := range controllers {
+		if err := c.Setup(mgr, opts, recorder); err != nil {
+			return fmt.Errorf("set up %s controller: %w", c.Name, err)
+		}
 	}
 	if err := mgr.Add(&presetCreator{client: mgr.GetClient(), preset: opts.Preset}); err != nil {
 		return fmt.Errorf("add listener class presets: %w", err)
 	}
 	return nil
-}
-
-func setupListenerController(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	r := &listenerReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, opts: opts}
-	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(controllerListener).
-		// Status writes (ours) do not change the generation; labels are
-		// copied to the Service, so they count.
-		For(&v1alpha1.Listener{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		// Not only owned Services: a foreign Service going away frees its
-		// name for the Listener waiting for it.
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			reqs := listenersOfService(ctx, c, o.GetNamespace(), o.GetName())
-			if owner := controlledByListener(o); owner != "" {
-				reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: owner}})
-			}
-			// A name it drops or takes with it goes to the next Listener.
-			return append(reqs, listenersOfHostnames(ctx, c, o)...)
-		}), builder.WithPredicates(predicate.Funcs{
-			// The controller creates its Listeners' Services itself and
-			// publishes from the API server's answer; seeing its own
-			// creation again would only reconcile against a cache that lags
-			// the status it wrote. (After a restart every Listener is
-			// reconciled anyway.) But one that carries a DNS name may
-			// take it from another Listener (hostnameconflict.go).
-			CreateFunc: func(e event.CreateEvent) bool {
-				owner := controlledByListener(e.Object)
-				return owner == "" || names.ServiceName(owner) != e.Object.GetName() || len(hostnamesOf(e.Object)) > 0
-			},
-		})).
-		// A Listener going away frees its names for a later one that
-		// was refused them (namecollision.go).
-		Watches(&v1alpha1.Listener{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return listenersNamedLike(ctx, c, o.GetNamespace(), o.GetName())
-		}), builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-		})).
-		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return listenersOfClass(ctx, c, o.GetName())
-		})).
-		// A NodePort Listener publishes the nodes its pods run on.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return listenersOfPod(ctx, c, o.(*corev1.Pod))
-		}), builder.WithPredicates(podServingChanged())).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-			if name, ok := claimListener(o.(*corev1.PersistentVolumeClaim)); ok {
-				return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-			}
-			return nil
-		})).
-		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return listenerOfVolume(ctx, c, o.(*corev1.PersistentVolume))
-		})).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return listenersOnNode(ctx, c, o.GetName())
-		}), builder.WithPredicates(nodeAddressesChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(opts.wrap(controllerListener, r))
-}
-
-// nodeAddressesChanged passes node events that can change a published
-// address: a node appearing, going, or changing its addresses or its node
-// address annotation (not the heartbeats that update nodes every few
-// seconds).
-func nodeAddressesChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldN, ok1 := e.ObjectOld.(*corev1.Node)
-			newN, ok2 := e.ObjectNew.(*corev1.Node)
-			return !ok1 || !ok2 || !equality.Semantic.DeepEqual(oldN.Status.Addresses, newN.Status.Addresses) ||
-				oldN.Annotations[v1alpha1.AnnotationNodeAddress] != newN.Annotations[v1alpha1.AnnotationNodeAddress]
-		},
-	}
-}
-
-func listenersOfClass(ctx context.Context, c client.Reader, class string) []ctrl.Request {
-	return requestsFor(ctx, c, &v1alpha1.ListenerList{}, client.MatchingFields{indexListenerClass: class})
-}
-
-// requestsFor lists objects through an index (from the cache) and turns
-// them into reconcile requests. A failed list is logged and maps to nothing:
-// a map function has no way to return an error.
-func requestsFor(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []ctrl.Request {
-	if err := c.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list objects to reconcile", "kind", fmt.Sprintf("%T", list), "options", opts)
-		return nil
-	}
-	var reqs []ctrl.Request
-	_ = meta.EachListItem(list, func(o runtime.Object) error {
-		if obj, ok := o.(client.Object); ok {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		}
-		return nil
-	})
-	return reqs
-}
-
-// listenersOfPod maps a pod to the Listeners of its claims.
-func listenersOfPod(ctx context.Context, c client.Reader, pod *corev1.Pod) []ctrl.Request {
-	var reqs []ctrl.Request
-	for _, name := range names.PodClaimNames(pod) {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pvc); err != nil {
-			continue // not a listener claim (not cached), or not made yet: its creation maps
-		}
-		if l, ok := claimListener(pvc); ok {
-			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: l}})
-		}
-	}
-	return reqs
-}
-
-// podServingChanged passes pod events that can change the nodes a NodePort
-// Listener publishes (podNodes): a pod appearing or going, bound to a node,
-// becoming ready or not, finishing, or starting to be deleted; not the other
-// status updates of a pod's life.
-func podServingChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldP, ok1 := e.ObjectOld.(*corev1.Pod)
-			newP, ok2 := e.ObjectNew.(*corev1.Pod)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return oldP.Spec.NodeName != newP.Spec.NodeName ||
-				podstate.Ready(oldP) != podstate.Ready(newP) ||
-				podstate.Finished(oldP) != podstate.Finished(newP) ||
-				(oldP.DeletionTimestamp == nil) != (newP.DeletionTimestamp == nil)
-		},
-	}
-}
-
-// listenerOfVolume maps a PersistentVolume to the Listener its claim uses.
-func listenerOfVolume(ctx context.Context, c client.Reader, pv *corev1.PersistentVolume) []ctrl.Request {
-	ref := pv.Spec.ClaimRef
-	if ref == nil || len(addresses.PinnedNodes(pv)) == 0 {
-		return nil
-	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, pvc); err != nil {
-		return nil
-	}
-	if name, ok := claimListener(pvc); ok {
-		return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: pvc.Namespace, Name: name}}}
-	}
-	return nil
-}
-
-// listenersOnNode maps a node to the Listeners it may serve: through the
-// pods running on it or the volumes pinned to it.
-func listenersOnNode(ctx context.Context, c client.Reader, node string) []ctrl.Request {
-	var reqs []ctrl.Request
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.MatchingFields{indexPodNode: node}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list pods on node", "node", node)
-	}
-	for i := range pods.Items {
-		reqs = append(reqs, listenersOfPod(ctx, c, &pods.Items[i])...)
-	}
-	var pvs corev1.PersistentVolumeList
-	if err := c.List(ctx, &pvs, client.MatchingFields{indexPVNode: node}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list volumes pinned to node", "node", node)
-	}
-	for i := range pvs.Items {
-		reqs = append(reqs, listenerOfVolume(ctx, c, &pvs.Items[i])...)
-	}
-	return reqs
-}
-
-// controlledByListener is the name of the Listener controlling o, or "".
-func controlledByListener(o metav1.Object) string {
-	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Listener" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-		return ref.Name
-	}
-	return ""
 }

@@ -1,0 +1,76 @@
+package service
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// ForCreation is the Service to create anew for a Listener of class that
+// recorded the node ports in recorded (its status.nodePorts): when the
+// class keeps node ports (sticky node ports), want asking for them
+// (RequestNodePorts), and the names it asks for; otherwise want itself and
+// none.
+func ForCreation(want *unstructured.Unstructured, class *v1alpha1.ListenerClass, recorded map[string]int32) (*unstructured.Unstructured, []string) {
+	if !class.Spec.HasStickyNodePorts() || len(recorded) == 0 {
+		return want, nil
+	}
+	req, asked := RequestNodePorts(want, recorded)
+	if len(asked) == 0 {
+		return want, nil
+	}
+	return req, asked
+}
+
+// RequestNodePorts returns a copy of the desired Service want in which each
+// port asks for the node port recorded for its name in recorded, and the
+// names it asked for. Ports without a recorded node port are left to the
+// API server, and a node port the desired Service already has (the class's
+// serviceOverrides) is kept. Only the operator's own record (status.nodePorts) is ever
+// passed: a node port is exposure, never taken from a tenant's spec.
+func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32) (*unstructured.Unstructured, []string) {
+	out := want.DeepCopy()
+	ports, _, _ := unstructured.NestedSlice(out.Object, "spec", "ports")
+	var asked []string
+	for i, p := range ports {
+		m, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, set := m["nodePort"]; set {
+			continue // the class's serviceOverrides chose it
+		}
+		name, _ := m["name"].(string)
+		if np, ok := recorded[name]; ok && np > 0 {
+			m["nodePort"] = int64(np)
+			ports[i] = m
+			asked = append(asked, name)
+		}
+	}
+	_ = unstructured.SetNestedSlice(out.Object, ports, "spec", "ports")
+	return out, asked
+}
+
+// DropNodePorts removes the node port of the ports at idx that the operator
+// requested (named in asked) and returns their names; a node port the class
+// set is never dropped.
+func DropNodePorts(want *unstructured.Unstructured, idx []int, asked []string) []string {
+	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
+	var names []string
+	for _, i := range idx {
+		if i < 0 || i >= len(ports) {
+			continue
+		}
+		if m, ok := ports[i].(map[string]any); ok {
+			name, _ := m["name"].(string)
+			if _, had := m["nodePort"]; had && slices.Contains(asked, name) {
+				delete(m, "nodePort")
+				names = append(names, name)
+			}
+		}
+	}
+	_ = unstructured.SetNestedSlice(want.Object, ports, "spec", "ports")
+	return names
+}

@@ -1,0 +1,74 @@
+package service
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+func TestRequestNodePorts(t *testing.T) {
+	want := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"ports": []any{
+		map[string]any{"name": "http", "port": int64(80)},
+		map[string]any{"name": "admin", "port": int64(81)},
+		map[string]any{"name": "fixed", "port": int64(82), "nodePort": int64(30082)},
+	}}}}
+	got, asked := RequestNodePorts(want, map[string]int32{"http": 30080, "gone": 30099, "fixed": 30099})
+	ports, _, _ := unstructured.NestedSlice(got.Object, "spec", "ports")
+	if ports[0].(map[string]any)["nodePort"] != int64(30080) || ports[1].(map[string]any)["nodePort"] != nil || ports[2].(map[string]any)["nodePort"] != int64(30082) || !reflect.DeepEqual(asked, []string{"http"}) {
+		t.Errorf("ports %v, asked %v; want http=30080 requested, admin left to the API server, fixed kept at the class's 30082", ports, asked)
+	}
+	orig, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
+	if _, ok := orig[0].(map[string]any)["nodePort"]; ok {
+		t.Error("the desired Service was changed in place")
+	}
+	if dropped := DropNodePorts(got, []int{0, 1, 2, 7}, asked); !reflect.DeepEqual(dropped, []string{"http"}) {
+		t.Errorf("dropped %v, want [http] (the class's own node port stays)", dropped)
+	}
+	for _, tc := range []struct {
+		spec v1alpha1.ListenerClassSpec
+		want bool
+	}{
+		{v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort}, true},
+		{v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort, StickyNodePorts: ptr.To(false)}, false},
+		{v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeLoadBalancer}, false},
+	} {
+		if got := tc.spec.HasStickyNodePorts(); got != tc.want {
+			t.Errorf("HasStickyNodePorts(%s, sticky %v) = %v, want %v", tc.spec.ServiceType, tc.spec.StickyNodePorts, got, tc.want)
+		}
+	}
+}
+
+// TestForCreation: a Service made anew asks for the recorded node ports
+// only when its class keeps them and there are some to ask for.
+func TestForCreation(t *testing.T) {
+	want := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"ports": []any{
+		map[string]any{"name": "http", "port": int64(80)},
+	}}}}
+	nodePort := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort}}
+	notSticky := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort, StickyNodePorts: ptr.To(false)}}
+	for _, tc := range []struct {
+		name      string
+		class     *v1alpha1.ListenerClass
+		recorded  map[string]int32
+		wantAsked []string
+	}{
+		{"sticky, recorded", nodePort, map[string]int32{"http": 30080}, []string{"http"}},
+		{"sticky, nothing recorded", nodePort, nil, nil},
+		{"sticky, recorded for another port", nodePort, map[string]int32{"gone": 30080}, nil},
+		{"not sticky", notSticky, map[string]int32{"http": 30080}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, asked := ForCreation(want, tc.class, tc.recorded)
+			if !reflect.DeepEqual(asked, tc.wantAsked) {
+				t.Errorf("asked %v, want %v", asked, tc.wantAsked)
+			}
+			if len(asked) == 0 && got != want {
+				t.Error("asking for nothing, it should create want itself")
+			}
+		})
+	}
+}

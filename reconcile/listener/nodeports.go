@@ -1,0 +1,117 @@
+package listener
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/listener-operator/listener-operator/api/service"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// EventNodePortsTaken: a Service created anew could not get back some of
+// the node ports its Listener recorded.
+const EventNodePortsTaken = "NodePortsTaken"
+
+var nodePortField = regexp.MustCompile(`^spec\.ports\[(\d+)\]\.nodePort$`)
+
+// refusedNodePorts are the indexes of the ports whose requested node port
+// the API server refused (taken by another Service, or outside the
+// cluster's node port range); nil when err is not such a refusal.
+func refusedNodePorts(err error) []int {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	var idx []int
+	for _, c := range status.Status().Details.Causes {
+		if m := nodePortField.FindStringSubmatch(c.Field); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// createStickyService creates the Listener's Service anew asking for the
+// node ports the Listener recorded, when its class keeps them
+// (service.ForCreation). A requested port the API server refuses is dropped and
+// the Service created with a new one; the Listener then gets an event and
+// the NodePortsKept condition False (in l's status in memory: the status
+// write that publishes the new ports carries it).
+func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured) (*corev1.Service, error) {
+	req, asked := service.ForCreation(want, class, l.Status.NodePorts)
+	if len(asked) == 0 {
+		return r.createService(ctx, l, want)
+	}
+	var taken []string
+	refusals := 0
+	for {
+		svc, err := r.createService(ctx, l, req)
+		idx := refusedNodePorts(err)
+		if err == nil || len(idx) == 0 {
+			if err == nil {
+				r.noteNodePorts(l, svc, taken)
+			}
+			return svc, err
+		}
+		// The API server frees a deleted Service's node ports just after
+		// the deletion is visible: a Service recreated at once can be
+		// refused ports that are about to be free. Ask again for a moment
+		// before giving them up.
+		if refusals++; refusals <= nodePortRetries {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(nodePortRetryDelay):
+			}
+			continue
+		}
+		refusals = 0
+		dropped := service.DropNodePorts(req, idx, asked)
+		if len(dropped) == 0 {
+			return nil, err
+		}
+		taken = append(taken, dropped...)
+	}
+}
+
+// nodePortRetries and nodePortRetryDelay bound how long a Service created
+// anew keeps asking for recorded node ports that the API server refuses
+// (about a second) before it takes new ones.
+const (
+	nodePortRetries    = 5
+	nodePortRetryDelay = 200 * time.Millisecond
+)
+
+// noteNodePorts records on l (in memory) and by an event whether the new
+// Service got the recorded node ports back.
+func (r *listenerReconciler) noteNodePorts(l *v1alpha1.Listener, svc *corev1.Service, taken []string) {
+	cond := metav1.Condition{Type: v1alpha1.ConditionNodePortsKept, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNodePortsKept,
+		Message: fmt.Sprintf("Service %s was created anew with the node ports recorded in status.nodePorts", svc.Name), ObservedGeneration: l.Generation}
+	if len(taken) > 0 {
+		slices.Sort(taken)
+		var was []string
+		for _, name := range taken {
+			was = append(was, fmt.Sprintf("%s=%d", name, l.Status.NodePorts[name]))
+		}
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonNodePortsTaken
+		cond.Message = fmt.Sprintf("Service %s was created anew, but the recorded node ports %s are taken or out of range: it got new ones (clients must use the new status.nodePorts)", svc.Name, strings.Join(was, ", "))
+		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventNodePortsTaken, "Create", "%s", cond.Message)
+	}
+	conds := slices.Clone(l.Status.Conditions)
+	meta.SetStatusCondition(&conds, cond)
+	l.Status.Conditions = conds
+}

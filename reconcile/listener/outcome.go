@@ -1,0 +1,75 @@
+package listener
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// outcome is what one reconcile of a Listener decided: the status to
+// publish with its verdict, and when to look again without an event. An
+// error from a reconcile means only "retry" (with the controller's backoff);
+// everything else is an outcome.
+type outcome struct {
+	// publish: status and verdict are to be published. False when the
+	// reconcile found the cache behind the API server and decided nothing.
+	publish bool
+	status  v1alpha1.ListenerStatus
+	verdict verdict
+	// requeueAfter is when to look again on its own (0: on events only).
+	requeueAfter time.Duration
+	// retry, when set, is what the reconcile returns once the verdict is
+	// published: the controller tries again with its backoff, since what
+	// refused may give way without an event the Listener hears of (a quota
+	// raised, a Service deleted elsewhere frees an address).
+	retry error
+}
+
+// settled is the outcome of a Listener whose status was computed.
+func settled(st v1alpha1.ListenerStatus, v verdict) outcome {
+	return outcome{publish: true, status: st, verdict: v, requeueAfter: recheckAfter(v)}
+}
+
+// judged is the outcome of a Listener that publishes no new address, only
+// the verdict (the addresses it published stay, see keepPublished).
+func judged(v verdict) outcome {
+	return settled(v1alpha1.ListenerStatus{}, v)
+}
+
+// retrying is the outcome of a Listener whose verdict is published while
+// the reconcile is retried with backoff because of err.
+func retrying(v verdict, err error) outcome {
+	o := judged(v)
+	o.retry = err
+	return o
+}
+
+// cacheBehind is the outcome of a reconcile that found the Service cache
+// behind the API server (a Service it made is not there yet): it looks
+// again shortly, since its own creations send it no event (setup.go).
+func cacheBehind() outcome {
+	return outcome{requeueAfter: serviceCacheRetry}
+}
+
+// serviceCacheRetry is how soon a reconcile that found the Service cache
+// behind looks again.
+const serviceCacheRetry = 50 * time.Millisecond
+
+// recheckAfter is how long a Listener with verdict v waits before it looks
+// again without an event: only one blocked by something the cache cannot
+// see (blockedOutsideCache) does. Endpoints, load balancers, classes, claims
+// and volumes send events the controller maps to the Listener (setup.go).
+func recheckAfter(v verdict) time.Duration {
+	if blockedOutsideCache(v) {
+		return foreignServiceRecheck
+	}
+	return 0
+}
+
+// result is the controller-runtime result of an outcome, and the error a
+// retried one fails with (the controller's backoff then applies).
+func (o outcome) result() (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.retry
+}

@@ -1,0 +1,110 @@
+package listener
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
+	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+// TestPlainClaimSelectsNoPodByName (issue 37, case 2): a plain claim
+// "x-db-0" that asks, by the statefulset-claim-template annotation, that
+// its Listener select pod db-0 by name, and that no StatefulSet made
+// (admitted while the webhooks were down: the claim webhook refuses it),
+// gets a Listener that selects the pods that mount it by label, never pod
+// db-0, which mounts no listener volume; the Listener says why (Ready False,
+// Invalid) and the claim gets a Warning event.
+func TestPlainClaimSelectsNoPodByName(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	db := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-0", Labels: map[string]string{v1alpha1.LabelStatefulSetPodName: "db-0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "example"}}}}
+	claim := reconciletest.ListenerClaim(ns, "x-db-0", map[string]string{v1alpha1.AnnotationListenerClass: class.Name, v1alpha1.AnnotationStatefulSetClaimTemplate: "x"})
+	web := reconciletest.PodWithPorts(ns, "web-0", claim.Name, corev1.ContainerPort{Name: "http", ContainerPort: 8080})
+	web.Labels = map[string]string{v1alpha1.LabelListenerVolume: "true"} // as the pod webhook labels it
+	testenv.Create(t, ctx, c, db, claim, web)
+
+	l := reconciletest.WaitStatus(t, ctx, c, ns, claim.Name, func(l *v1alpha1.Listener) error {
+		// Until the pod's ports are seen the Listener has none (Invalid
+		// too): wait for the verdict on the selection.
+		if cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady); cond == nil || cond.Reason != v1alpha1.ReasonInvalid || !strings.Contains(cond.Message, "StatefulSet") {
+			return fmt.Errorf("Ready %+v", cond)
+		}
+		return nil
+	})
+	if pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; ok {
+		t.Errorf("Listener annotated %s=%s", v1alpha1.AnnotationStatefulSetPod, pod)
+	}
+	msg := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Message
+	for _, want := range []string{`asks that the claim's own Listener select pod "db-0"`, `StatefulSet "db" does not exist in this namespace`,
+		"kubectl annotate pvc x-db-0 listeners.stackable.tech/statefulset-claim-template-", "selects the pods that mount the claim"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Ready message %q lacks %q", msg, want)
+		}
+	}
+	reconciletest.GetService(t, ctx, c, ns, names.ServiceName(claim.Name), func(s *corev1.Service) error {
+		if want := map[string]string{names.PodSelectorLabel(claim.Name): v1alpha1.PodSelectorLabelValue}; !maps.Equal(s.Spec.Selector, want) {
+			return fmt.Errorf("selector %v, want %v", s.Spec.Selector, want)
+		}
+		return nil
+	})
+	reconciletest.WaitEvent(t, ctx, c, ns, claim.Name, claimlistener.EventStatefulSetPodRefused)
+}
+
+// TestStatefulSetPodAnnotationJudgedByTheStatefulSet: a Listener that
+// selects a pod by name, as this operator made it for a claim before the
+// StatefulSet was checked (controlled by the claim, no record anywhere),
+// keeps its selection when its StatefulSet has the claim template (no
+// outage on upgrade); the same Listener of a plain claim (the annotation
+// set while the webhooks were down) is Invalid and gets no Service that
+// selects the pod.
+func TestStatefulSetPodAnnotationJudgedByTheStatefulSet(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	testenv.Create(t, ctx, c, reconciletest.ListenerStatefulSet(ns, "web", "listener", class.Name))
+	for _, tc := range []struct{ claim, pod string }{{"listener-web-0", "web-0"}, {"listener-db-0", "db-0"}} {
+		// No class yet: the claim reconciler makes no Listener, and the
+		// test makes it as an earlier version did.
+		claim := reconciletest.ListenerClaim(ns, tc.claim, map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: "listener"})
+		testenv.Create(t, ctx, c, claim)
+		l := reconciletest.Listener(ns, tc.claim, class.Name, reconciletest.Port("http", 8080))
+		l.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: tc.pod}
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: claim.Name, UID: claim.UID, Controller: ptr.To(true)}}
+		testenv.Create(t, ctx, c, l)
+		claim.Annotations[v1alpha1.AnnotationListenerClass] = class.Name
+		if err := c.Update(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconciletest.WaitReason(t, ctx, c, ns, "listener-web-0", v1alpha1.ReasonReady)
+	reconciletest.GetService(t, ctx, c, ns, "listener-web-0", func(s *corev1.Service) error {
+		if want := map[string]string{v1alpha1.LabelStatefulSetPodName: "web-0"}; !maps.Equal(s.Spec.Selector, want) {
+			return fmt.Errorf("selector %v, want %v", s.Spec.Selector, want)
+		}
+		return nil
+	})
+	forged := reconciletest.WaitReason(t, ctx, c, ns, "listener-db-0", v1alpha1.ReasonInvalid)
+	msg := meta.FindStatusCondition(forged.Status.Conditions, v1alpha1.ConditionReady).Message
+	if want := `(its claim listener-db-0 asks for that pod, but StatefulSet "db" does not exist in this namespace)`; !strings.Contains(msg, want) {
+		t.Errorf("Ready message %q lacks %q", msg, want)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "listener-db-0"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Service of the forged Listener: %v, want none", err)
+	}
+}
