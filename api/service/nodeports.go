@@ -9,12 +9,14 @@ import (
 )
 
 // ForCreation is the Service to create anew for a Listener of class that
-// recorded the node ports in recorded (its status.nodePorts): when the
-// class keeps node ports (sticky node ports), want asking for them
+// recorded the node ports in recorded (its status.nodePorts), or, for a
+// class with a node port range, was given them there (api/nodeports): when
+// the class keeps node ports (sticky node ports) or has a range, want
+// asking for them
 // (RequestNodePorts), and the names it asks for; otherwise want itself and
 // none.
 func ForCreation(want *unstructured.Unstructured, class *v1alpha1.ListenerClass, recorded map[string]int32) (*unstructured.Unstructured, []string) {
-	if !class.Spec.HasStickyNodePorts() || len(recorded) == 0 {
+	if !class.Spec.HasStickyNodePorts() && class.Spec.NodePortRange == nil || len(recorded) == 0 {
 		return want, nil
 	}
 	req, asked := RequestNodePorts(want, recorded)
@@ -72,5 +74,23 @@ func DropNodePorts(want *unstructured.Unstructured, idx []int, asked []string) [
 		}
 	}
 	_ = unstructured.SetNestedSlice(want.Object, ports, "spec", "ports")
+	return names
+}
+
+// RequestedAt names the ports at idx that ask for a node port in want.
+func RequestedAt(want *unstructured.Unstructured, idx []int) []string {
+	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
+	var names []string
+	for _, i := range idx {
+		if i < 0 || i >= len(ports) {
+			continue
+		}
+		if m, ok := ports[i].(map[string]any); ok {
+			if _, had := m["nodePort"]; had {
+				name, _ := m["name"].(string)
+				names = append(names, name)
+			}
+		}
+	}
 	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
@@ -147,7 +148,10 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			return outcome{}, err
 		}
 	}
-	st, v := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	st, v, problems := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	if len(problems) > 0 {
+		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, v1alpha1.EventNodeAddressInvalid, "Publish", "%s", strings.Join(problems, "; "))
+	}
 	if v, err = r.withRefusedSelection(ctx, l, v); err != nil { // podselection.go
 		return outcome{}, err
 	}
@@ -159,6 +163,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			svc.Name, class.Name, refused.ToAggregate().Error())}
 	}
 	st = r.withAddressFeatures(st, l, class, hc)                                                                                           // hostname.go
+	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionNodePortsInRange, rangeCondition(l, class, svc))                 // noderange.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionTenantMetadataAllowed, tenantMetadataCondition(l, class, found)) // tenantmeta.go
 	return settled(st, v), nil
 }
@@ -237,6 +242,9 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 	if err != nil {
 		if v, ok := asForeignService(err); ok {
 			return nil, ptr.To(judged(v)), nil
+		}
+		if o, ok := rangeExhausted(err); ok { // noderange.go
+			return nil, &o, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			// The API server rejected what the class and overrides make:

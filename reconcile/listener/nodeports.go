@@ -45,14 +45,26 @@ func refusedNodePorts(err error) []int {
 	return idx
 }
 
-// createStickyService creates the Listener's Service anew asking for the
-// node ports the Listener recorded, when its class keeps them
-// (service.ForCreation). A requested port the API server refuses is dropped and
-// the Service created with a new one; the Listener then gets an event and
-// the NodePortsKept condition False (in l's status in memory: the status
-// write that publishes the new ports carries it).
+// createStickyService creates the Listener's Service anew asking for node
+// ports (service.ForCreation): in its class's node port range, its block
+// there (noderange.go); otherwise, when the class keeps node ports, the ones
+// the Listener recorded. A requested port the API server refuses is asked
+// for again for a moment, then given up: in a range for the next free port
+// of the range, otherwise for one the API server picks. The Listener then
+// gets an event and the NodePortsKept condition False (in l's status in
+// memory: the status write that publishes the new ports carries it).
 func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured) (*corev1.Service, error) {
-	req, asked := service.ForCreation(want, class, l.Status.NodePorts)
+	requested := l.Status.NodePorts
+	rng := nodePortRange(class)
+	refused := map[int32]bool{}
+	if rng != nil {
+		var err error
+		if requested, err = r.rangeNodePorts(ctx, l, class, refused); err != nil {
+			return nil, err
+		}
+	}
+	wanted := requested
+	req, asked := service.ForCreation(want, class, requested)
 	if len(asked) == 0 {
 		return r.createService(ctx, l, want)
 	}
@@ -62,8 +74,8 @@ func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha
 		svc, err := r.createService(ctx, l, req)
 		idx := refusedNodePorts(err)
 		if err == nil || len(idx) == 0 {
-			if err == nil {
-				r.noteNodePorts(l, svc, taken)
+			if err == nil && (rng == nil || len(taken) > 0) {
+				r.noteNodePorts(l, svc, wanted, taken, rng)
 			}
 			return svc, err
 		}
@@ -80,6 +92,18 @@ func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha
 			continue
 		}
 		refusals = 0
+		if rng != nil && len(refused) < rng.Size() {
+			names := service.RequestedAt(req, idx)
+			for _, name := range names {
+				refused[requested[name]] = true
+			}
+			if requested, err = r.rangeNodePorts(ctx, l, class, refused); err != nil {
+				return nil, err
+			}
+			taken = append(taken, names...)
+			req, asked = service.ForCreation(want, class, requested)
+			continue
+		}
 		dropped := service.DropNodePorts(req, idx, asked)
 		if len(dropped) == 0 {
 			return nil, err
@@ -97,18 +121,23 @@ const (
 )
 
 // noteNodePorts records on l (in memory) and by an event whether the new
-// Service got the recorded node ports back.
-func (r *listenerReconciler) noteNodePorts(l *v1alpha1.Listener, svc *corev1.Service, taken []string) {
+// Service got the node ports it asked for (wanted): the recorded ones, or
+// its block of node port range rng (nil: none).
+func (r *listenerReconciler) noteNodePorts(l *v1alpha1.Listener, svc *corev1.Service, wanted map[string]int32, taken []string, rng *v1alpha1.NodePortRange) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionNodePortsKept, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNodePortsKept,
 		Message: fmt.Sprintf("Service %s was created anew with the node ports recorded in status.nodePorts", svc.Name), ObservedGeneration: l.Generation}
 	if len(taken) > 0 {
 		slices.Sort(taken)
+		taken = slices.Compact(taken)
 		var was []string
 		for _, name := range taken {
-			was = append(was, fmt.Sprintf("%s=%d", name, l.Status.NodePorts[name]))
+			was = append(was, fmt.Sprintf("%s=%d", name, wanted[name]))
 		}
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonNodePortsTaken
 		cond.Message = fmt.Sprintf("Service %s was created anew, but the recorded node ports %s are taken or out of range: it got new ones (clients must use the new status.nodePorts)", svc.Name, strings.Join(was, ", "))
+		if rng != nil {
+			cond.Message = fmt.Sprintf("Service %s was created, but the node ports %s of its place in range %s are taken by another Service: it got the next free ones of the range (see status.nodePorts)", svc.Name, strings.Join(was, ", "), rng)
+		}
 		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventNodePortsTaken, "Create", "%s", cond.Message)
 	}
 	conds := slices.Clone(l.Status.Conditions)

@@ -35,8 +35,10 @@ type verdict struct {
 }
 
 // serviceStatus computes the status a Listener with a Service publishes.
-func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
-	st := v1alpha1.ListenerStatus{ServiceName: o.svc.Name, ServiceType: o.class.Spec.ServiceType, ClassName: o.class.Name}
+// problems are the entries of node address annotations that were skipped
+// (addresses.NodeRule), for a NodeAddressInvalid event.
+func serviceStatus(o observed) (st v1alpha1.ListenerStatus, v verdict, problems []string) {
+	st = v1alpha1.ListenerStatus{ServiceName: o.svc.Name, ServiceType: o.class.Spec.ServiceType, ClassName: o.class.Name}
 	pref := o.class.Spec.EffectiveAddressType()
 	// Only NodePort Listeners publish node ports: the existing operator
 	// does the same, and its readers take their presence as "node-scoped".
@@ -50,19 +52,19 @@ func serviceStatus(o observed) (v1alpha1.ListenerStatus, verdict) {
 	}
 	switch o.class.Spec.ServiceType {
 	case v1alpha1.ServiceTypeNodePort:
-		st.IngressAddresses, _ = addresses.NodePortIngress(o.svc, o.nodes, addresses.NodeRuleOf(&o.class.Spec, st.IPFamilies))
+		st.IngressAddresses, problems = addresses.NodePortIngress(o.svc, o.nodes, addresses.NodeRuleOf(&o.class.Spec, st.IPFamilies))
 		if len(st.IngressAddresses) == 0 {
-			return st, verdict{reason: v1alpha1.ReasonNoNodes, message: fmt.Sprintf("no node with an address serves Service %s yet (no ready endpoints and no pinned volumes)", o.svc.Name)}
+			return st, verdict{reason: v1alpha1.ReasonNoNodes, message: fmt.Sprintf("no node with an address serves Service %s yet (no ready endpoints and no pinned volumes)", o.svc.Name)}, problems
 		}
 	case v1alpha1.ServiceTypeLoadBalancer:
 		st.IngressAddresses = addresses.LoadBalancerIngress(o.svc, pref)
 		if len(st.IngressAddresses) == 0 {
-			return st, verdict{reason: v1alpha1.ReasonAwaitingLoadBalancer, message: fmt.Sprintf("Service %s has no load balancer ingress yet", o.svc.Name)}
+			return st, verdict{reason: v1alpha1.ReasonAwaitingLoadBalancer, message: fmt.Sprintf("Service %s has no load balancer ingress yet", o.svc.Name)}, problems
 		}
 	default:
 		st.IngressAddresses = addresses.ClusterIPIngress(o.svc, pref, o.clusterDomain)
 	}
-	return st, verdict{ready: true, reason: v1alpha1.ReasonReady, message: fmt.Sprintf("Service %s publishes %d address(es)", o.svc.Name, len(st.IngressAddresses))}
+	return st, verdict{ready: true, reason: v1alpha1.ReasonReady, message: fmt.Sprintf("Service %s publishes %d address(es)", o.svc.Name, len(st.IngressAddresses))}, problems
 }
 
 // podNodes are the nodes a NodePort Listener's pods run on: every pod bound

@@ -33,7 +33,8 @@ import (
 
 // isOwnCondition: the Listener controller writes conditions of this type.
 func isOwnCondition(typ string) bool {
-	return typ == v1alpha1.ConditionReady || typ == v1alpha1.ConditionNodePortsKept || typ == v1alpha1.ConditionHostnamePublished
+	return typ == v1alpha1.ConditionReady || typ == v1alpha1.ConditionNodePortsKept || typ == v1alpha1.ConditionHostnamePublished ||
+		typ == v1alpha1.ConditionNodePortsInRange
 }
 
 // ownedStatus is the part of st the Listener controller writes.

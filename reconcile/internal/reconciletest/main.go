@@ -160,8 +160,9 @@ func Main(m *testing.M, setup SetupFunc) {
 	sharedMapsChanged = caches.AuditSharedMaps()
 	testenv.MainWithManager(m, &Env, testenv.Options{
 		ControllerManager: []string{"garbagecollector", "pvc-protection"},
-		// Room for the benchmark's thousands of Services.
-		APIServerFlags: []string{"--service-cluster-ip-range=10.0.0.0/16"},
+		// Room for the benchmark's thousands of Services; both families,
+		// for dual-stack classes (TestDualStackNodePort).
+		APIServerFlags: []string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/112"},
 		// As on OpenShift: the owner references the controllers write
 		// (blockOwnerDeletion) need the finalizers RBAC of the owners.
 		OwnerReferencesPermissionEnforcement: true,
