@@ -33,6 +33,10 @@ func TestListenerClassValidation(t *testing.T) {
 			`spec.serviceOverrides.spec.selector: Forbidden: the operator selects the pods that mount the Listener's volume; remove spec.selector (a Listener's spec.extraPodSelectorLabels narrows the selection)`},
 		{"bad annotation key", v1alpha1.ListenerClassSpec{ServiceType: "ClusterIP", ServiceAnnotations: map[string]string{"a b": "x"}},
 			`spec.serviceAnnotations: Invalid value: "a b": name part must consist of alphanumeric characters`},
+		{"two IP families without a policy", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}},
+			`spec.ipFamilyPolicy: Required value: two ipFamilies need ipFamilyPolicy PreferDualStack or RequireDualStack (a Service without a policy is single-stack)`},
+		{"a node port range wider than a band", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", NodePortRange: &v1alpha1.NodePortRange{From: 20000, To: 32767}},
+			`spec.nodePortRange: Invalid value: "20000-32767": holds 12768 ports, more than the 4096 a range may`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := e.Client.Create(t.Context(), &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: tc.spec})
@@ -289,4 +293,35 @@ func TestForgedReviewRevealsNoNames(t *testing.T) {
 			t.Errorf("the forged review's answer names %s: %s", name, got)
 		}
 	}
+}
+
+// TestOverlappingRangesWarn: a class whose node port range overlaps
+// another class's is admitted with a warning naming the other class.
+func TestOverlappingRangesWarn(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	a := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "warn-range-a"},
+		Spec: v1alpha1.ListenerClassSpec{ServiceType: "NodePort", NodePortRange: &v1alpha1.NodePortRange{From: 31000, To: 31099}}}
+	if err := e.Client.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.WithoutCancel(ctx), a) })
+	b := []byte(`
+apiVersion: listeners.stackable.tech/v1alpha1
+kind: ListenerClass
+metadata: {name: warn-range-b}
+spec: {serviceType: NodePort, nodePortRange: {from: 31050, to: 31149}}`)
+	const want = `Warning: spec.nodePortRange: 31050-31149 overlaps 31000-31099 of ListenerClass warn-range-a: their Listeners share those ports first come, first served; give each workload a range of its own`
+	// The webhook reads classes from its cache, which sees the first a
+	// moment after it is created.
+	eventually(t, "the overlap warned about", func() error {
+		out, err := e.Kubectl(ctx, b, "create", "--dry-run=server", "-f", "-")
+		if err != nil {
+			return errorf("kubectl create: %v: %s", err, out)
+		}
+		if !strings.Contains(string(out), want) {
+			return errorf("kubectl output:\n%s\nlacks: %s", out, want)
+		}
+		return nil
+	})
 }
