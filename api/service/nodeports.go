@@ -1,6 +1,7 @@
 package service
 
 import (
+	"iter"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,16 +62,10 @@ func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32
 func DropNodePorts(want *unstructured.Unstructured, idx []int, asked []string) []string {
 	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
 	var names []string
-	for _, i := range idx {
-		if i < 0 || i >= len(ports) {
-			continue
-		}
-		if m, ok := ports[i].(map[string]any); ok {
-			name, _ := m["name"].(string)
-			if _, had := m["nodePort"]; had && slices.Contains(asked, name) {
-				delete(m, "nodePort")
-				names = append(names, name)
-			}
+	for name, m := range requestedAt(ports, idx) {
+		if slices.Contains(asked, name) {
+			delete(m, "nodePort")
+			names = append(names, name)
 		}
 	}
 	_ = unstructured.SetNestedSlice(want.Object, ports, "spec", "ports")
@@ -81,16 +76,28 @@ func DropNodePorts(want *unstructured.Unstructured, idx []int, asked []string) [
 func RequestedAt(want *unstructured.Unstructured, idx []int) []string {
 	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
 	var names []string
-	for _, i := range idx {
-		if i < 0 || i >= len(ports) {
-			continue
-		}
-		if m, ok := ports[i].(map[string]any); ok {
-			if _, had := m["nodePort"]; had {
-				name, _ := m["name"].(string)
-				names = append(names, name)
+	for name := range requestedAt(ports, idx) {
+		names = append(names, name)
+	}
+	return names
+}
+
+// requestedAt yields the name and object of each port at idx (the indexes
+// an API server's refusal names) that asks for a node port.
+func requestedAt(ports []any, idx []int) iter.Seq2[string, map[string]any] {
+	return func(yield func(string, map[string]any) bool) {
+		for _, i := range idx {
+			if i < 0 || i >= len(ports) {
+				continue
+			}
+			m, ok := ports[i].(map[string]any)
+			if _, had := m["nodePort"]; !ok || !had {
+				continue
+			}
+			name, _ := m["name"].(string)
+			if !yield(name, m) {
+				return
 			}
 		}
 	}
-	return names
 }
