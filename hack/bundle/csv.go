@@ -199,7 +199,7 @@ func csvAnnotations(image string) map[string]string {
 		"operators.operatorframework.io/suggested-namespace": "listener-operator",
 		"operatorframework.io/suggested-namespace":           "listener-operator",
 		"features.operators.openshift.io/disconnected":       "true",
-		"alm-examples":                                       almExamples,
+		"alm-examples": almExamples,
 	}
 }
 

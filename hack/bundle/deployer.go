@@ -49,7 +49,7 @@ func addDeployer(p *csvParts, image string) {
 					Name:  "olm-deployer",
 					Image: image,
 					Args:  []string{"olm-deploy", "--manifests=/manifests", "--deployment=" + deployerName},
-					Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+					Env:   []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
 					Resources: corev1.ResourceRequirements{
 						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 						Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
