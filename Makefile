@@ -2,7 +2,10 @@
 SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
-K8S_VERSION ?= v1.36.3
+DEFAULT_K8S_VERSION := v1.36.3
+K8S_VERSION ?= $(DEFAULT_K8S_VERSION)
+# 1.33.13 and v1.33.13 both name a version.
+override K8S_VERSION := v$(patsubst v%,%,$(K8S_VERSION))
 BIN         := $(CURDIR)/bin
 K8S_BIN     := $(BIN)/k8s/$(K8S_VERSION)
 TOOLS_BIN   := $(BIN)/tools
@@ -58,12 +61,13 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: verify
-verify: generate manifests ## Check that generated files are committed, gofmt and go vet are clean.
-	@git diff --exit-code -- api config deploy || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- api config deploy); \
+verify: generate manifests bundle ## Check that generated files are committed, gofmt and go vet are clean.
+	@git diff --exit-code -- api config deploy bundle || { echo "generated files are out of date: run 'make generate manifests bundle' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- api config deploy bundle); \
 	  if [ -n "$$untracked" ]; then echo "generated files are not committed: $$untracked"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	cd hack/bundle && go vet ./...
 	@# The end-to-end tests build only with their tag.
 	go vet -tags e2e ./test/...
 	@echo "verify: ok"
@@ -73,7 +77,46 @@ verify: generate manifests ## Check that generated files are committed, gofmt an
 .PHONY: test
 test: k8s-binaries deploy-tools monitoring-tools ## Run all tests against a real kube-apiserver built from source.
 	@mkdir -p $(BIN)
-	go test -count=1 -v ./... 2>&1 | tee $(BIN)/test.log | hack/test-summary.sh
+	@# hack/bundle is its own module (operator-framework/api): its tests validate bundle/.
+	{ go test -count=1 -v ./...; rc=$$?; (cd hack/bundle && go test -count=1 -v ./...) || rc=1; exit $$rc; } 2>&1 | tee $(BIN)/test.log | hack/test-summary.sh
+
+# test-compat: the envtest suites against an older supported control plane
+# (docs/install.md, "Supported Kubernetes versions"). K8S_VERSION must be
+# pinned in hack/k8s/v1.<minor>/go.mod; its binaries go to bin/k8s/<version>.
+# Not in CI: a cold build of that control plane takes about 12 minutes.
+.PHONY: test-compat
+test-compat: deploy-tools monitoring-tools ## Run all tests against K8S_VERSION's control plane (make test-compat K8S_VERSION=v1.33.13).
+	@[ "$(K8S_VERSION)" != "$(DEFAULT_K8S_VERSION)" ] || { echo "test-compat: set K8S_VERSION to an older pinned version (hack/k8s/v1.*), e.g. K8S_VERSION=v1.33.13" >&2; exit 2; }
+	K8S_VERSION=$(K8S_VERSION) hack/build-k8s.sh >/dev/null
+	@mkdir -p $(BIN)
+	@start=$$(date +%s); KUBEBUILDER_ASSETS=$(K8S_BIN) go test -count=1 -v ./... 2>&1 | tee $(BIN)/test-compat-$(K8S_VERSION).log | hack/test-summary.sh; rc=$${PIPESTATUS[0]}; \
+	  echo "test-compat $(K8S_VERSION): $$(( $$(date +%s) - start ))s"; exit $$rc
+
+##@ OLM
+
+BUNDLE_VERSION ?= 0.1.0
+.PHONY: bundle
+bundle: $(DEPLOY_TOOLS) ## Generate the OLM bundle (bundle/) from config/selfsigned; validated by make test (hack/bundle).
+	$(TOOLS_BIN)/kustomize build config/selfsigned | (cd hack/bundle && go run . -out $(CURDIR)/bundle -version $(BUNDLE_VERSION))
+
+OLM_TOOLS := $(TOOLS_BIN)/olm $(TOOLS_BIN)/catalog $(TOOLS_BIN)/opm
+$(OLM_TOOLS) &: hack/olm/go.mod hack/olm/go.sum
+	cd hack/olm && go build -tags containers_image_openpgp -o $(TOOLS_BIN)/ github.com/operator-framework/operator-lifecycle-manager/cmd/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog github.com/operator-framework/operator-registry/cmd/opm
+
+.PHONY: olm-tools
+olm-tools: $(OLM_TOOLS) ## Build OLM's olm and catalog operators and opm into bin/tools (~3 min cold; not in CI).
+
+# The bundle image the catalog names; a real catalog names it by digest.
+BUNDLE_IMAGE ?= localhost/listener-operator-bundle:v$(BUNDLE_VERSION)
+OLM_CATALOG  := $(BIN)/olm-catalog
+.PHONY: olm-catalog
+olm-catalog: olm-tools bundle ## Render bundle/ into a file-based catalog (bin/olm-catalog) and check it with opm validate (not in CI).
+	rm -rf $(OLM_CATALOG) && mkdir -p $(OLM_CATALOG)/listener-operator
+	$(TOOLS_BIN)/opm init listener-operator --default-channel=alpha --output yaml > $(OLM_CATALOG)/listener-operator/package.yaml
+	printf -- '---\nschema: olm.channel\npackage: listener-operator\nname: alpha\nentries:\n- name: listener-operator.v$(BUNDLE_VERSION)\n' >> $(OLM_CATALOG)/listener-operator/package.yaml
+	$(TOOLS_BIN)/opm render bundle --output yaml | sed 's|^image: ""$$|image: $(BUNDLE_IMAGE)|' > $(OLM_CATALOG)/listener-operator/bundle.yaml
+	$(TOOLS_BIN)/opm validate $(OLM_CATALOG)
+	@echo "olm-catalog: $(OLM_CATALOG) is a valid file-based catalog (serve it: $(TOOLS_BIN)/opm serve $(OLM_CATALOG))"
 
 .PHONY: test-short
 test-short: ## Run only the tests that need no control plane.
@@ -97,8 +140,12 @@ tools: $(CONTROLLER_GEN) ## Build the code generators into bin/tools.
 
 # kustomize and helm render config/ and deploy/helm (the manifest tests use them).
 DEPLOY_TOOLS := $(TOOLS_BIN)/kustomize $(TOOLS_BIN)/helm
-$(DEPLOY_TOOLS) &: hack/deploy-tools/go.mod hack/deploy-tools/go.sum
-	cd hack/deploy-tools && go build -o $(TOOLS_BIN)/ sigs.k8s.io/kustomize/kustomize/v5 helm.sh/helm/v3/cmd/helm
+# helm without a cluster (helm template, install --dry-run=client) checks the
+# chart's kubeVersion against the version linked in, v1.20 unless set: the
+# project's control plane version, as helm's own Makefile does.
+HELM_LDFLAGS := $(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(word 2,$(subst ., ,$(DEFAULT_K8S_VERSION))))
+$(DEPLOY_TOOLS) &: hack/deploy-tools/go.mod hack/deploy-tools/go.sum Makefile
+	cd hack/deploy-tools && go build -ldflags '$(HELM_LDFLAGS)' -o $(TOOLS_BIN)/ sigs.k8s.io/kustomize/kustomize/v5 helm.sh/helm/v3/cmd/helm
 
 .PHONY: deploy-tools
 deploy-tools: $(DEPLOY_TOOLS) ## Build kustomize and helm into bin/tools.

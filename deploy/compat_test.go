@@ -62,7 +62,7 @@ func TestStackableValuesFiles(t *testing.T) {
 			node := o.get(t, "DaemonSet", namespace, "listener-operator-csi-node")
 			dep := o.get(t, "Deployment", namespace, "listener-operator")
 			return []check{
-				{"operator image (image.repository)", container(t, dep, "manager")["image"], "oci.stackable.tech/sdp/listener-operator:dev"},
+				{"operator image: never theirs (image.repository names Stackable's own)", container(t, dep, "manager")["image"], "listener-operator:dev"},
 				{"provisioner (csiProvisioner.image)", container(t, ctl, "csi-provisioner")["image"], "oci.stackable.tech/sdp/sig-storage/csi-provisioner:v5.2.0"},
 				{"provisioner resources (csiProvisioner.resources)", container(t, ctl, "csi-provisioner")["resources"].(map[string]any)["limits"], map[string]any{"cpu": "100m", "memory": "128Mi"}},
 				{"registrar (csiNodeDriverRegistrar.image)", container(t, node, "node-driver-registrar")["image"], "oci.stackable.tech/sdp/sig-storage/csi-node-driver-registrar:v2.13.0"},

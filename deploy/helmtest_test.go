@@ -13,7 +13,7 @@ import (
 // (which the webhooks do not skip), all of it Helm test hooks.
 func TestHelmTestPod(t *testing.T) {
 	out, err := helmRender(namespace, "--set", "tests.listenerClass=external-unstable", "--set", "tests.timeout=30s", "--set", "fullnameOverride=lo",
-		"--set", "image.repository=mirror/lo", "--set", "image.tag=v1")
+		"--set", "image.repository=mirror/lo", "--set", "image.name=lo", "--set", "image.tag=v1") // a renamed image: image.name keeps it a whole path
 	if err != nil {
 		t.Fatal(err)
 	}

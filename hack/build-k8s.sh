@@ -4,6 +4,11 @@
 # cached under bin/k8s/<version>/ and rebuilt only when missing or when the
 # pinning modules under hack/k8s and hack/etcd change.
 #
+# K8S_VERSION picks the pin: hack/k8s/go.mod pins the version the project runs
+# on (the default); hack/k8s/v1.<minor>/go.mod pins an older supported minor for
+# make test-compat. The pin must name exactly K8S_VERSION, so that the binaries'
+# reported version is the code they contain.
+#
 # usage: hack/build-k8s.sh [binary ...]
 #   binaries: etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy
 #   default:  etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
@@ -20,6 +25,17 @@ export CGO_ENABLED=0
 wanted=("$@")
 [ ${#wanted[@]} -gt 0 ] || wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
+minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+pinned() { sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' "$root/hack/$1/go.mod" | head -1; }
+k8s_mod=k8s
+if [ "$(pinned k8s)" != "$K8S_VERSION" ]; then
+  k8s_mod=k8s/v1.$minor
+  if [ ! -f "$root/hack/$k8s_mod/go.mod" ] || [ "$(pinned "$k8s_mod")" != "$K8S_VERSION" ]; then
+    echo "no pin for $K8S_VERSION: hack/k8s pins $(pinned k8s), hack/$k8s_mod pins $(pinned "$k8s_mod" 2>/dev/null || echo nothing)" >&2
+    exit 2
+  fi
+fi
+
 # stamp is what a cached binary was built from; a changed pin rebuilds it.
 stamp() { cat "$root/hack/$1/go.mod" "$root/hack/$1/go.sum" | sha256sum | cut -c1-16; }
 
@@ -28,7 +44,6 @@ need_build() { # name module
   return 0
 }
 
-minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags="$ldflags -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
@@ -47,7 +62,7 @@ for b in "${wanted[@]}"; do
         echo ">> etcd built in $((SECONDS - start))s" >&2
       fi ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
-      if need_build "$b" k8s; then k8s_pkgs+=("k8s.io/kubernetes/cmd/$b"); k8s_names+=("$b"); fi ;;
+      if need_build "$b" "$k8s_mod"; then k8s_pkgs+=("k8s.io/kubernetes/cmd/$b"); k8s_names+=("$b"); fi ;;
     *) echo "unknown binary $b" >&2; exit 2 ;;
   esac
 done
@@ -56,8 +71,8 @@ if [ ${#k8s_pkgs[@]} -gt 0 ]; then
   echo ">> building ${k8s_names[*]} $K8S_VERSION from the module proxy (cold: ~8 min for kube-apiserver, ~3 min kube-controller-manager, ~5 min kubelet on 2 cores; warm: seconds)" >&2
   start=$SECONDS
   # One go build for all of them shares compiled packages between the binaries.
-  (cd "$root/hack/k8s" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${k8s_pkgs[@]}")
-  for b in "${k8s_names[@]}"; do stamp k8s > "$out/.$b.stamp"; done
+  (cd "$root/hack/$k8s_mod" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${k8s_pkgs[@]}")
+  for b in "${k8s_names[@]}"; do stamp "$k8s_mod" > "$out/.$b.stamp"; done
   echo ">> built ${k8s_names[*]} in $((SECONDS - start))s" >&2
 fi
 echo "$out"

@@ -24,6 +24,8 @@ func commands() map[string]command {
 		"csi":        csiCommand(),
 		// helm test (deploy/helm/listener-operator/templates/tests).
 		"check-listener": checkListenerCommand(),
+		// The OLM bundle's olm-deployer (hack/bundle).
+		"olm-deploy": olmDeployCommand(),
 	}
 }
 

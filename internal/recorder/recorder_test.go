@@ -69,7 +69,14 @@ func TestEvents(t *testing.T) {
 			return err
 		}
 		got := map[string]seen{}
+		ours := 0
 		for _, ev := range list.Items {
+			if ev.Regarding.Kind == "Service" && ev.ReportingController != "listeners.stackable.tech" {
+				// The API server's own (1.33's ipallocator repair
+				// controller reports on the new Service): not the recorder's.
+				continue
+			}
+			ours++
 			s := seen{regarding: ev.Regarding.Kind + "/" + ev.Regarding.Name, reason: ev.Reason, typ: ev.Type, action: ev.Action, count: 1, noteLen: len(ev.Note)}
 			if ev.Related != nil {
 				s.related = ev.Related.Kind + "/" + ev.Related.Name
@@ -87,8 +94,8 @@ func TestEvents(t *testing.T) {
 			"Listener/kafka ForeignService":     {regarding: "Listener/kafka", reason: "ForeignService", typ: "Warning", action: "Reconcile", count: 3, noteLen: len("Service kafka is not controlled by this Listener")},
 			"Listener/zookeeper ForeignService": {regarding: "Listener/zookeeper", reason: "ForeignService", typ: "Warning", action: "Reconcile", count: 1, noteLen: maxNoteBytes},
 		}
-		if len(list.Items) != len(want) {
-			return fmt.Errorf("%d events, want %d: %+v", len(list.Items), len(want), got)
+		if ours != len(want) {
+			return fmt.Errorf("%d events, want %d: %+v", ours, len(want), got)
 		}
 		for k, w := range want {
 			if got[k] != w {

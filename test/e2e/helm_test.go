@@ -197,7 +197,6 @@ spec:
 				"registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0": "localhost/csi-node-driver-registrar:dev",
 			}},
 			{"stackable-25.7.0-values.yaml", map[string]string{
-				"oci.stackable.tech/sdp/listener-operator:dev":                         "docker.io/library/listener-operator:dev",
 				"oci.stackable.tech/sdp/sig-storage/csi-provisioner:v5.2.0":            "localhost/csi-provisioner:v6.3.0",
 				"oci.stackable.tech/sdp/sig-storage/csi-node-driver-registrar:v2.13.0": "localhost/csi-node-driver-registrar:dev",
 			}},

@@ -159,16 +159,52 @@ supported (README.md, NOTES).
 
 {{/*
 listener-operator.logLevel / logFormat: logging.level and logging.format,
-else the existing chart's telemetry.consoleLog.level and .format (their
-levels: trace, debug, info, warn, error; formats: Plain, Json).
+else the existing chart's telemetry.consoleLog.level and .format (levels:
+off, trace, debug, info, warn, error, or a tracing filter such as
+info,listener_operator=debug; formats: Plain, Json).
 */}}
 {{- define "listener-operator.logLevel" -}}
 {{- $c := default dict (default dict .Values.telemetry).consoleLog }}
 {{- if not (kindIs "invalid" .Values.logging.level) }}{{ if ne (toString .Values.logging.level) "" }}{{ .Values.logging.level }}{{ end }}{{ end }}
 {{- if and (or (kindIs "invalid" .Values.logging.level) (eq (toString .Values.logging.level) "")) $c.level }}
-{{- get (dict "trace" "2" "debug" "debug" "info" "info" "warn" "info" "warning" "info" "error" "error") (lower $c.level) }}
+{{- include "listener-operator.filterLevel" $c.level }}
 {{- end }}
 {{- end }}
+
+{{/*
+listener-operator.filterLevel translates a level or tracing filter of the
+existing chart (their operator reads it as Rust's EnvFilter) into what
+--zap-log-level accepts (debug, info, error, panic, or a verbosity number).
+This binary is one target: a directive whose target names
+listener_operator (stackable_listener_operator=debug) wins over the
+global one, the most verbose of them if several; directives for other
+targets (kube=trace) are dropped, and NOTES says so. off logs only panics;
+warn keeps info (logr has no warning level); trace is verbosity 2.
+*/}}
+{{- define "listener-operator.filterLevel" -}}
+{{- $rank := dict "off" 0 "error" 1 "warn" 2 "info" 3 "debug" 4 "trace" 5 }}
+{{- $zap := dict "off" "panic" "error" "error" "warn" "info" "info" "info" "debug" "debug" "trace" "2" }}
+{{- $global := "" }}{{ $own := "" }}
+{{- range $d := splitList "," (lower (toString .)) }}
+{{- $d = trim $d }}
+{{- if contains "=" $d }}
+{{- $parts := splitList "=" $d }}
+{{- $lvl := trim (last $parts) }}
+{{- if and (contains "listener_operator" (first $parts)) (hasKey $rank $lvl) (or (eq $own "") (gt (int (get $rank $lvl)) (int (get $rank $own)))) }}{{ $own = $lvl }}{{ end }}
+{{- else if hasKey $rank $d }}{{ $global = $d }}
+{{- end }}
+{{- end }}
+{{- with (default $global $own) }}{{ get $zap . }}{{ end }}
+{{- end }}
+
+{{/* listener-operator.filterDropsTargets: "true" when a consoleLog filter names targets other than this operator's (NOTES). */}}
+{{- define "listener-operator.filterDropsTargets" -}}
+{{- $c := default dict (default dict .Values.telemetry).consoleLog }}
+{{- range $d := splitList "," (lower (toString (default "" $c.level))) }}
+{{- if and (contains "=" $d) (not (contains "listener_operator" (first (splitList "=" $d)))) }}true{{ end }}
+{{- end }}
+{{- end }}
+
 {{- define "listener-operator.logFormat" -}}
 {{- $c := default dict (default dict .Values.telemetry).consoleLog }}
 {{- if .Values.logging.format }}{{ .Values.logging.format }}

@@ -55,19 +55,24 @@ annotations:
 {{- end }}
 {{- end }}
 
-{{- define "listener-operator.image" -}}
-{{ .repository }}:{{ .tag }}
-{{- end }}
-
-{{/* Service account names. */}}
+{{/*
+Service account names. The chart creates three (least privilege: each
+workload is bound only to its own ClusterRole). With serviceAccount.create
+false, serviceAccount.name names the account of every workload, as in the
+existing chart (stackabletech #418: one account they bring): the CSI ones
+take it unless csiProvisioner/csiNodeDriver.serviceAccountName say otherwise.
+*/}}
 {{- define "listener-operator.serviceAccountName" -}}
 {{- default (include "listener-operator.fullname" .) .Values.serviceAccount.name }}
 {{- end }}
+{{- define "listener-operator.sharedServiceAccountName" -}}
+{{- if not .Values.serviceAccount.create }}{{ .Values.serviceAccount.name }}{{ end }}
+{{- end }}
 {{- define "listener-operator.csiControllerServiceAccountName" -}}
-{{- default (printf "%s-csi-controller" (include "listener-operator.fullname" .)) .Values.csiProvisioner.serviceAccountName }}
+{{- coalesce .Values.csiProvisioner.serviceAccountName (include "listener-operator.sharedServiceAccountName" .) (printf "%s-csi-controller" (include "listener-operator.fullname" .)) }}
 {{- end }}
 {{- define "listener-operator.csiNodeServiceAccountName" -}}
-{{- default (printf "%s-csi-node" (include "listener-operator.fullname" .)) .Values.csiNodeDriver.serviceAccountName }}
+{{- coalesce .Values.csiNodeDriver.serviceAccountName (include "listener-operator.sharedServiceAccountName" .) (printf "%s-csi-node" (include "listener-operator.fullname" .)) }}
 {{- end }}
 
 {{/* The pod spec fields every component has. Arguments: (list $ componentValues). */}}
