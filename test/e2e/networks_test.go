@@ -92,11 +92,11 @@ func TestNodeAddressBehindNAT(t *testing.T) {
 	}
 	nodeIP := nodeAddress(t, natted, corev1.NodeInternalIP)
 	setNodeAddress(t, ctx, natted.Name, natIP)
-	rule := []string{"-t", "nat", "OUTPUT", "-d", natIP + "/32", "-p", "tcp", "-j", "DNAT", "--to-destination", nodeIP}
-	if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-I"}, rule...)...).CombinedOutput(); err != nil {
-		t.Fatalf("iptables -I %v: %v: %s", rule, err, out)
+	rule := []string{"OUTPUT", "-d", natIP + "/32", "-p", "tcp", "-j", "DNAT", "--to-destination", nodeIP}
+	if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-t", "nat", "-I"}, rule...)...).CombinedOutput(); err != nil {
+		t.Fatalf("iptables -t nat -I %v: %v: %s", rule, err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-D"}, rule...)...).Run() })
+	t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-t", "nat", "-D"}, rule...)...).Run() })
 
 	ns := namespace(t, ctx, "e2e-nat")
 	if err := k8s.client.Create(ctx, spreadStatefulSet(ns, "edge", classAnnotation("e2e-nodeport-nat"), 2)); err != nil {
