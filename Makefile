@@ -115,7 +115,7 @@ monitoring-tools: ## Install promtool and prometheus (and with CHROMIUM=1 chromi
 # docs/gateway.md), and the Gateway API CRDs of the version it is built
 # against, copied into bin/gateway-crds/{standard,experimental}.
 .PHONY: gateway-tools
-gateway-tools: ## Build Traefik into bin/tools/traefik and copy the Gateway API CRDs into bin/gateway-crds, once (cold: ~N min).
+gateway-tools: ## Build Traefik into bin/tools/traefik and copy the Gateway API CRDs into bin/gateway-crds, once (cold: ~5 min on 2 cores).
 	@hack/gateway/build-traefik.sh >/dev/null
 
 # Not part of `make test` or CI: it records what Traefik writes into the

@@ -75,6 +75,8 @@ var routes = []route{
 	{allowedNS, "no-backend", "broker-9." + domain, "shared", "missing", "(c) backend Service does not exist"},
 	{allowedNS, "no-gateway", "broker-1." + domain, "absent", "broker-0", "(d) parentRef names a Gateway that does not exist"},
 	{allowedNS, "other-hostname", "broker-0.elsewhere.test", "shared", "broker-0", "(e) hostname outside the listener's *." + domain},
+	{allowedNS, "no-endpointslice", "broker-2." + domain, "shared", "no-slice", "(f) backend Service without any EndpointSlice"},
+	{allowedNS, "no-ready-endpoint", "broker-3." + domain, "shared", "not-ready", "(g) backend Service whose EndpointSlice has no ready endpoint"},
 }
 
 func TestTraefikTLSRoutePassthrough(t *testing.T) {
@@ -149,7 +151,7 @@ func TestTraefikTLSRoutePassthrough(t *testing.T) {
 		t.Errorf("SNI broker-0.%s through the Gateway: answer %q, error %v; want the backend's name", domain, answer, err)
 	}
 	fmt.Fprintf(&table, "\nSNI broker-0.%s through 127.0.0.1:%d: answer %q, error %v\n", domain, gatewayPort, answer, err)
-	for _, name := range []string{"tenant-0." + domain, "broker-9." + domain, "broker-1." + domain, "unknown." + domain} {
+	for _, name := range []string{"tenant-0." + domain, "broker-9." + domain, "broker-1." + domain, "broker-3." + domain, "unknown." + domain} {
 		answer, err := dialSNI(gatewayPort, name)
 		if err == nil {
 			t.Errorf("SNI %s through the Gateway: answer %q; want the connection refused", name, answer)
@@ -174,10 +176,12 @@ func TestTraefikTLSRoutePassthrough(t *testing.T) {
 
 	// The cases the operator tells apart must look as recorded.
 	want := map[string][]string{
-		"accepted":       {"Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs"},
-		"not-admitted":   {"Accepted=False/NotAllowedByListeners", "ResolvedRefs=True/ResolvedRefs"},
-		"no-backend":     {"Accepted=True/Accepted", "ResolvedRefs=False/BackendNotFound"},
-		"other-hostname": {"Accepted=False/NoMatchingListenerHostname", "ResolvedRefs=True/ResolvedRefs"},
+		"accepted":          {"Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs"},
+		"not-admitted":      {"Accepted=False/NotAllowedByListeners", "ResolvedRefs=True/ResolvedRefs"},
+		"no-backend":        {"Accepted=True/Accepted", "ResolvedRefs=False/BackendNotFound"},
+		"other-hostname":    {"Accepted=False/NoMatchingListenerHostname", "ResolvedRefs=True/ResolvedRefs"},
+		"no-endpointslice":  {"Accepted=True/Accepted", "ResolvedRefs=False/BackendNotFound"},
+		"no-ready-endpoint": {"Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs"},
 	}
 	for name, w := range want {
 		o := byName[name]
@@ -232,8 +236,12 @@ spec:
         from: Selector
         selector: {matchLabels: {%[4]s: allowed}}
 `, gatewayNS, allowedNS, deniedNS, admitLabel, controllerName, gatewayPort, domain)
-	// The backend runs in the test process: a Service without a selector and
-	// an EndpointSlice of 127.0.0.1, in both route namespaces.
+	// The backend runs in the test process, on 127.0.0.1: a Service without a
+	// selector and an EndpointSlice, in both route namespaces. The API server
+	// refuses loopback IPs in an IPv4 slice, so the slice is of type FQDN
+	// with the address "127.0.0.1" (a valid domain name): Traefik reads the
+	// addresses of any slice of the Service (kubernetes.io/service-name)
+	// without looking at its type, and dials that.
 	for _, ns := range []string{allowedNS, deniedNS} {
 		fmt.Fprintf(&b, `---
 apiVersion: v1
@@ -248,11 +256,37 @@ metadata:
   name: broker-0-test
   namespace: %[1]s
   labels: {kubernetes.io/service-name: broker-0}
-addressType: IPv4
-endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
+addressType: FQDN
+endpoints: [{addresses: ["127.0.0.1"], conditions: {ready: true}}]
 ports: [{name: kafka-tls, port: %[2]d, protocol: TCP}]
 `, ns, backendPort)
 	}
+	// Services whose pods are not there: one without any EndpointSlice (as in
+	// envtest, which runs no EndpointSlice controller), one whose slice has
+	// no ready endpoint (a real cluster's Service before its pods are Ready).
+	fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Service
+metadata: {name: no-slice, namespace: %[1]s}
+spec:
+  ports: [{name: kafka-tls, port: 9093}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: not-ready, namespace: %[1]s}
+spec:
+  ports: [{name: kafka-tls, port: 9093}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: not-ready-test
+  namespace: %[1]s
+  labels: {kubernetes.io/service-name: not-ready}
+addressType: IPv4
+endpoints: [{addresses: [10.0.0.99], conditions: {ready: false}}]
+ports: [{name: kafka-tls, port: 9093, protocol: TCP}]
+`, allowedNS)
 	for _, r := range routes {
 		fmt.Fprintf(&b, `---
 apiVersion: gateway.networking.k8s.io/v1
