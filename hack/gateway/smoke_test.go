@@ -17,6 +17,7 @@ package gateway
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -64,19 +65,23 @@ var (
 	tlsRouteGVR     = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
 )
 
-// A route of the test: the case it stands for and where it points.
+// A route of the test: the case it stands for and where it points (the
+// Gateway's listener tls unless section says otherwise).
 type route struct {
 	ns, name, hostname, gateway, service, what string
+	section                                    string
 }
 
 var routes = []route{
-	{allowedNS, "accepted", "broker-0." + domain, "shared", "broker-0", "(a) accepted: admitted namespace, Service with a ready endpoint"},
-	{deniedNS, "not-admitted", "tenant-0." + domain, "shared", "broker-0", "(b) namespace the listener's allowedRoutes does not admit"},
-	{allowedNS, "no-backend", "broker-9." + domain, "shared", "missing", "(c) backend Service does not exist"},
-	{allowedNS, "no-gateway", "broker-1." + domain, "absent", "broker-0", "(d) parentRef names a Gateway that does not exist"},
-	{allowedNS, "other-hostname", "broker-0.elsewhere.test", "shared", "broker-0", "(e) hostname outside the listener's *." + domain},
-	{allowedNS, "no-endpointslice", "broker-2." + domain, "shared", "no-slice", "(f) backend Service without any EndpointSlice"},
-	{allowedNS, "no-ready-endpoint", "broker-3." + domain, "shared", "not-ready", "(g) backend Service whose EndpointSlice has no ready endpoint"},
+	{allowedNS, "accepted", "broker-0." + domain, "shared", "broker-0", "(a) accepted: admitted namespace, Service with a ready endpoint", ""},
+	{deniedNS, "not-admitted", "tenant-0." + domain, "shared", "broker-0", "(b) namespace the listener's allowedRoutes does not admit", ""},
+	{allowedNS, "no-backend", "broker-9." + domain, "shared", "missing", "(c) backend Service does not exist", ""},
+	{allowedNS, "no-gateway", "broker-1." + domain, "absent", "broker-0", "(d) parentRef names a Gateway that does not exist", ""},
+	{allowedNS, "other-hostname", "broker-0.elsewhere.test", "shared", "broker-0", "(e) hostname outside the listener's *." + domain, ""},
+	{allowedNS, "no-endpointslice", "broker-2." + domain, "shared", "no-slice", "(f) backend Service without any EndpointSlice", ""},
+	{allowedNS, "no-ready-endpoint", "broker-3." + domain, "shared", "not-ready", "(g) backend Service whose EndpointSlice has no ready endpoint", ""},
+	{allowedNS, "same-hostname", "broker-0." + domain, "shared", "broker-0", "(h) the same hostname as (a), made later", ""},
+	{allowedNS, "no-section", "broker-4." + domain, "shared", "broker-0", "(i) sectionName names no listener of the Gateway", "nope"},
 }
 
 func TestTraefikTLSRoutePassthrough(t *testing.T) {
@@ -182,6 +187,9 @@ func TestTraefikTLSRoutePassthrough(t *testing.T) {
 		"other-hostname":    {"Accepted=False/NoMatchingListenerHostname", "ResolvedRefs=True/ResolvedRefs"},
 		"no-endpointslice":  {"Accepted=True/Accepted", "ResolvedRefs=False/BackendNotFound"},
 		"no-ready-endpoint": {"Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs"},
+		// Traefik has no reason for a hostname another route already has.
+		"same-hostname": {"Accepted=True/Accepted", "ResolvedRefs=True/ResolvedRefs"},
+		"no-section":    {"Accepted=False/NoMatchingParent", "ResolvedRefs=True/ResolvedRefs"},
 	}
 	for name, w := range want {
 		o := byName[name]
@@ -293,10 +301,10 @@ apiVersion: gateway.networking.k8s.io/v1
 kind: TLSRoute
 metadata: {name: %s, namespace: %s}
 spec:
-  parentRefs: [{name: %s, namespace: %s, sectionName: tls}]
+  parentRefs: [{name: %s, namespace: %s, sectionName: %s}]
   hostnames: [%q]
   rules: [{backendRefs: [{name: %s, port: 9093}]}]
-`, r.name, r.ns, r.gateway, gatewayNS, r.hostname, r.service)
+`, r.name, r.ns, r.gateway, gatewayNS, cmp.Or(r.section, "tls"), r.hostname, r.service)
 	}
 	return b.String()
 }
