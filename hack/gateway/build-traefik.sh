@@ -95,7 +95,7 @@ go mod edit -json | jq -r '.Replace[] | select(.New.Version != null) | "\(.New.P
 # checksum database); nothing else changes.
 go build -mod=mod -trimpath \
   -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
-  -o "$out.new" ./cmd/traefik
+  -o "$out.new" github.com/traefik/traefik/v3/cmd/traefik
 mv "$out.new" "$out"
 stamp > "$out.stamp"
 echo ">> Traefik built in $((SECONDS - start))s" >&2
