@@ -292,6 +292,13 @@ func (e *Env) ControllerManagerLog() string {
 	return e.kcmLog.String()
 }
 
+// Guard adds a process the test started (a gateway, a proxy) to those the
+// guard stops when the test process dies without calling Stop. Stop does
+// not stop it: the test does, before Stop.
+func (e *Env) Guard(pid int) error {
+	return e.guard.watch(pid)
+}
+
 // Kubectl runs the kubectl built with the control plane against it and
 // returns its combined output.
 func (e *Env) Kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
