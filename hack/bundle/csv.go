@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/lib/version"
@@ -207,11 +208,7 @@ const almExamples = `[{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"
 
 // permissions turns rules by service account into the CSV's list, sorted.
 func permissions(m map[string][]rbacv1.PolicyRule) []v1alpha1.StrategyDeploymentPermissions {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m))
 	out := make([]v1alpha1.StrategyDeploymentPermissions, 0, len(names))
 	for _, n := range names {
 		out = append(out, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: n, Rules: m[n]})
@@ -220,11 +217,7 @@ func permissions(m map[string][]rbacv1.PolicyRule) []v1alpha1.StrategyDeployment
 }
 
 func relatedImages(images map[string]string) []v1alpha1.RelatedImage {
-	names := make([]string, 0, len(images))
-	for n := range images {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(images))
 	out := make([]v1alpha1.RelatedImage, 0, len(names))
 	for _, n := range names {
 		out = append(out, v1alpha1.RelatedImage{Name: n, Image: images[n]})
