@@ -56,10 +56,13 @@ func refusedNodePorts(err error) []int {
 func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured) (*corev1.Service, error) {
 	requested := l.Status.NodePorts
 	rng := nodePortRange(class)
-	refused := map[int32]bool{}
+	var ask *rangeAsk
 	if rng != nil {
 		var err error
-		if requested, err = r.rangeNodePorts(ctx, l, class, refused); err != nil {
+		if ask, err = r.rangeAskOf(ctx, l, class); err != nil {
+			return nil, err
+		}
+		if requested, err = ask.nodePorts(); err != nil {
 			return nil, err
 		}
 	}
@@ -92,12 +95,13 @@ func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha
 			continue
 		}
 		refusals = 0
-		if rng != nil && len(refused) < rng.Size() {
-			names := service.RequestedAt(req, idx)
+		// Each round marks at least one more port of the range used, so
+		// the range runs out (Exhausted) rather than loops.
+		if names := service.RequestedAt(req, idx); ask != nil && len(names) > 0 {
 			for _, name := range names {
-				refused[requested[name]] = true
+				ask.used[requested[name]] = true
 			}
-			if requested, err = r.rangeNodePorts(ctx, l, class, refused); err != nil {
+			if requested, err = ask.nodePorts(); err != nil {
 				return nil, err
 			}
 			taken = append(taken, names...)

@@ -33,38 +33,50 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 	return nil
 }
 
-// rangeNodePorts are the node ports a new Service of l asks for in its
-// class's range (nodeports.InRange): its replica's block, or the first free
-// one. Ports other Listeners of the class hold, and refused (the ones the
-// API server refused: another Service has them), are not free. The error
-// is a *nodeports.Exhausted when the range has no room.
-func (r *listenerReconciler) rangeNodePorts(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, refused map[int32]bool) (map[string]int32, error) {
+// rangeAsk is what a new Service of a Listener asks for in its class's node
+// port range, read once per creation: the Listener's ports, its replica,
+// and the ports that are not free (other Listeners of the class hold them,
+// or the API server refused them: another Service has them).
+type rangeAsk struct {
+	class   string
+	rng     v1alpha1.NodePortRange
+	ports   []string
+	replica int
+	used    map[int32]bool
+}
+
+// rangeAskOf reads what l's new Service asks for in its class's range.
+func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*rangeAsk, error) {
 	var others v1alpha1.ListenerList
 	if err := r.client.List(ctx, &others, client.MatchingFields{lookup.IndexListenerClass: class.Name}); err != nil {
 		return nil, fmt.Errorf("list Listeners of class %s: %w", class.Name, err)
 	}
-	used := make(map[int32]bool, len(refused))
-	for p := range refused {
-		used[p] = true
-	}
+	a := &rangeAsk{class: class.Name, rng: *class.Spec.NodePortRange, used: map[int32]bool{}}
 	for i := range others.Items {
 		o := &others.Items[i]
 		if o.Namespace == l.Namespace && o.Name == l.Name {
 			continue
 		}
 		for _, p := range o.Status.NodePorts {
-			used[p] = true
+			a.used[p] = true
 		}
 	}
 	pods, err := r.podNamesOf(ctx, l)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(l.Spec.Ports))
 	for _, p := range l.Spec.Ports {
-		names = append(names, p.Name)
+		a.ports = append(a.ports, p.Name)
 	}
-	return nodeports.InRange(class.Name, *class.Spec.NodePortRange, names, nodeports.Replica(l, pods), used)
+	a.replica = nodeports.Replica(l, pods)
+	return a, nil
+}
+
+// nodePorts are the node ports to ask for (nodeports.InRange): the
+// replica's block, or the first free one. The error is a
+// *nodeports.Exhausted when the range has no room.
+func (a *rangeAsk) nodePorts() (map[string]int32, error) {
+	return nodeports.InRange(a.class, a.rng, a.ports, a.replica, a.used)
 }
 
 // podNamesOf are the names of the pods that mount l's claims, sorted.
