@@ -97,6 +97,10 @@ func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error
 			res.Refused = append(res.Refused, errs...)
 			continue
 		}
+		if route, ok := RouteOverride(patch); ok {
+			res.Refused = append(res.Refused, field.Forbidden(p, refusal("a "+route, "is exposure (the route a gateway class makes for the Listener, from the class's spec.gateway and spec.hostname alone)", class.Name)))
+			continue
+		}
 		if !Matches(patch, svcName, l.Namespace) {
 			continue
 		}
@@ -283,6 +287,21 @@ func ownerRef(l *v1alpha1.Listener) map[string]any {
 		"controller":         true,
 		"blockOwnerDeletion": true,
 	}
+}
+
+// routeGroup is the Gateway API group: its routes are what a gateway
+// class makes, and no Listener override reaches them.
+const routeGroup = "gateway.networking.k8s.io"
+
+// RouteOverride reports whether an objectOverrides item targets a Gateway
+// API object (a route of any kind, a Gateway), and names its kind.
+func RouteOverride(o map[string]any) (kind string, ok bool) {
+	u := unstructured.Unstructured{Object: o}
+	gv := u.GetAPIVersion()
+	if i := strings.Index(gv, "/"); i < 0 || gv[:i] != routeGroup {
+		return "", false
+	}
+	return u.GetKind(), true
 }
 
 // Matches reports whether a Listener's objectOverride targets the Service

@@ -177,6 +177,14 @@ type ListenerClassSpec struct {
 	// +optional
 	IPFamilies []corev1.IPFamily `json:"ipFamilies,omitempty"`
 
+	// Gateway routes every Listener of the class through shared Gateways
+	// (Gateway API): a TLSRoute per Listener, whose hostname is the one
+	// spec.hostname.template gives it, and the Listener publishes that name
+	// with the Gateway listener's port. Requires serviceType ClusterIP and
+	// spec.hostname (docs/reconcile.md, "Gateway classes").
+	// +optional
+	Gateway *ListenerGateway `json:"gateway,omitempty"`
+
 	// --- end of address features ---
 }
 
@@ -327,6 +335,7 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Node Port Range",type=string,JSONPath=`.spec.nodePortRange`,priority=1
 // +kubebuilder:printcolumn:name="Node Address",type=string,JSONPath=`.spec.nodeAddress`,priority=1
 // +kubebuilder:printcolumn:name="IP Families",type=string,JSONPath=`.spec.ipFamilies`,priority=1
+// +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.spec.gateway.parentRefs[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Restart Pods",type=boolean,JSONPath=`.spec.addressChange.restartPods`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

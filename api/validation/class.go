@@ -36,6 +36,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	errs = append(errs, tenantMetadata(s.TenantMetadata, spec.Child("tenantMetadata"))...) // tenant.go
 	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...)             // hostname.go
 	errs = append(errs, networkFields(s, spec)...)                                         // network.go
+	errs = append(errs, gatewayFields(s, spec)...)                                         // gateway.go
 	return errs
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listener-operator/listener-operator/api/claims"
+	"github.com/listener-operator/listener-operator/api/gateway"
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -80,6 +81,8 @@ func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (
 		return append(errs, field.Invalid(field.NewPath("spec", "className"), class.Name, err.Error())), nil
 	}
 	errs = append(errs, res.Refused...)
+	_, unrouted := gateway.Bindings(class, l)
+	errs = append(errs, unrouted...)
 	service.SortErrors(errs)
 	var warnings []string
 	for _, e := range res.LeftOut {

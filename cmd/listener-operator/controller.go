@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -137,6 +138,7 @@ func newScheme() (*runtime.Scheme, error) {
 		authorizationv1.AddToScheme,         // SubjectAccessReviews (metrics)
 		v1alpha1.AddToScheme,
 		cmv1.AddToScheme, // Certificates (cert-manager mode)
+		gwv1.Install,     // Gateways and TLSRoutes (gateway classes)
 	} {
 		if err := add(s); err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -139,6 +140,11 @@ func Scheme() *apiruntime.Scheme {
 		panic(err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// Gateway API types, for gateway classes (their CRDs are installed by
+	// the tests that need them).
+	if err := gwv1.Install(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -59,6 +59,12 @@ func hostnameCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, hc h
 	case err == nil && hc.taken:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonHostnameConflict
 		cond.Message = v1alpha1.TruncateMessage(conflictMessage(class))
+		if hc.route {
+			// Not named: the route may be in a namespace this Listener's
+			// owner cannot read.
+			cond.Message = v1alpha1.TruncateMessage(fmt.Sprintf("ListenerClass %s gives this Listener, by spec.hostname.template %q, a hostname that a route the operator did not make already carries (a Gateway would send its clients to either), so this Listener publishes no address under it and gets no route; fix: rename this Listener, or have that route removed (docs/install.md, \"Gateway classes\": who may create routes)",
+				class.Name, class.Spec.Hostname.Template))
+		}
 	case err == nil:
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonHostnamePublished
 		cond.Message = fmt.Sprintf("ListenerClass %s publishes the hostname %s for this Listener (first address; Service annotation %s)", class.Name, host, v1alpha1.AnnotationExternalDNSHostname)

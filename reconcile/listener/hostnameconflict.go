@@ -35,6 +35,18 @@ import (
 type hostnameClaim struct {
 	host  string // "" when the class gives none, or one that is not a DNS name
 	taken bool   // another Listener publishes host (HostnameConflict)
+	// route: a route the operator did not make has host (taken too).
+	route bool
+}
+
+// serviceHostname is the name the Listener's Service carries in its
+// external-dns annotation: none for a gateway class, whose name leads to
+// the Gateway (its route carries it), not to the ClusterIP Service.
+func serviceHostname(class *v1alpha1.ListenerClass, hc hostnameClaim) string {
+	if class.Spec.Gateway != nil {
+		return ""
+	}
+	return hc.published()
 }
 
 // published is the name the Listener publishes: its own, unless taken.
@@ -63,6 +75,11 @@ func (r *listenerReconciler) hostnameClaimOf(ctx context.Context, l *v1alpha1.Li
 	if err != nil {
 		return hostnameClaim{}, err
 	}
+	routed, foreign, err := r.routeClaimants(ctx, host) // gatewayapi.go
+	if err != nil || foreign {
+		return hostnameClaim{host: host, taken: foreign, route: foreign}, err
+	}
+	cs = append(cs, routed...)
 	// l claims the name whatever the cache shows of it (its Service may
 	// not be made yet).
 	me := client.ObjectKeyFromObject(l)

@@ -78,6 +78,8 @@ type listenerReconciler struct {
 	// selections holds the selections by pod name found valid
 	// (podselection.go).
 	selections selections
+	// gatewayAPI says whether the Gateway API's watches run (gatewayapi.go).
+	gatewayAPI *gatewayAPIState
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -134,7 +136,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil {
 		return outcome{}, err
 	}
-	want, found, err := desiredService(l, class, hc.published())
+	want, found, err := desiredService(l, class, serviceHostname(class, hc))
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
@@ -151,6 +153,11 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	st, v, problems := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
 	if len(problems) > 0 {
 		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, v1alpha1.EventNodeAddressInvalid, "Publish", "%s", strings.Join(problems, "; "))
+	}
+	if class.Spec.Gateway != nil {
+		if st.IngressAddresses, v, err = r.gatewayStatus(ctx, l, class, svc, hc.published()); err != nil { // gateway.go
+			return outcome{}, err
+		}
 	}
 	if v, err = r.withRefusedSelection(ctx, l, v); err != nil { // podselection.go
 		return outcome{}, err

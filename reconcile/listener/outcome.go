@@ -62,8 +62,12 @@ const serviceCacheRetry = 50 * time.Millisecond
 // see (blockedOutsideCache) does. Endpoints, load balancers, classes, claims
 // and volumes send events the controller maps to the Listener (setup.go).
 func recheckAfter(v verdict) time.Duration {
-	if blockedOutsideCache(v) {
+	switch {
+	case blockedOutsideCache(v):
 		return foreignServiceRecheck
+	case !v.ready && v.reason == v1alpha1.ReasonGatewayAPIMissing:
+		// Nothing is watched before the Gateway API is installed.
+		return gatewayRecheck
 	}
 	return 0
 }

@@ -29,9 +29,9 @@ const ControllerName = "listener"
 // Setup registers the Listener controller with mgr (the indexes of
 // lookup.AddIndexes registered).
 func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
-	r := &listenerReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, opts: opts}
+	r := &listenerReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, opts: opts, gatewayAPI: &gatewayAPIState{}}
 	c := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
+	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Status writes (ours) do not change the generation; labels are
 		// copied to the Service, so they count.
@@ -85,7 +85,11 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 			return listenersOnNode(ctx, c, o.GetName())
 		}), builder.WithPredicates(nodeAddressesChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(opts.Wrapped(ControllerName, r))
+		Build(opts.Wrapped(ControllerName, r))
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&gatewayWatch{ctl: ctl, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), client: c, state: r.gatewayAPI, period: gatewayRecheck})
 }
 
 // nodeAddressesChanged passes node events that can change a published

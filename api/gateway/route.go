@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Group is the Gateway API group.
+const Group = gwv1.GroupName
+
+// Labels every route the operator makes carries. They are the operator's
+// alone (a Gateway may select routes by label, so a tenant's label could
+// move a route): nothing of the Listener's metadata reaches a route.
+const (
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	LabelManagedByValue = "listener-operator"
+)
+
+// Route is the TLSRoute of Binding b of Listener l: the name host routed
+// from every Gateway listener of b to port b.Port of the Listener's
+// Service svcName, owned by the Listener. It is exposure, made from the
+// class and the operator's names alone: no override or label of the
+// Listener reaches it.
+func Route(l *v1alpha1.Listener, b Binding, host, svcName string) *gwv1.TLSRoute {
+	r := &gwv1.TLSRoute{
+		TypeMeta: metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "TLSRoute"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      b.RouteName,
+			Namespace: l.Namespace,
+			Labels: map[string]string{
+				LabelManagedBy:              LabelManagedByValue,
+				v1alpha1.LabelRouteListener: l.Name,
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener",
+				Name: l.Name, UID: l.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+	}
+	for _, p := range b.Parents {
+		r.Spec.ParentRefs = append(r.Spec.ParentRefs, ParentReference(p))
+	}
+	r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(host)}
+	r.Spec.Rules = []gwv1.TLSRouteRule{{BackendRefs: []gwv1.BackendRef{{
+		BackendObjectReference: gwv1.BackendObjectReference{
+			Name: gwv1.ObjectName(svcName),
+			Port: ptr.To(gwv1.PortNumber(b.Port.Port)),
+		},
+	}}}}
+	return r
+}
+
+// ParentReference is the route's parentRef for a class's parentRef, every
+// field spelled out so that it compares equal to what the API server and
+// the Gateway's controller write back.
+func ParentReference(p v1alpha1.GatewayParentRef) gwv1.ParentReference {
+	return gwv1.ParentReference{
+		Group:       ptr.To(gwv1.Group(Group)),
+		Kind:        ptr.To(gwv1.Kind("Gateway")),
+		Namespace:   ptr.To(gwv1.Namespace(p.Namespace)),
+		Name:        gwv1.ObjectName(p.Name),
+		SectionName: ptr.To(gwv1.SectionName(p.SectionName)),
+	}
+}
+
+// MadeFor reports whether route is one the operator made for a Listener
+// (its managed-by label and a Listener as controller), and names it.
+func MadeFor(route metav1.Object) (listener string, ok bool) {
+	if route.GetLabels()[LabelManagedBy] != LabelManagedByValue {
+		return "", false
+	}
+	owner := metav1.GetControllerOfNoCopy(route)
+	if owner == nil || owner.Kind != "Listener" || owner.APIVersion != v1alpha1.GroupVersion.String() {
+		return "", false
+	}
+	return owner.Name, true
+}

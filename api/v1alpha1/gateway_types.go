@@ -1,0 +1,90 @@
+package v1alpha1
+
+// RouteKind is the Gateway API route kind a gateway class makes per
+// Listener. Only TLSRoute: it routes by TLS server name (SNI) and passes
+// the connection through to the pod untouched. TCPRoute is left out
+// (docs/reconcile.md, "Gateway classes").
+// +kubebuilder:validation:Enum=TLSRoute
+type RouteKind string
+
+// RouteKindTLSRoute is gateway.networking.k8s.io/v1 TLSRoute.
+const RouteKindTLSRoute RouteKind = "TLSRoute"
+
+// ListenerGateway attaches every Listener of a class to listeners
+// ("sections") of shared Gateways: the operator keeps a ClusterIP Service
+// and one route per Listener port, whose hostname is the name the class's
+// spec.hostname.template gives the Listener, and publishes that name with
+// the Gateway listener's port. A Listener port is routed through the
+// section of its own name; with a single parentRef, a Listener's single
+// port is routed through it whatever its name.
+type ListenerGateway struct {
+	// ParentRefs are the Gateway listeners the routes attach to. Each must
+	// be a TLS listener with tls.mode Passthrough that admits TLSRoutes.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +required
+	ParentRefs []GatewayParentRef `json:"parentRefs"`
+
+	// RouteKind is the kind of route made per Listener port: TLSRoute.
+	// +kubebuilder:default=TLSRoute
+	// +optional
+	RouteKind RouteKind `json:"routeKind,omitempty"`
+}
+
+// GatewayParentRef names one listener of a Gateway.
+type GatewayParentRef struct {
+	// Name of the Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of the Gateway (a class is cluster-wide, so it is always
+	// named).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Namespace string `json:"namespace"`
+
+	// SectionName is the name of the Gateway's listener. A Listener port
+	// of this name is routed through it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	SectionName string `json:"sectionName"`
+}
+
+// EffectiveRouteKind is the class's route kind, TLSRoute when unset.
+func (g *ListenerGateway) EffectiveRouteKind() RouteKind {
+	if g == nil || g.RouteKind == "" {
+		return RouteKindTLSRoute
+	}
+	return g.RouteKind
+}
+
+// Ready condition reasons of Listeners of a gateway class.
+const (
+	// ReasonGatewayAPIMissing: the Gateway API CRDs (Gateway, TLSRoute)
+	// are not installed.
+	ReasonGatewayAPIMissing = "GatewayAPIMissing"
+	// ReasonGatewayNotFound: a Gateway the class names does not exist.
+	ReasonGatewayNotFound = "GatewayNotFound"
+	// ReasonGatewayListenerInvalid: the Gateway has no listener of the
+	// section's name, or it is not TLS Passthrough admitting TLSRoutes.
+	ReasonGatewayListenerInvalid = "GatewayListenerInvalid"
+	// ReasonRouteNotAccepted: the Gateway's controller has not accepted the
+	// Listener's route (yet); the message carries its reason.
+	ReasonRouteNotAccepted = "RouteNotAccepted"
+	// ReasonForeignRoute: a route of the name the operator uses exists and
+	// is not this Listener's.
+	ReasonForeignRoute = "ForeignRoute"
+)
+
+// LabelRouteListener on a route the operator made names its Listener.
+const LabelRouteListener = "listeners.stackable.tech/listener"
+
+// RouteFieldManager is the field manager of the routes the operator
+// applies (its own, so that a route's fields are told apart from the
+// Service's in managedFields).
+const RouteFieldManager = "listener-operator-route"

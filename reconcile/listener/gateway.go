@@ -1,0 +1,218 @@
+package listener
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/listener-operator/listener-operator/reconcile/internal/metrics"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/gateway"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=tlsroutes,verbs=get;list;watch;create;patch;delete
+
+// Event reasons of gateway classes.
+const (
+	EventRouteApplied = "RouteApplied"
+	EventRouteDeleted = "RouteDeleted"
+)
+
+// gatewayRecheck is how often a Listener of a gateway class that is not
+// attached looks again without an event: before the Gateway API is
+// installed (gatewayapi.go notices it within this period too), nothing
+// sends one.
+const gatewayRecheck = 15 * time.Second
+
+// gatewayStatus keeps the routes of Listener l of gateway class class
+// (svc is its Service) and computes what it publishes: the name the class
+// gives it, with each Gateway listener's port, once every route is
+// attached. host is the name l may publish ("" when it is too long or
+// another Listener or a route not made by the operator has it).
+func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svc *corev1.Service, host string) ([]v1alpha1.ListenerIngress, verdict, error) {
+	if !r.gatewayAPI.Watching() {
+		return nil, verdict{reason: v1alpha1.ReasonGatewayAPIMissing, message: fmt.Sprintf(
+			"ListenerClass %s routes through a Gateway, and the Gateway API (gateway.networking.k8s.io/v1 Gateway and TLSRoute) is not installed; install its CRDs and a Gateway controller, or name another class (the operator notices an install within %s)",
+			class.Name, gatewayRecheck)}, nil
+	}
+	bindings, errs := gateway.Bindings(class, l)
+	if len(errs) > 0 {
+		return nil, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, r.deleteStaleRoutes(ctx, l, nil)
+	}
+	if host == "" {
+		// Without its name the route would route someone else's, or none.
+		return nil, verdict{reason: v1alpha1.ReasonHostnameConflict, message: fmt.Sprintf(
+			"ListenerClass %s routes this Listener by the DNS name its spec.hostname.template gives it, and that name cannot be published (condition HostnamePublished says why), so it has no route", class.Name)},
+			r.deleteStaleRoutes(ctx, l, nil)
+	}
+	ports := map[string]int32{}
+	keep := map[string]bool{}
+	for _, b := range bindings {
+		port, v, err := r.checkParents(ctx, b, host)
+		if err != nil || v != nil {
+			return nil, *v, err
+		}
+		ports[b.Port.Name] = port
+		keep[b.RouteName] = true
+	}
+	if err := r.deleteStaleRoutes(ctx, l, keep); err != nil {
+		return nil, verdict{}, err
+	}
+	for _, b := range bindings {
+		route, v, err := r.ensureRoute(ctx, l, gateway.Route(l, b, host, svc.Name))
+		if err != nil || v != nil {
+			return nil, *v, err
+		}
+		for _, p := range b.Parents {
+			if a := gateway.Attached(route, p); !a.Attached {
+				return nil, notAttached(route, p, a, l.Namespace), nil
+			}
+		}
+	}
+	ings := addresses.GatewayIngress(host, ports)
+	return ings, verdict{ready: true, reason: v1alpha1.ReasonReady, message: fmt.Sprintf(
+		"%d route(s) attached: %s is reached through the Gateway", len(bindings), host)}, nil
+}
+
+func notAttached(route *gwv1.TLSRoute, p v1alpha1.GatewayParentRef, a gateway.Attachment, namespace string) verdict {
+	said := "has not written a status for it yet"
+	if a.Reason != "" {
+		said = fmt.Sprintf("reports %s", a.Reason)
+		if a.Message != "" {
+			said += fmt.Sprintf(" (%s)", a.Message)
+		}
+	}
+	return verdict{reason: v1alpha1.ReasonRouteNotAccepted, message: fmt.Sprintf(
+		"TLSRoute %s is not attached to listener %q of Gateway %s/%s: the Gateway's controller %s; %s",
+		route.Name, p.SectionName, p.Namespace, p.Name, said, gateway.Fix(a.Reason, p, namespace))}
+}
+
+// checkParents reads the Gateways of binding b and checks their listeners
+// (gateway.CheckSection) and hostnames. port is the one clients connect to:
+// the first parent's; parents that disagree are a problem, since a
+// Listener publishes one port per port name.
+func (r *listenerReconciler) checkParents(ctx context.Context, b gateway.Binding, host string) (int32, *verdict, error) {
+	var port int32
+	for i, p := range b.Parents {
+		gw := &gwv1.Gateway{}
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, gw); err != nil {
+			if apierrors.IsNotFound(err) {
+				return 0, &verdict{reason: v1alpha1.ReasonGatewayNotFound, message: fmt.Sprintf(
+					"Gateway %s/%s, which the ListenerClass routes port %q through, does not exist; create it, or ask an administrator to fix the class's spec.gateway.parentRefs (the addresses published last stay)",
+					p.Namespace, p.Name, b.Port.Name)}, nil
+			}
+			return 0, nil, fmt.Errorf("get gateway %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		s, problem := gateway.CheckSection(gw, p)
+		if problem == "" && !gateway.HostnameMatches(s.Hostname, host) {
+			problem = fmt.Sprintf("listener %q of Gateway %s/%s only admits hostnames %s, and this Listener's is %s; ask an administrator to align the class's spec.hostname.template with the Gateway listener's hostname",
+				p.SectionName, p.Namespace, p.Name, s.Hostname, host)
+		}
+		if problem == "" && i > 0 && s.Port != port {
+			problem = fmt.Sprintf("the Gateway listeners named %q listen on different ports (%d and %d on Gateway %s/%s), and a Listener publishes one port per port name; give them one port",
+				p.SectionName, port, s.Port, p.Namespace, p.Name)
+		}
+		if problem != "" {
+			return 0, &verdict{reason: v1alpha1.ReasonGatewayListenerInvalid, message: problem}, nil
+		}
+		port = s.Port
+	}
+	return port, nil, nil
+}
+
+// ensureRoute makes the route what want says, with server-side apply under
+// the route field manager, and returns it as the API server has it. A
+// route of that name that is not this Listener's is left alone (the
+// verdict says so).
+func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listener, want *gwv1.TLSRoute) (*gwv1.TLSRoute, *verdict, error) {
+	have := &gwv1.TLSRoute{}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		have = nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("get tlsroute %s/%s: %w", want.Namespace, want.Name, err)
+	case !metav1.IsControlledBy(have, l):
+		return nil, &verdict{reason: v1alpha1.ReasonForeignRoute, message: fmt.Sprintf(
+			"TLSRoute %s exists and is not this Listener's, so the operator leaves it alone and the Listener has no route; delete or rename that TLSRoute, or rename the Listener", want.Name)}, nil
+	case routeUpToDate(have, want):
+		return have, nil, nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlsroute %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	delete(u, "status")
+	obj := &unstructured.Unstructured{Object: u}
+	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
+	if metrics.CountWrite(ControllerName, "TLSRoute", "apply", err) != nil {
+		return nil, nil, fmt.Errorf("apply tlsroute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
+	}
+	got := &gwv1.TLSRoute{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, got); err != nil {
+		return nil, nil, fmt.Errorf("read back tlsroute %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	if have == nil || !equality.Semantic.DeepEqual(have.Spec, got.Spec) {
+		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventRouteApplied, "Apply", "Applied TLSRoute %s for %s", want.Name, strings.Join(hostnames(want), ", "))
+	}
+	return got, nil, nil
+}
+
+// routeUpToDate reports whether have already is what want says: its spec,
+// the operator's labels and its owner (other managers' labels and
+// annotations stay).
+func routeUpToDate(have, want *gwv1.TLSRoute) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences)
+}
+
+func hostnames(r *gwv1.TLSRoute) []string {
+	out := make([]string, len(r.Spec.Hostnames))
+	for i, h := range r.Spec.Hostnames {
+		out[i] = string(h)
+	}
+	return out
+}
+
+// deleteStaleRoutes deletes the routes the operator made for l that keep
+// does not name (all of them for a nil keep): a port removed, a class
+// that stopped routing, a name l may no longer publish.
+func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.Listener, keep map[string]bool) error {
+	if !r.gatewayAPI.Watching() {
+		return nil
+	}
+	var routes gwv1.TLSRouteList
+	if err := r.client.List(ctx, &routes, client.InNamespace(l.Namespace), client.MatchingLabels{v1alpha1.LabelRouteListener: l.Name}); err != nil {
+		return fmt.Errorf("list tlsroutes of listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	for i := range routes.Items {
+		rt := &routes.Items[i]
+		if keep[rt.Name] || !metav1.IsControlledBy(rt, l) {
+			continue
+		}
+		err := r.client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID})
+		if metrics.CountWrite(ControllerName, "TLSRoute", "delete", err) != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete tlsroute %s/%s of listener %s: %w", rt.Namespace, rt.Name, l.Name, err)
+		}
+		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventRouteDeleted, "Delete", "Deleted TLSRoute %s, which this Listener no longer routes through", rt.Name)
+	}
+	return nil
+}
