@@ -48,7 +48,12 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 	// A template that can give two Listeners one name: refused when new,
 	// a warning when the class keeps it (its names are published already).
 	ambiguous, warnings := validation.HostnameOneToOne(&lc, old)
-	if errs = append(errs, ambiguous...); len(errs) > 0 {
+	errs = append(errs, ambiguous...)
+	if len(errs) == 0 {
+		gwErrs, gwWarnings := v.gatewayChecks(ctx, &lc) // gatewayclass.go
+		errs, warnings = append(errs, gwErrs...), append(warnings, gwWarnings...)
+	}
+	if len(errs) > 0 {
 		return invalid(req, errs)
 	}
 	warnings = append(warnings, v.overlappingRanges(ctx, &lc)...)
