@@ -37,6 +37,9 @@ func PodAddressShapes() []PodAddressShape {
 	nodeIP := []v1alpha1.ListenerIngress{{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}
 	clusterIP := []v1alpha1.ListenerIngress{{Address: "broker-0.agree.svc.cluster.local", AddressType: v1alpha1.AddressTypeHostname, Ports: ports}}
 	lbIP := []v1alpha1.ListenerIngress{{Address: "203.0.113.5", AddressType: v1alpha1.AddressTypeIP, Ports: ports}}
+	// What a Listener of gatewayClass publishes once its route is attached
+	// (addresses.GatewayIngress): its name, the Gateway listener's port.
+	gatewayIngress := []v1alpha1.ListenerIngress{{Address: "broker-0.agree.gw.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"kafka": 9443}}}
 	return []PodAddressShape{
 		{Name: "ClusterIP", Listener: podListener(v1alpha1.ServiceTypeClusterIP, clusterIP, nil), Class: podClass(v1alpha1.ServiceTypeClusterIP, nil), Node: podNode(true), Want: clusterIP},
 		{Name: "NodePort", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(true), Want: nodeIP},
@@ -62,6 +65,10 @@ func PodAddressShapes() []PodAddressShape {
 		{Name: "NodePort, dual-stack class preferring IPv6", Listener: dualStack(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), corev1.IPv6Protocol, corev1.IPv4Protocol),
 			Class: withNetwork(podClass(v1alpha1.ServiceTypeNodePort, nil), "", corev1.IPv6Protocol, corev1.IPv4Protocol), Node: dualNode(),
 			Want: []v1alpha1.ListenerIngress{{Address: "fd00::7", AddressType: v1alpha1.AddressTypeIP, Ports: np}, {Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}},
+		// Gateway classes: the name through the Gateway, once routed.
+		{Name: "gateway class, route attached", Listener: podListener(v1alpha1.ServiceTypeClusterIP, gatewayIngress, nil), Class: gatewayClass(), Node: podNode(true), Want: gatewayIngress},
+		{Name: "gateway class, route not attached yet", Listener: podListener(v1alpha1.ServiceTypeClusterIP, nil, nil), Class: gatewayClass(), Node: podNode(true)},
+		{Name: "gateway class, name taken by another route", Listener: conflicted(podListener(v1alpha1.ServiceTypeClusterIP, nil, nil)), Class: gatewayClass(), Node: podNode(true)},
 		{Name: "hostname another Listener publishes", Listener: conflicted(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np)),
 			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true), Want: nodeIP},
 	}
@@ -84,6 +91,14 @@ func podListener(typ v1alpha1.ServiceType, ings []v1alpha1.ListenerIngress, node
 
 func podClass(typ v1alpha1.ServiceType, host *v1alpha1.HostnamePolicy) *v1alpha1.ListenerClass {
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: PodClass}, Spec: v1alpha1.ListenerClassSpec{ServiceType: typ, Hostname: host}}
+}
+
+
+// gatewayClass routes through listener "tls" of Gateway gw/shared.
+func gatewayClass() *v1alpha1.ListenerClass {
+	c := podClass(v1alpha1.ServiceTypeClusterIP, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.gw.example.com"})
+	c.Spec.Gateway = &v1alpha1.ListenerGateway{ParentRefs: []v1alpha1.GatewayParentRef{{Name: "shared", Namespace: "gw", SectionName: "tls"}}}
+	return c
 }
 
 func podNode(withAddress bool) *corev1.Node {
