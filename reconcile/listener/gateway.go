@@ -44,6 +44,10 @@ const gatewayRecheck = 15 * time.Second
 // attached. host is the name l may publish ("" when it is too long or
 // another Listener or a route not made by the operator has it).
 func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svc *corev1.Service, host string) ([]v1alpha1.ListenerIngress, verdict, error) {
+	if !r.opts.GatewayAPI {
+		return nil, verdict{reason: v1alpha1.ReasonGatewayAPIMissing, message: fmt.Sprintf(
+			"ListenerClass %s routes through a Gateway, and this operator runs with --gateway-api=false (the chart's gatewayAPI.enabled: false); ask an administrator to turn it on, or name another class", class.Name)}, nil
+	}
 	if !r.gatewayAPI.Watching() {
 		return nil, verdict{reason: v1alpha1.ReasonGatewayAPIMissing, message: fmt.Sprintf(
 			"ListenerClass %s routes through a Gateway, and the Gateway API (gateway.networking.k8s.io/v1 Gateway and TLSRoute) is not installed; install its CRDs and a Gateway controller, or name another class (the operator notices an install within %s)",

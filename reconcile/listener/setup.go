@@ -86,7 +86,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 		}), builder.WithPredicates(nodeAddressesChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Build(opts.Wrapped(ControllerName, r))
-	if err != nil {
+	if err != nil || !opts.GatewayAPI {
 		return err
 	}
 	return mgr.Add(&gatewayWatch{ctl: ctl, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), client: c, state: r.gatewayAPI, period: gatewayRecheck})

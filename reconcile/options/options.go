@@ -64,6 +64,11 @@ type Options struct {
 	// label (admitted while the pod webhook was unavailable); it also
 	// scans once when elected.
 	PodRelabelInterval time.Duration
+	// GatewayAPI lets gateway classes route Listeners: the leader watches
+	// Gateways and TLSRoutes once their CRDs are installed. False (the
+	// chart's gatewayAPI.enabled: false, which also leaves their RBAC out)
+	// never watches them, and such Listeners say so.
+	GatewayAPI bool
 	// Wrap, if set, wraps each controller's reconciler, given the
 	// controller's name (cmd/ adds tracing this way).
 	Wrap func(controller string, r crreconcile.Reconciler) crreconcile.Reconciler
@@ -90,6 +95,7 @@ func Default() Options {
 		Preset:                  PresetEphemeralNodes,
 		MaxConcurrentReconciles: 8,
 		PodRelabelInterval:      10 * time.Minute,
+		GatewayAPI:              true,
 	}
 }
 
@@ -104,6 +110,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CreateWaitDuration, "k8s-create-wait-duration", o.CreateWaitDuration, "How long to wait for a new Service's allocations before publishing what is there.")
 	fs.Var(&o.Preset, "listener-class-preset", "ListenerClasses to create at start-up if missing: ephemeral-nodes, stable-nodes or none.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects each controller reconciles at once.")
+	fs.BoolVar(&o.GatewayAPI, "gateway-api", o.GatewayAPI, "Route the Listeners of gateway classes (ListenerClass spec.gateway) through Gateway API Gateways, once their CRDs are installed; false never watches Gateways or TLSRoutes (needs no RBAC on them).")
 	fs.DurationVar(&o.PodRelabelInterval, "pod-relabel-interval", o.PodRelabelInterval, "How often the leader pages through the cluster's pods for ones with listener volumes that the pod webhook did not label (it also does once when elected).")
 }
 

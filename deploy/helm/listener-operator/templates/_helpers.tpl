@@ -143,6 +143,16 @@ cert-manager) cainjector's annotation. Arguments: (list $ "files/x.yaml").
 {{- $_ := set $labels "app.kubernetes.io/name" $name }}
 {{- end }}
 {{- $_ := set $obj.metadata "labels" $labels }}
+{{- if and (hasKey $obj "rules") (not $root.Values.gatewayAPI.enabled) }}
+{{- /* gatewayAPI.enabled: false leaves out the Gateway API rules (gateway classes). */}}
+{{- $kept := list }}
+{{- range $r := $obj.rules }}
+{{- if not (has "gateway.networking.k8s.io" (default list $r.apiGroups)) }}
+{{- $kept = append $kept $r }}
+{{- end }}
+{{- end }}
+{{- $_ := set $obj "rules" $kept }}
+{{- end }}
 {{- range $r := $obj.rules }}
 {{- if $r.resourceNames }}
 {{- $names := list }}
