@@ -16,10 +16,10 @@ func TestFlags(t *testing.T) {
 		want    Options
 		wantErr string
 	}{
-		{nil, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetEphemeralNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute}, ""},
-		{[]string{"--cluster-domain=k8s.local", "--k8s-create-poll-interval=2s", "--k8s-create-wait-duration=1m", "--listener-class-preset=stable-nodes", "--pod-relabel-interval=1m"},
+		{nil, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetEphemeralNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute, GatewayAPI: true}, ""},
+		{[]string{"--cluster-domain=k8s.local", "--k8s-create-poll-interval=2s", "--k8s-create-wait-duration=1m", "--listener-class-preset=stable-nodes", "--pod-relabel-interval=1m", "--gateway-api=false"},
 			Options{ClusterDomain: "k8s.local", CreatePollInterval: 2 * time.Second, CreateWaitDuration: time.Minute, Preset: PresetStableNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: time.Minute}, ""},
-		{[]string{"--listener-class-preset=none"}, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetNone, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute}, ""},
+		{[]string{"--listener-class-preset=none"}, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetNone, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute, GatewayAPI: true}, ""},
 		{[]string{"--listener-class-preset=stable"}, Options{}, `unknown preset "stable"`},
 	}
 	for _, tt := range tests {
