@@ -35,7 +35,7 @@ func TestGatewayClassAdmission(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, spec, want string
-		denied         bool
+		denied           bool
 	}{
 		{"accepted", good, "created (server dry run)", false},
 		{"a Gateway that does not exist yet", `{serviceType: ClusterIP, hostname: {template: "{listener}.{namespace}.gw.test"}, gateway: {parentRefs: [{name: later, namespace: gw-system, sectionName: tls}]}}`,

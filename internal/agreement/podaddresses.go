@@ -93,7 +93,6 @@ func podClass(typ v1alpha1.ServiceType, host *v1alpha1.HostnamePolicy) *v1alpha1
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: PodClass}, Spec: v1alpha1.ListenerClassSpec{ServiceType: typ, Hostname: host}}
 }
 
-
 // gatewayClass routes through listener "tls" of Gateway gw/shared.
 func gatewayClass() *v1alpha1.ListenerClass {
 	c := podClass(v1alpha1.ServiceTypeClusterIP, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.gw.example.com"})

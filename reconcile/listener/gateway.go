@@ -60,7 +60,7 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 	if host == "" {
 		// Without its name the route would route someone else's, or none.
 		return nil, verdict{reason: v1alpha1.ReasonHostnameConflict, message: fmt.Sprintf(
-			"ListenerClass %s routes this Listener by the DNS name its spec.hostname.template gives it, and that name cannot be published (condition HostnamePublished says why), so it has no route", class.Name)},
+				"ListenerClass %s routes this Listener by the DNS name its spec.hostname.template gives it, and that name cannot be published (condition HostnamePublished says why), so it has no route", class.Name)},
 			r.deleteStaleRoutes(ctx, l, nil)
 	}
 	ports := map[string]int32{}
