@@ -93,6 +93,54 @@ func TestGatewayClassAdmission(t *testing.T) {
 	}
 }
 
+// TestGatewayClassWorkloadPorts: an opted-in StatefulSet of a gateway class
+// whose containers declare a port no section routes is refused at apply
+// time (the replicas' Listeners take the containers' ports), naming the
+// port, the sections and the fix.
+func TestGatewayClassWorkloadPorts(t *testing.T) {
+	e := testenv.Require(t, env)
+	ctx := t.Context()
+	if err := testenv.InstallGatewayAPI(e.Config); err != nil {
+		t.Fatal(err)
+	}
+	two := []byte("apiVersion: listeners.stackable.tech/v1alpha1\nkind: ListenerClass\nmetadata: {name: gw-sts}\nspec: {serviceType: ClusterIP, hostname: {template: \"{listener}.{namespace}.gw.test\"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: tls}, {name: shared, namespace: gw-system, sectionName: admin}]}}\n")
+	if out, err := e.Kubectl(ctx, two, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = e.Kubectl(ctx, nil, "delete", "listenerclass", "gw-sts") })
+	ns := e.Namespace(t, ctx, "gws-")
+	sts := func(ports string) []byte {
+		return fmt.Appendf(nil, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: broker, namespace: %s, labels: {listeners.stackable.tech/enabled: "true"}, annotations: {listeners.stackable.tech/listener-class: gw-sts}}
+spec:
+  serviceName: broker
+  selector: {matchLabels: {app: broker}}
+  template:
+    metadata: {labels: {app: broker}}
+    spec: {containers: [{name: broker, image: x, ports: %s}]}
+`, ns, ports)
+	}
+	for _, tc := range []struct {
+		name, ports, want string
+		denied            bool
+	}{
+		{"ports named after the sections", `[{name: tls, containerPort: 9093}, {name: admin, containerPort: 9094}]`, "created (server dry run)", false},
+		{"a port no section routes", `[{name: tls, containerPort: 9093}, {name: metrics, containerPort: 9404}]`,
+			`spec.template.spec.containers: Invalid value: "metrics": the container port "metrics" becomes a port of the listener volume's own Listener: ListenerClass gw-sts routes ports through the Gateway listeners (sections) "tls" (Gateway gw-system/shared), "admin" (Gateway gw-system/shared), and none is named "metrics"`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eventually(t, "the StatefulSet judged", func() error {
+				out, err := e.Kubectl(ctx, sts(tc.ports), "create", "--dry-run=server", "-f", "-")
+				if (err != nil) != tc.denied || !strings.Contains(string(out), tc.want) {
+					return errorf("kubectl: %v\n%s\nwant denied=%v and: %s", err, out, tc.denied, tc.want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
 // createGateway makes gw-system/shared with a TLS Passthrough listener
 // "tls" (and "admin") for *.gw.test, a TLS Terminate one and an HTTP one.
 func createGateway(t *testing.T, e *testenv.Env) {

@@ -49,7 +49,9 @@ type containerView struct {
 }
 
 type portView struct {
-	ContainerPort int32 `json:"containerPort"`
+	Name          string          `json:"name"`
+	ContainerPort int32           `json:"containerPort"`
+	Protocol      corev1.Protocol `json:"protocol"`
 }
 
 type mountView struct {

@@ -85,10 +85,11 @@ func (v *workloadValidator) check(ctx context.Context, req admission.Request, w 
 		return lookupFailed(err)
 	}
 	errs := w.errors(kind, facts)
+	errs = append(errs, v.gatewayPortErrors(ctx, w, kind, facts)...) // gatewayports.go
 	if req.Operation == admissionv1.Update && len(errs) > 0 {
 		var old workloadView
 		if err := decodeWorkload(req.OldObject.Raw, kind, &old); err == nil {
-			errs = ratchet(errs, old.errors(kind, facts))
+			errs = ratchet(errs, append(old.errors(kind, facts), v.gatewayPortErrors(ctx, &old, kind, facts)...))
 		}
 	}
 	if len(errs) > 0 {
