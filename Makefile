@@ -245,6 +245,10 @@ SCALE_LIVE_HEAP  ?= false
 # scale, whose bursts are what time to Ready is measured on; 500 in the 10x
 # point).
 SCALE_BATCH      ?=
+# SCALE_GATEWAY_CLAIMS: per-claim Listeners of a gateway class (a TLSRoute
+# each) after the last phase; the harness accepts their routes as a Gateway
+# controller would (the kwok cluster has none).
+SCALE_GATEWAY_CLAIMS ?= 500
 
 .PHONY: scale
 scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok nodes, SCALE_PODS pods, SCALE_LISTENERS claims; prints a table (bin/scale.txt), then tears the cluster down.
@@ -253,7 +257,7 @@ scale: $(KWOK) ## Scale benchmark (~30 min): a 1-node cluster + SCALE_NODES kwok
 	go run ./hack/scale -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kwok $(KWOK) \
 	  -kwok-stages "$$(cd hack/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" \
 	  -nodes $(SCALE_NODES) -pods $(SCALE_PODS) -small-pods $(SCALE_SMALL_PODS) -listeners $(SCALE_LISTENERS) \
-	  -batch $(or $(SCALE_BATCH),0) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) -namespaces $(SCALE_NAMESPACES) \
+	  -batch $(or $(SCALE_BATCH),0) -gateway-claims $(SCALE_GATEWAY_CLAIMS) -claims $(SCALE_CLAIMS) -volumes $(SCALE_VOLUMES) -services $(SCALE_SERVICES) -namespaces $(SCALE_NAMESPACES) \
 	  -floor $(SCALE_FLOOR) -live-heap=$(SCALE_LIVE_HEAP) -settle $(SCALE_SETTLE) -profiles "$(SCALE_PROFILES)" -profile-rate $(SCALE_PROFILE_RATE) -out $(BIN)/scale.txt; rc=$$?; $(CLUSTER) down; exit $$rc
 
 # The 10x point: 10,000 listener claims with running pods under the shipped

@@ -26,6 +26,7 @@ type options struct {
 	claims, volumes, services, floor       int // the rest of the realistic mix (mix.go)
 	namespaces                             int // ordinary namespaces, the mix's last step
 	batch                                  int // listener pods created at a time in a phase; 0 = all at once
+	gatewayClaims                          int // per-claim Listeners of a gateway class after the last phase
 	settle                                 time.Duration
 	wait                                   time.Duration
 }
@@ -44,6 +45,7 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 10000, "Ordinary pods (no listener volume) at the large measurement.")
 	flag.IntVar(&o.smallPods, "small-pods", 2000, "Ordinary pods at the small measurement (for the slope).")
 	flag.IntVar(&o.listeners, "listeners", 1000, "Listener claims, half before the ordinary pods and half after; half per-claim, half naming shared Listeners.")
+	flag.IntVar(&o.gatewayClaims, "gateway-claims", 0, "Listener pods of a gateway class (a TLSRoute each) created after the last phase; the harness accepts their routes as a Gateway controller would (0: none).")
 	flag.IntVar(&o.batch, "batch", 0, "Create each phase's listener pods this many at a time, the next batch once the pods before it run (but a quarter of a batch); 0 creates them all at once.")
 	flag.IntVar(&o.claims, "claims", 10000, "Ordinary claims (another storage class, kubectl's last-applied annotation), added after the ordinary pods.")
 	flag.IntVar(&o.volumes, "volumes", 5000, "Static PersistentVolumes of another CSI driver, added after the claims.")
@@ -106,6 +108,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	rows = append(rows, last)
+	gw, err := m.gatewayStep(ctx, o.gatewayClaims, o.listeners) // gateway.go
+	if err != nil {
+		return err
+	}
+	if gw.added > 0 {
+		rows = append(rows, gw)
+	}
 	floor, boundFloor, err := m.floors(ctx, o.floor, o.listeners-half)
 	if err != nil {
 		return err
