@@ -290,6 +290,7 @@ e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings i
 	cd hack/cluster && go test -count=1 ./...
 	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
 	CHROMIUM=1 $(MAKE) --no-print-directory monitoring-tools # prometheus and chromium for TestHelmInstallUpgradeUninstall/monitoring
+	$(MAKE) --no-print-directory gateway-tools # Traefik and the Gateway API CRDs for TestGatewayClassOnRealNodes (cold: ~5 min)
 	NODES=$(or $(NODES),2) CLUSTER_DOMAIN=$(or $(CLUSTER_DOMAIN),e2e.listeners.test) $(CLUSTER) up
 	$(CLUSTER) deploy
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

@@ -43,12 +43,13 @@ build_operator_binaries() {
 }
 
 # build_images writes the tarballs of the named image groups: cluster (pause,
-# demo server) and operator (operator, sidecars).
+# demo server, Traefik when make gateway-tools built it) and operator (operator, sidecars).
 build_images() {
   local specs=()
   for g in "$@"; do
     case $g in
-      cluster) specs+=("$IMG_PAUSE=$root/bin/cluster/pause" "$IMG_DEMO=$root/bin/cluster/demo-server,busybox") ;;
+      cluster) specs+=("$IMG_PAUSE=$root/bin/cluster/pause" "$IMG_DEMO=$root/bin/cluster/demo-server,busybox")
+        if [[ -x $root/bin/tools/traefik ]]; then specs+=("$IMG_TRAEFIK=$root/bin/tools/traefik"); fi ;;
       operator) specs+=("$IMG_OPERATOR=$root/bin/listener-operator,busybox,user=65532:65532"
         "$IMG_PROVISIONER=$root/bin/sidecars/csi-provisioner"
         "$IMG_REGISTRAR=$root/bin/cluster/registrar") ;;

@@ -69,6 +69,9 @@ IMG_OPERATOR=docker.io/library/listener-operator:dev
 IMG_PROVISIONER=localhost/csi-provisioner:v6.3.0
 IMG_REGISTRAR=localhost/csi-node-driver-registrar:dev
 IMG_DEMO=localhost/listener-demo:dev
+# Traefik, the Gateway controller of test/e2e's gateway classes (make
+# gateway-tools builds bin/tools/traefik; the image is packed when it exists).
+IMG_TRAEFIK=localhost/traefik:dev
 
 # sysctls changed by this script, kubelet or kube-proxy; restored by `down`.
 SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables

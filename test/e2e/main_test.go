@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -78,6 +79,9 @@ func connect() (*cluster, error) {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := gwv1.Install(scheme); err != nil { // gateway_test.go
 		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})

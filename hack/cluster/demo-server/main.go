@@ -7,12 +7,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -20,6 +22,7 @@ func main() {
 	addr := flag.String("listen", ":8080", "address to serve HTTP on")
 	get := flag.String("get", "", "fetch this URL, print the body and exit instead of serving")
 	timeout := flag.Duration("timeout", 3*time.Second, "timeout of -get")
+	tlsDir := flag.String("tls-dir", "", "serve HTTPS with tls.crt and tls.key of this directory, read at every handshake (a mounted Secret that is reissued)")
 	flag.Parse()
 
 	if *get != "" {
@@ -37,7 +40,24 @@ func main() {
 	}
 	srv := &http.Server{Addr: *addr, Handler: hello(pod), ReadHeaderTimeout: 5 * time.Second}
 	log.Printf("pod %s serving on %s", pod, *addr)
+	if *tlsDir != "" {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certificateIn(*tlsDir)}
+		log.Fatal(srv.ListenAndServeTLS("", ""))
+	}
 	log.Fatal(srv.ListenAndServe())
+}
+
+// certificateIn reads the key pair of dir at every handshake: a Secret
+// volume is updated in place when its certificate is reissued (or appears
+// after the pod started, for an optional Secret).
+func certificateIn(dir string) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		c, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+		if err != nil {
+			return nil, fmt.Errorf("load the certificate of %s: %w", dir, err)
+		}
+		return &c, nil
+	}
 }
 
 // hello answers every request with the pod's name.

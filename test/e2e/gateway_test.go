@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// The gateway of the gateway-class scenario: Traefik (built from source by
+// make gateway-tools) on node 1's network, its listener "tls" on 18443 for
+// *.gw.e2e.test, admitting the namespaces labelled gateway-access=allowed
+// (testdata/gateway/traefik.yaml).
+const (
+	gatewayAddress = "10.88.0.1" // node 1, the host
+	gatewayPort    = "18443"
+	gatewayDomain  = "gw.e2e.test"
+)
+
+// installGateway installs the Gateway API's CRDs (the version Traefik is
+// built against) and Traefik as the Gateway controller, and waits until the
+// Gateway is programmed.
+func installGateway(t *testing.T, ctx context.Context) {
+	t.Helper()
+	k8s.kubectlOK(t, ctx, "", "apply", "--server-side", "-f", filepath.Join(repoRoot, "bin", "gateway-crds", "standard"))
+	k8s.kubectlOK(t, ctx, "", "wait", "--for=condition=Established", "--timeout=1m", "crd/gateways.gateway.networking.k8s.io", "crd/tlsroutes.gateway.networking.k8s.io")
+	manifest, err := os.ReadFile(filepath.Join("testdata", "gateway", "traefik.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node1 := realNodes(t, ctx)[0].Name
+	k8s.kubectlOK(t, ctx, strings.ReplaceAll(string(manifest), "NODE_1", node1), "apply", "-f", "-")
+	t.Cleanup(func() {
+		k8s.kubectlOK(t, context.WithoutCancel(ctx), "", "delete", "namespace", "gateway-system", "--ignore-not-found", "--wait=false")
+	})
+	eventually(t, ctx, 2*time.Minute, "Traefik programs Gateway gateway-system/shared", func(ctx context.Context) (bool, string) {
+		var gw gwv1.Gateway
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: "gateway-system", Name: "shared"}, &gw); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation, fmt.Sprintf("Programmed %+v", c)
+	})
+}
+
+// TestGatewayClassOnRealNodes: three brokers behind one Gateway. Each
+// replica of an opted-in StatefulSet of a gateway class reads its own name
+// and the Gateway's port from its volume, serves TLS with a certificate for
+// that name (the test signer stands in for cert-manager), and a client
+// outside the cluster reaches each replica by name through the Gateway's
+// one address. A replica deleted comes back under the same name. A
+// namespace the Gateway does not admit gets a Listener that says so.
+func TestGatewayClassOnRealNodes(t *testing.T) {
+	ctx := t.Context()
+	installGateway(t, ctx)
+	installCertManagerCRDs(t, ctx)
+	const class, issuer = "e2e-gateway", "e2e-gateway-signer"
+	ensureClass(t, ctx, listenerClass(class, v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeClusterIP,
+		Hostname:    &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}." + gatewayDomain},
+		Gateway:     &v1alpha1.ListenerGateway{ParentRefs: []v1alpha1.GatewayParentRef{{Name: "shared", Namespace: "gateway-system", SectionName: "tls"}}},
+		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Kind: v1alpha1.IssuerKindClusterIssuer, Name: issuer}},
+	}))
+	ns := namespace(t, ctx, "e2e-gw")
+	labelNamespace(t, ctx, ns, "gateway-access", "allowed")
+	signer := startSigner(t, ctx, certManagerClient(t), ns, issuer)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(signer.caPEM)
+
+	const replicas = 3
+	if err := k8s.client.Create(ctx, brokerStatefulSet(ns, class, replicas)); err != nil {
+		t.Fatalf("create StatefulSet: %v", err)
+	}
+	pods := podsReady(t, ctx, ns, "broker", replicas, 2*podTimeout)
+	hosts := map[string]string{}
+	for name := range pods {
+		files := tree(t, ctx, ns, name)
+		host, port := files["default-address/address"], files["default-address/ports/tls"]
+		want := fmt.Sprintf("listener-%s.%s.%s", name, ns, gatewayDomain)
+		if host != want || port != gatewayPort {
+			t.Fatalf("%s reads %s:%s from its volume, want %s:%s (the Gateway's port)", name, host, port, want, gatewayPort)
+		}
+		hosts[name] = host
+	}
+	for name, host := range hosts {
+		answersTLS(t, ctx, roots, host, name)
+		l := listener(t, ctx, ns, name)
+		logRouteAccepted(t, ctx, ns, l)
+	}
+
+	// A replica deleted comes back under the same name, and is reached.
+	if err := k8s.client.Delete(ctx, pods["broker-1"]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, 2*podTimeout, "broker-1 recreated and Ready", func(ctx context.Context) (bool, string) {
+		var p corev1.Pod
+		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "broker-1"}, &p); err != nil {
+			return false, err.Error()
+		}
+		return p.UID != pods["broker-1"].UID && isReady(&p), podState(&p)
+	})
+	if got := tree(t, ctx, ns, "broker-1")["default-address/address"]; got != hosts["broker-1"] {
+		t.Errorf("the recreated broker-1 reads %s, want %s", got, hosts["broker-1"])
+	}
+	answersTLS(t, ctx, roots, hosts["broker-1"], "broker-1")
+
+	// A namespace the Gateway does not admit: not Ready, with the reason.
+	other := namespace(t, ctx, "e2e-gw-denied")
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "broker-0"}, Spec: v1alpha1.ListenerSpec{
+		ClassName: &[]string{class}[0], Ports: []v1alpha1.ListenerPort{{Name: "tls", Port: 9093, Protocol: corev1.ProtocolTCP}}}}
+	if err := k8s.client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, time.Minute, "the Listener of a namespace the Gateway does not admit says so", func(ctx context.Context) (bool, string) {
+		if err := k8s.client.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonRouteNotAccepted &&
+			strings.Contains(c.Message, "NotAllowedByListeners") && strings.Contains(c.Message, "admit this namespace"), fmt.Sprintf("Ready %+v", c)
+	})
+	if len(l.Status.IngressAddresses) != 0 {
+		t.Errorf("a Listener whose route is refused publishes %v", l.Status.IngressAddresses)
+	}
+}
+
+// brokerStatefulSet is a Kafka-like StatefulSet of a gateway class: each
+// replica serves HTTPS on its port "tls" with the certificate of its own
+// Listener (listener-<pod>: the Secret listener-<pod>-listener-tls,
+// projected at /tls/listener-<pod>; optional, since the signer writes it
+// after the Listener has its name).
+func brokerStatefulSet(ns, class string, replicas int32) *appsv1.StatefulSet {
+	sts := demoStatefulSet(ns, "broker", class, replicas)
+	sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	spec := &sts.Spec.Template.Spec
+	var sources []corev1.VolumeProjection
+	for i := range replicas {
+		secret := fmt.Sprintf("listener-broker-%d-listener-tls", i)
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Optional: &[]bool{true}[0],
+			Items: []corev1.KeyToPath{{Key: "tls.crt", Path: fmt.Sprintf("listener-broker-%d/tls.crt", i)}, {Key: "tls.key", Path: fmt.Sprintf("listener-broker-%d/tls.key", i)}},
+		}})
+	}
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}})
+	c := &spec.Containers[0]
+	c.Args = []string{"-listen", ":9093", "-tls-dir", "/tls/listener-$(POD_NAME)"}
+	c.Ports = []corev1.ContainerPort{{Name: "tls", ContainerPort: 9093}}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/tls", ReadOnly: true})
+	return sts
+}
+
+// answersTLS waits until a TLS connection to the Gateway's address with
+// server name host verifies a certificate for host (signed by the test
+// signer: the pod's own, passed through untouched) and an HTTP request on
+// it is answered by pod.
+func answersTLS(t *testing.T, ctx context.Context, roots *x509.CertPool, host, pod string) {
+	t.Helper()
+	tr := &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(gatewayAddress, gatewayPort))
+		},
+	}
+	c := &http.Client{Transport: tr, Timeout: 3 * time.Second}
+	eventually(t, ctx, 3*time.Minute, fmt.Sprintf("https://%s:%s/ through the Gateway answered by %s", host, gatewayPort, pod), func(ctx context.Context) (bool, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+":"+gatewayPort+"/", nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		got := strings.TrimSpace(string(body))
+		return err == nil && got == "hello from "+pod, "answered " + got
+	})
+}
+
+// logRouteAccepted logs how long the Gateway's controller took from the
+// route's creation to Accepted (the figure issue 39 asks for on real nodes).
+func logRouteAccepted(t *testing.T, ctx context.Context, ns string, l *v1alpha1.Listener) {
+	t.Helper()
+	var rt gwv1.TLSRoute
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: l.Name}, &rt); err != nil {
+		t.Fatalf("the route of Listener %s: %v", l.Name, err)
+	}
+	for _, p := range rt.Status.Parents {
+		if c := meta.FindStatusCondition(p.Conditions, string(gwv1.RouteConditionAccepted)); c != nil && c.Status == metav1.ConditionTrue {
+			t.Logf("route %s: Accepted %s after it was created", rt.Name, c.LastTransitionTime.Sub(rt.CreationTimestamp.Time))
+			return
+		}
+	}
+	t.Errorf("route %s has no Accepted parent: %+v", rt.Name, rt.Status.Parents)
+}
+
+// labelNamespace sets a label on a namespace.
+func labelNamespace(t *testing.T, ctx context.Context, ns, key, value string) {
+	t.Helper()
+	k8s.kubectlOK(t, ctx, "", "label", "namespace", ns, key+"="+value, "--overwrite")
+}
