@@ -3,18 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // Gateway-class claims (issue 39): what a route per Listener costs the
@@ -37,14 +42,18 @@ func (m *measurer) gatewayStep(ctx context.Context, n, all int) (row, error) {
 		return row{}, nil
 	}
 	say("gateway claims: installing the Gateway API and a gateway class")
-	if err := testenv.InstallGatewayAPI(m.cfg); err != nil {
+	if err := installGatewayCRDs(ctx, m.c); err != nil {
 		return row{}, err
 	}
 	if err := m.c.Create(ctx, scaleGatewayNamespace()); client.IgnoreAlreadyExists(err) != nil {
 		return row{}, err
 	}
 	for _, o := range []client.Object{scaleGateway(), scaleGatewayClass()} {
-		if err := m.c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+		// The CRDs are served a moment after they are created.
+		if err := waitFor(ctx, time.Minute, "create "+o.GetName(), func() (bool, string, error) {
+			err := m.c.Create(ctx, o)
+			return client.IgnoreAlreadyExists(err) == nil, fmt.Sprint(err), nil
+		}); err != nil {
 			return row{}, err
 		}
 	}
@@ -146,6 +155,31 @@ func gatewayPod(i int) client.Object {
 	p.Spec.Volumes[0].Ephemeral.VolumeClaimTemplate.Annotations = map[string]string{v1alpha1.AnnotationListenerClass: gatewayClassName}
 	p.Spec.Containers[0].Ports[0].Name = "tls"
 	return p
+}
+
+// installGatewayCRDs creates the Gateway API's GatewayClass, Gateway and
+// TLSRoute CRDs from the module the operator's types come from. (Not
+// testenv.InstallGatewayAPI: envtest registers a --kubeconfig flag.)
+func installGatewayCRDs(ctx context.Context, c client.Client) error {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		return fmt.Errorf("locate the gateway-api module: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	for _, kind := range []string{"gatewayclasses", "gateways", "tlsroutes"} {
+		data, err := os.ReadFile(filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))
+		if err != nil {
+			return err
+		}
+		crd := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+		if err := c.Create(ctx, crd); client.IgnoreAlreadyExists(err) != nil {
+			return fmt.Errorf("create the %s CRD: %w", kind, err)
+		}
+	}
+	return nil
 }
 
 func scaleGatewayNamespace() *corev1.Namespace {
