@@ -26,11 +26,12 @@
 # removed by down). Traffic between the bridge and any other interface is
 # dropped.
 #
-# IP_FAMILIES=dual adds IPv6 to all of it (settings.sh): the host is also
-# fd00:88::1 (node 1; its pods fd00:88::/64), node i >= 2 also
-# fd00:88:0:1::i (pods fd00:88:0:i::/64), Services also fd00:88:1::/112.
-# Every node and pod has an address of each family, IPv4 first; a Service
-# is IPv4 unless it asks for both (ipFamilyPolicy).
+# IPv6 is added to all of it (IP_FAMILIES=dual, the default; ipv4 leaves it
+# out: settings.sh): the host is also fd00:88::1 (node 1; its pods
+# fd00:88::/64), node i >= 2 also fd00:88:0:1::i (pods fd00:88:0:i::/64),
+# Services also fd00:88:1::/112. Every node and pod has an address of each
+# family, IPv4 first; a Service is IPv4 unless it asks for both
+# (ipFamilyPolicy).
 #
 # This file only dispatches; the work is done by one file per job, sourced
 # here (each starts with what it does):

@@ -43,7 +43,7 @@ up() {
     die "the cluster runs with IP_FAMILIES=$(cat "$work/ip-families"): run 'make cluster-down' first"
   fi
   if dual && [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)" != 0 ]; then
-    die "IP_FAMILIES=dual needs IPv6: net.ipv6.conf.all.disable_ipv6 is not 0 (or IPv6 is not in this kernel)"
+    die "the cluster is dual-stack by default and needs IPv6: net.ipv6.conf.all.disable_ipv6 is not 0 (or IPv6 is not in this kernel); enable it, or run with IP_FAMILIES=ipv4"
   fi
   ensure_packages
   build_cluster_binaries

@@ -14,7 +14,7 @@ import (
 )
 
 // Issue 40, both IP families on real nodes: on a dual-stack cluster
-// (hack/cluster IP_FAMILIES=dual) a NodePort class that requires both
+// (hack/cluster's default, IP_FAMILIES=dual) a NodePort class that requires both
 // families gives every replica its node's IPv4 and IPv6 address in its
 // listener volume, IPv4 as the default address (the class does not prefer
 // IPv6), and a client reaches the replica's node port on each of them.
@@ -26,7 +26,7 @@ func TestDualStackNodePortOnRealNodes(t *testing.T) {
 	for i := range nodes {
 		if _, v6 := nodeIPs(&nodes[i]); v6 == "" {
 			t.Fatalf("node %s lists no IPv6 address (%v): the cluster is single-stack, and this test needs both families; "+
-				"run it on a dual-stack cluster (`make e2e`, or hack/cluster/cluster.sh up with IP_FAMILIES=dual)",
+				"run it on the project's cluster as `make e2e` builds it (dual-stack unless IP_FAMILIES=ipv4 is set)",
 				nodes[i].Name, nodes[i].Status.Addresses)
 		}
 	}
