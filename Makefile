@@ -196,6 +196,9 @@ CLUSTER := hack/cluster/cluster.sh
 
 # Nodes of the local cluster: `make cluster-up NODES=3` (or NODES=3 make …).
 # cluster-up and demo default to 1, e2e to 2 (the cross-node scenarios need two).
+# The cluster is dual-stack (IPv4 first, then IPv6); IP_FAMILIES=ipv4 leaves
+# IPv6 out (hack/cluster/settings.sh), and then TestDualStackNodePortOnRealNodes
+# fails: it needs both families.
 NODES ?=
 
 .PHONY: cluster-up

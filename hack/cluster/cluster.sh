@@ -6,7 +6,7 @@
 # internet: images are built locally (hack/cluster/images) and imported into
 # every node's containerd.
 #
-# usage: [NODES=n] [CLUSTER_DOMAIN=d] hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
+# usage: [NODES=n] [IP_FAMILIES=ipv4|dual] [CLUSTER_DOMAIN=d] hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
 #        hack/cluster/cluster.sh stop-node|start-node <node name>
 #
 # State lives under .work/cluster (git-ignored). `down` restores the host: it
@@ -25,6 +25,13 @@
 # name resolves to its address on the host (/etc/hosts lines added by up,
 # removed by down). Traffic between the bridge and any other interface is
 # dropped.
+#
+# IPv6 is added to all of it (IP_FAMILIES=dual, the default; ipv4 leaves it
+# out: settings.sh): the host is also fd00:88::1 (node 1; its pods
+# fd00:88::/64), node i >= 2 also fd00:88:0:1::i (pods fd00:88:0:i::/64),
+# Services also fd00:88:1::/112. Every node and pod has an address of each
+# family, IPv4 first; a Service is IPv4 unless it asks for both
+# (ipFamilyPolicy).
 #
 # This file only dispatches; the work is done by one file per job, sourced
 # here (each starts with what it does):

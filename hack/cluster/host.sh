@@ -42,13 +42,29 @@ setup_network() {
   ip route replace "$SERVICE_CIDR" dev "$BRIDGE" src "$HOST_IP"
   sysctl -qw net.ipv4.ip_forward=1
   sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
-  # Pods talk to each other, to the node and to Services, never beyond.
-  if ! iptables -L "$ISOLATION_CHAIN" >/dev/null 2>&1; then
-    iptables -N "$ISOLATION_CHAIN"
-    iptables -A "$ISOLATION_CHAIN" -i "$BRIDGE" ! -o "$BRIDGE" -j DROP
-    iptables -A "$ISOLATION_CHAIN" -o "$BRIDGE" ! -i "$BRIDGE" -j DROP
-    iptables -I FORWARD 1 -j "$ISOLATION_CHAIN"
+  local ipt=(iptables)
+  if dual; then
+    say "adding IPv6 to $BRIDGE ($HOST_IP6/64, $NODES_GW6/64)"
+    # nodad: usable at once, and the kubelet and kube-proxy started next
+    # find their node address (nothing else on this bridge has it).
+    ip -6 addr replace "$HOST_IP6/64" dev "$BRIDGE" nodad
+    ip -6 addr replace "$NODES_GW6/64" dev "$BRIDGE" nodad
+    ip -6 route replace "$SERVICE_CIDR6" dev "$BRIDGE" src "$HOST_IP6"
+    sysctl -qw net.ipv6.conf.all.forwarding=1
+    sysctl -qw net.bridge.bridge-nf-call-ip6tables=1 2>/dev/null || true
+    ipt+=(ip6tables)
   fi
+  # Pods talk to each other, to the node and to Services, never beyond
+  # (in each family the cluster has).
+  local bin
+  for bin in "${ipt[@]}"; do
+    if ! $bin -L "$ISOLATION_CHAIN" >/dev/null 2>&1; then
+      $bin -N "$ISOLATION_CHAIN"
+      $bin -A "$ISOLATION_CHAIN" -i "$BRIDGE" ! -o "$BRIDGE" -j DROP
+      $bin -A "$ISOLATION_CHAIN" -o "$BRIDGE" ! -i "$BRIDGE" -j DROP
+      $bin -I FORWARD 1 -j "$ISOLATION_CHAIN"
+    fi
+  done
 }
 
 # hosts_line makes node i's name resolve to its address on the host.

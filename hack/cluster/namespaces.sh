@@ -19,6 +19,17 @@ node_index() { # name -> i
 }
 node_ip() { if [ "$1" = 1 ]; then echo "$HOST_IP"; else echo "10.88.1.$1"; fi; }
 node_pod_cidr() { if [ "$1" = 1 ]; then echo 10.88.0.0/24; else echo "10.88.$1.0/24"; fi; }
+# The IPv6 twins of node_ip and node_pod_cidr (settings.sh); node i's index
+# is written as hex digits, which keeps them distinct for i <= 50.
+node_ip6() { if [ "$1" = 1 ]; then echo "$HOST_IP6"; else echo "fd00:88:0:1::$1"; fi; }
+node_pod_cidr6() { if [ "$1" = 1 ]; then echo fd00:88::/64; else echo "fd00:88:0:$1::/64"; fi; }
+# node_pod_gw and node_pod_gw6 are the gateways of node i's pods (its pod
+# bridge's addresses; node 1: the host on the cluster bridge).
+node_pod_gw() { if [ "$1" = 1 ]; then echo "$HOST_IP"; else echo "10.88.$1.1"; fi; }
+node_pod_gw6() { if [ "$1" = 1 ]; then echo "$HOST_IP6"; else echo "fd00:88:0:$1::1"; fi; }
+# node_ips is node i's addresses, comma-separated, IPv4 first (kubelet's
+# --node-ip: the node lists them in that order).
+node_ips() { both "$(node_ip "$1")" "$(node_ip6 "$1")"; }
 node_dir() { if [ "$1" = 1 ]; then echo "$work"; else echo "$work/nodes/$(node_name "$1")"; fi; }
 node_sock() { echo "$(node_dir "$1")/containerd/containerd.sock"; }
 # node_pid names the pid file of one of a node's processes (node 1: the
@@ -74,19 +85,34 @@ node_network() {
   ip -n "$n" addr replace "$ip/24" dev eth0
   ip -n "$n" link set eth0 up
   ip -n "$n" route replace default via "$NODES_GW"
+  if dual; then
+    # nodad: the address is usable at once (duplicate address detection
+    # would hold it tentative for a second or two; nothing else has it).
+    ip -n "$n" -6 addr replace "$(node_ip6 "$i")/64" dev eth0 nodad
+    ip -n "$n" -6 route replace default via "$NODES_GW6"
+  fi
   # The node's pod bridge, made before the CNI bridge plugin (which uses an
   # existing one) so that its address is set and stays (see setup_network).
   if ! ip -n "$n" link show pods0 >/dev/null 2>&1; then
     ip -n "$n" link add pods0 type bridge
   fi
   ip -n "$n" link set pods0 address "$(bridge_mac "$i")"
+  # Its IPv6 gateway set here with nodad: the CNI bridge plugin finds it
+  # and keeps it, and pods never wait for it to leave the tentative state.
+  ! dual || ip -n "$n" -6 addr replace "$(node_pod_gw6 "$i")/64" dev pods0 nodad
   ip -n "$n" link set pods0 up
   ip route replace "$(node_pod_cidr "$i")" via "$ip"
+  ! dual || ip -6 route replace "$(node_pod_cidr6 "$i")" via "$(node_ip6 "$i")"
   # Forwarding for its pods; bridged pod traffic through its iptables
   # (kube-proxy); no shortcuts learnt from ICMP redirects.
   nsenter --net="/run/netns/$n" sh -c 'sysctl -qw net.ipv4.ip_forward=1
     sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null
     sysctl -qw net.ipv4.conf.all.accept_redirects=0 net.ipv4.conf.default.accept_redirects=0' || true
+  if dual; then
+    nsenter --net="/run/netns/$n" sh -c 'sysctl -qw net.ipv6.conf.all.forwarding=1
+      sysctl -qw net.bridge.bridge-nf-call-ip6tables=1 2>/dev/null
+      sysctl -qw net.ipv6.conf.all.accept_redirects=0 net.ipv6.conf.default.accept_redirects=0' || true
+  fi
 }
 
 # node_mounts starts the process that holds node i's mount namespace. In it,

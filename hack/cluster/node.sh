@@ -6,12 +6,19 @@
 # to be Ready, and stopping node i >= 2 without a trace.
 
 node_containerd() {
-  local i=$1 d sock bridge gw range=""
+  local i=$1 d sock bridge range="" ranges routes='{"dst": "0.0.0.0/0"}'
   d=$(node_dir "$i") sock=$(node_sock "$i")
   if [ "$i" = 1 ]; then
-    bridge=$BRIDGE gw=$HOST_IP range=", \"rangeEnd\": \"$POD_RANGE_END\""
+    bridge=$BRIDGE range=", \"rangeEnd\": \"$POD_RANGE_END\""
   else
-    bridge=pods0 gw=10.88.$i.1
+    bridge=pods0
+  fi
+  ranges="[{\"subnet\": \"$(node_pod_cidr "$i")\", \"gateway\": \"$(node_pod_gw "$i")\"$range}]"
+  if dual; then
+    # A second range set: host-local gives every pod one address of each,
+    # the pod's IPs (status.podIPs) in this order, IPv4 first.
+    ranges+=", [{\"subnet\": \"$(node_pod_cidr6 "$i")\", \"gateway\": \"$(node_pod_gw6 "$i")\"}]"
+    routes+=', {"dst": "::/0"}'
   fi
   mkdir -p "$d/containerd" "$d/cni/net.d" "$d/cni/ipam"
   put "$d/containerd/config.toml" <<EOS
@@ -44,8 +51,8 @@ EOS
     {
       "type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": false, "hairpinMode": true,
       "ipam": {"type": "host-local", "dataDir": "$d/cni/ipam",
-               "ranges": [[{"subnet": "$(node_pod_cidr "$i")", "gateway": "$gw"$range}]],
-               "routes": [{"dst": "0.0.0.0/0"}]}
+               "ranges": [$ranges],
+               "routes": [$routes]}
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
@@ -111,28 +118,31 @@ EOS
 
 # kube_proxy_config writes node i's kube-proxy configuration.
 kube_proxy_config() {
-  local i=$1 d n ip
+  local i=$1 d n ip addrs
   d=$(node_dir "$i") n=$(node_name "$i") ip=$(node_ip "$i")
+  addrs="\"$ip/32\""
+  ! dual || addrs+=", \"$(node_ip6 "$i")/128\""
   put "$d/kube-proxy.yaml" <<EOS
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
 clientConnection: {kubeconfig: $KUBECONFIG_OUT}
 hostnameOverride: $n
-clusterCIDR: $CLUSTER_CIDR
+# Each family's proxier (iptables, ip6tables) takes its own CIDR.
+clusterCIDR: $(both "$CLUSTER_CIDR" "$CLUSTER_CIDR6")
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-# NodePorts only on this node's own address, never on the host's interfaces.
-nodePortAddresses: ["$ip/32"]
+# NodePorts only on this node's own addresses, never on the host's interfaces.
+nodePortAddresses: [$addrs]
 iptables: {localhostNodePorts: false}
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOS
 }
 
 node_kubelet() {
-  local i=$1 d n ip NS
+  local i=$1 d n NS
   node_ns "$i"
-  d=$(node_dir "$i") n=$(node_name "$i") ip=$(node_ip "$i")
+  d=$(node_dir "$i") n=$(node_name "$i")
   cert "kubelet-$n" "system:node:$n" system:nodes
   kubeconfig "$d/kubelet.kubeconfig" "kubelet-$n"
   mkdir -p "$KUBELET_DIR" "$d/pod-logs" "$work/volume-plugins"
@@ -140,7 +150,7 @@ node_kubelet() {
   kubelet_config "$i"
   kube_proxy_config "$i"
   start "$(node_pid "$i" kubelet)" "${NS[@]}" "$k8sbin/kubelet" --config "$d/kubelet.yaml" \
-    --kubeconfig "$d/kubelet.kubeconfig" --root-dir "$KUBELET_DIR" --node-ip "$ip" --hostname-override "$n" --v 1
+    --kubeconfig "$d/kubelet.kubeconfig" --root-dir "$KUBELET_DIR" --node-ip "$(node_ips "$i")" --hostname-override "$n" --v 1
   start "$(node_pid "$i" kube-proxy)" "${NS[@]}" "$k8sbin/kube-proxy" --config "$d/kube-proxy.yaml" --v 1
 }
 
@@ -148,7 +158,7 @@ node_kubelet() {
 # images, kubelet and kube-proxy. It does not wait for Ready.
 start_node() {
   local i=$1
-  say "starting $(node_name "$i") ($(node_ip "$i"), pods $(node_pod_cidr "$i"))"
+  say "starting $(node_name "$i") ($(node_ips "$i"), pods $(both "$(node_pod_cidr "$i")" "$(node_pod_cidr6 "$i")"))"
   if [ "$i" != 1 ]; then
     mkdir -p "$(node_dir "$i")"
     node_network "$i"
@@ -196,6 +206,7 @@ stop_node() {
   stop_pids "$(node_pid "$i" mounts)"
   for f in $netns_files; do rm -f "$f"; done
   ip route del "$(node_pod_cidr "$i")" 2>/dev/null || true
+  ip -6 route del "$(node_pod_cidr6 "$i")" 2>/dev/null || true
   ip link del "$(node_veth "$i")" 2>/dev/null || true
   [ ! -e "/run/netns/$n" ] || ip netns del "$n"
   for f in $(cgroup_dirs "$(node_cgroup "$i")"); do rmdir "$f" 2>/dev/null || true; done

@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2034
 # Sourced first by hack/cluster/cluster.sh: where the cluster lives, its
 # addresses and images, every setting a user can change by environment
-# variable (NODES, CLUSTER_DOMAIN, CLUSTER_DNS, CLUSTER_WORK, K8S_VERSION), and
-# the helpers every other file uses (say, die, kc).
+# variable (NODES, IP_FAMILIES, CLUSTER_DOMAIN, CLUSTER_DNS, CLUSTER_WORK,
+# K8S_VERSION), and the helpers every other file uses (say, die, kc, dual).
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
@@ -28,6 +28,25 @@ POD_RANGE_END=10.88.0.239
 CLUSTER_CIDR=10.88.0.0/17
 SERVICE_CIDR=10.88.128.0/20
 SERVICE_IP=10.88.128.1
+# IP_FAMILIES: dual (the default) gives the cluster IPv6 next to IPv4
+# (issue 40): every node, pod and Service range below has an IPv6 twin, and
+# IPv4 stays first (the primary family: single-stack Services, and the one
+# address a class without ipFamilies publishes, stay IPv4). The whole
+# `make e2e` passes on it, so CI covers both families. ipv4 builds the
+# cluster without IPv6 (for a host whose kernel has IPv6 off).
+# A running cluster keeps the families it was started with (up records them
+# in $work/ip-families): stop-node, start-node and status need no setting.
+if [[ -z ${IP_FAMILIES:-} && -e $work/ip-families ]]; then IP_FAMILIES=$(cat "$work/ip-families"); fi
+IP_FAMILIES=${IP_FAMILIES:-dual}
+# The IPv6 twins, in the ULA prefix fd00:88::/48 (fd00::/64 is the
+# machine's own eth0 network here): fd00:88::/64 is 10.88.0.0/24 (the
+# host, node 1 and its pods), fd00:88:0:1::/64 is 10.88.1.0/24 (nodes
+# 2..N), fd00:88:0:<i>::/64 is node i's pods, fd00:88:1::/112 the
+# Services (outside the cluster CIDR, as 10.88.128.0/20 is).
+HOST_IP6=fd00:88::1
+NODES_GW6=fd00:88:0:1::1
+CLUSTER_CIDR6=fd00:88::/56
+SERVICE_CIDR6=fd00:88:1::/112
 # The node ports Services get (kube-apiserver's default).
 NODE_PORT_RANGE=30000-32767
 # SERVICES_LARGE, when set (make scale-10x), gives Services 16,382
@@ -74,7 +93,7 @@ IMG_DEMO=localhost/listener-demo:dev
 IMG_TRAEFIK=localhost/traefik:dev
 
 # sysctls changed by this script, kubelet or kube-proxy; restored by `down`.
-SYSCTLS=(net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
+SYSCTLS=(net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables
   vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.conf.all.route_localnet
   net.netfilter.nf_conntrack_max net.netfilter.nf_conntrack_tcp_timeout_established
   net.netfilter.nf_conntrack_tcp_timeout_close_wait)
@@ -91,3 +110,7 @@ say() { printf '>> [%3ds] %s\n' $((SECONDS - t0)) "$*" >&2; }
 die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
 
 kc() { kubectl --kubeconfig "$KUBECONFIG_OUT" "$@"; }
+# dual: the cluster has IPv6 next to IPv4.
+dual() { [ "$IP_FAMILIES" = dual ]; }
+# both joins an IPv4 setting with its IPv6 twin when the cluster is dual-stack.
+both() { if dual; then echo "$1,$2"; else echo "$1"; fi; }

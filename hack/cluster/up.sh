@@ -13,7 +13,7 @@ start_control_plane() {
     --initial-cluster default=http://127.0.0.1:23800 --unsafe-no-fsync --log-level warn
   start kube-apiserver "$k8sbin/kube-apiserver" --etcd-servers "$ETCD_URL" \
     --bind-address "$HOST_IP" --advertise-address "$HOST_IP" --secure-port 6443 \
-    --service-cluster-ip-range "$SERVICE_CIDR" --service-node-port-range "$NODE_PORT_RANGE" \
+    --service-cluster-ip-range "$(both "$SERVICE_CIDR" "$SERVICE_CIDR6")" --service-node-port-range "$NODE_PORT_RANGE" \
     --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
@@ -37,10 +37,19 @@ start_control_plane() {
 up() {
   [ "$(id -u)" = 0 ] || die "must run as root (containerd, kubelet and iptables need it)"
   [[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le 50 ] || die "NODES=$NODES: give a number of nodes from 1 to 50"
+  case $IP_FAMILIES in ipv4 | dual) ;; *) die "IP_FAMILIES=$IP_FAMILIES: give ipv4 or dual" ;; esac
+  # A running cluster's families cannot change under its nodes.
+  if [ -e "$work/ip-families" ] && [ "$(cat "$work/ip-families")" != "$IP_FAMILIES" ]; then
+    die "the cluster runs with IP_FAMILIES=$(cat "$work/ip-families"): run 'make cluster-down' first"
+  fi
+  if dual && [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo 1)" != 0 ]; then
+    die "the cluster is dual-stack by default and needs IPv6: net.ipv6.conf.all.disable_ipv6 is not 0 (or IPv6 is not in this kernel); enable it, or run with IP_FAMILIES=ipv4"
+  fi
   ensure_packages
   build_cluster_binaries
   build_images cluster
   record_host
+  echo "$IP_FAMILIES" >"$work/ip-families"
   setup_network
   make_pki
   start_control_plane
@@ -48,7 +57,7 @@ up() {
   for i in $(seq 1 "$NODES"); do start_node "$i"; done
   say "waiting for $NODES node(s) to be Ready (about 20 s for one, 60 s for three)"
   for i in $(seq 1 "$NODES"); do wait_node_ready "$i"; done
-  say "cluster is up in $((SECONDS - t0))s"
+  say "cluster ($IP_FAMILIES) is up in $((SECONDS - t0))s"
   cat >&2 <<EOF
 
    export KUBECONFIG=$KUBECONFIG_OUT
@@ -61,6 +70,7 @@ EOF
 
 status() {
   local n i
+  echo "IP families: $IP_FAMILIES"
   for n in etcd kube-apiserver kube-controller-manager kube-scheduler; do
     if running "$n"; then echo "$n: running (pid $(cat "$pids/$n"))"; else echo "$n: stopped"; fi
   done

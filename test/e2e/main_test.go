@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -291,7 +292,8 @@ var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 func httpGet(ctx context.Context, addr, port string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+":"+port+"/", nil)
+	// JoinHostPort brackets an IPv6 address (a dual-stack cluster's).
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(addr, port)+"/", nil)
 	if err != nil {
 		return "", err
 	}
