@@ -45,11 +45,17 @@ func Route(l *v1alpha1.Listener, b Binding, host, svcName string) *gwv1.TLSRoute
 		r.Spec.ParentRefs = append(r.Spec.ParentRefs, ParentReference(p))
 	}
 	r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(host)}
+	// The API server's defaults spelled out (core group, kind Service,
+	// weight 1): a route read back then equals this one, and a settled
+	// Listener costs no apply (routeUpToDate).
 	r.Spec.Rules = []gwv1.TLSRouteRule{{BackendRefs: []gwv1.BackendRef{{
 		BackendObjectReference: gwv1.BackendObjectReference{
-			Name: gwv1.ObjectName(svcName),
-			Port: ptr.To(gwv1.PortNumber(b.Port.Port)),
+			Group: ptr.To(gwv1.Group("")),
+			Kind:  ptr.To(gwv1.Kind("Service")),
+			Name:  gwv1.ObjectName(svcName),
+			Port:  ptr.To(gwv1.PortNumber(b.Port.Port)),
 		},
+		Weight: ptr.To[int32](1),
 	}}}}
 	return r
 }

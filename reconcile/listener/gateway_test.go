@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/listener-operator/listener-operator/api/gateway"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
@@ -89,6 +90,21 @@ func TestGatewayClass(t *testing.T) {
 		}
 		return nil
 	})
+	// Settled: no more reconciles, no more writes (a route that differs
+	// from what the API server defaulted would be applied at every look).
+	key := types.NamespacedName{Namespace: ns, Name: l.Name}
+	testenv.Converges(t, "the Listener settled", func() error { return reconciletest.Reconciles.Idle(ControllerName, key) })
+	before := reconciletest.Reconciles.Count(ControllerName, key)
+	time.Sleep(3 * time.Second)
+	if n := reconciletest.Reconciles.Count(ControllerName, key) - before; n > 0 {
+		t.Errorf("%d reconciles of a settled gateway Listener in 3 s", n)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(route), route); err != nil {
+		t.Fatal(err)
+	}
+	if have := route.DeepCopy(); !routeUpToDate(have, gatewayRoute(t, c, ns, l.Name, host, gwNS)) {
+		t.Errorf("the route as the API server defaulted it is not up to date with what the operator wants: %+v", have.Spec)
+	}
 	// 6. The Gateway stops admitting the namespace: not Ready, the reason
 	// and the fix; the address stays published.
 	setRouteStatus(t, ctx, c, route, gwNS, string(gwv1.RouteReasonNotAllowedByListeners), metav1.ConditionFalse)
@@ -190,4 +206,15 @@ func setRouteStatus(t *testing.T, ctx context.Context, c client.Client, r *gwv1.
 		}}
 		return c.Status().Update(ctx, r)
 	})
+}
+
+// gatewayRoute is the route the operator wants for Listener name.
+func gatewayRoute(t *testing.T, c client.Client, ns, name, host, gwNS string) *gwv1.TLSRoute {
+	t.Helper()
+	l := &v1alpha1.Listener{}
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, l); err != nil {
+		t.Fatal(err)
+	}
+	b := gateway.Binding{Port: l.Spec.Ports[0], Parents: []v1alpha1.GatewayParentRef{{Name: "shared", Namespace: gwNS, SectionName: "tls"}}, RouteName: name}
+	return gateway.Route(l, b, host, name)
 }
