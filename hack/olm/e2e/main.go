@@ -67,34 +67,37 @@ func e2e(o options) error {
 	var refs refs
 	var addr string
 	steps := []struct {
-		name string
-		fn   func() error
+		name      string
+		onCluster bool
+		fn        func() error
 	}{
-		{"push the operator's images", func() (err error) { refs.operator, err = pushOperatorImages(r, o.images); return }},
-		{"bundle with images by digest, bundle image", func() error { return bundle(o, r, &refs) }},
-		{"catalog, OLM, opm and catalog images", func() error {
+		{"push the operator's images", false, func() (err error) { refs.operator, err = pushOperatorImages(r, o.images); return }},
+		{"bundle with images by digest, bundle image", false, func() error { return bundle(o, r, &refs) }},
+		{"catalog, OLM, opm and catalog images", false, func() error {
 			dir := filepath.Join(o.work, "catalog")
 			if err := writeCatalog(filepath.Join(o.tools, "opm"), refs.bundle, o.version, dir); err != nil {
 				return err
 			}
 			return pushOLMImages(r, o.tools, o.busybox, dir, &refs)
 		}},
-		{"install OLM v0.38.0", func() error {
+		{"install OLM v0.38.0", true, func() error {
 			crds, rest, err := renderOLM(filepath.Join(o.tools, "helm"), o.chart, refs)
 			if err != nil {
 				return err
 			}
 			return installOLM(k, crds, rest)
 		}},
-		{"subscribe", func() error { return subscribe(k, refs.catalog) }},
-		{"wait for the CSV and the olm-deployer's objects", func() error { return waitInstalled(k, csv) }},
-		{"listener check", func() (err error) { addr, err = checkListener(k, refs.operator[operatorImage]); return }},
-		{"delete the CSV", func() error { return uninstall(k, csv) }},
+		{"subscribe", true, func() error { return subscribe(k, refs.catalog) }},
+		{"wait for the CSV and the olm-deployer's objects", true, func() error { return waitInstalled(k, csv) }},
+		{"listener check", true, func() (err error) { addr, err = checkListener(k, refs.operator[operatorImage]); return }},
+		{"delete the CSV", true, func() error { return uninstall(k, csv) }},
 	}
 	for _, s := range steps {
 		t := time.Now()
 		if err := s.fn(); err != nil {
-			fmt.Fprint(os.Stderr, k.dump(olmNS, installNS, checkNS))
+			if s.onCluster {
+				fmt.Fprint(os.Stderr, k.dump(olmNS, installNS, checkNS))
+			}
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		fmt.Printf("%-50s %6s\n", s.name, since(t))
