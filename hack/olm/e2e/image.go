@@ -15,11 +15,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// entry is one file of a layer: a copy of src, inline data, or a symlink.
+// entry is one file of a layer: a copy of src, inline data, a symlink or
+// (dir) a directory, owned by uid.
 type entry struct {
 	name, src, link string
 	data            []byte
 	mode            int64
+	dir             bool
+	uid             int
 }
 
 func bin(name, src string) entry { return entry{name: name, src: src, mode: 0o755} }
@@ -44,6 +47,9 @@ func layer(entries ...entry) (v1.Layer, error) {
 				return nil, err
 			}
 		}
+		if e.dir {
+			dirs[e.name] = true
+		}
 		if err := writeEntry(tw, e); err != nil {
 			return nil, err
 		}
@@ -59,6 +65,9 @@ func writeEntry(tw *tar.Writer, e entry) error {
 	if e.link != "" {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: e.name, Linkname: e.link, Mode: 0o777, ModTime: epoch})
 	}
+	if e.dir {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: e.name + "/", Mode: 0o755, Uid: e.uid, Gid: e.uid, ModTime: epoch})
+	}
 	data := e.data
 	if e.src != "" {
 		var err error
@@ -70,7 +79,7 @@ func writeEntry(tw *tar.Writer, e entry) error {
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: mode, Size: int64(len(data)), ModTime: epoch}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: mode, Uid: e.uid, Gid: e.uid, Size: int64(len(data)), ModTime: epoch}); err != nil {
 		return err
 	}
 	_, err := tw.Write(data)

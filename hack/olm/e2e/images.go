@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -102,7 +105,26 @@ func pushCatalogImage(r *reg, tools, catalogDir string, opmLayer v1.Layer, out *
 	if err != nil {
 		return err
 	}
-	configs, err := dirLayer(catalogDir, "configs", entry{name: "tmp/.keep"})
+	// opm serve refuses to start without a cache that matches /configs
+	// (its integrity check); catalog images are built with one, made by
+	// `opm serve --cache-only`, owned by the user the pod runs as.
+	cache := catalogDir + "-cache"
+	if err := os.RemoveAll(cache); err != nil {
+		return err
+	}
+	if err := run(exec.Command(tool(tools, "opm"), "serve", catalogDir, "--cache-dir", cache, "--cache-only")); err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(nonRoot)
+	configs, err := dirEntries(catalogDir, "configs", 0)
+	if err != nil {
+		return err
+	}
+	cached, err := dirEntries(cache, "tmp/cache", uid)
+	if err != nil {
+		return err
+	}
+	content, err := layer(append(configs, cached...)...)
 	if err != nil {
 		return err
 	}
@@ -111,7 +133,7 @@ func pushCatalogImage(r *reg, tools, catalogDir string, opmLayer v1.Layer, out *
 		cmd:        []string{"serve", "/configs", "--cache-dir=/tmp/cache"},
 		user:       nonRoot,
 		labels:     map[string]string{"operators.operatorframework.io.index.configs.v1": "/configs"},
-	}, opmLayer, probe, configs)
+	}, opmLayer, probe, content)
 	if err != nil {
 		return err
 	}
@@ -136,7 +158,7 @@ func pushBundleImage(r *reg, dir, version string, out *refs) error {
 	}
 	var es []entry
 	for _, sub := range []string{"manifests", "metadata"} {
-		sub, err := dirEntries(filepath.Join(dir, sub), sub)
+		sub, err := dirEntries(filepath.Join(dir, sub), sub, 0)
 		if err != nil {
 			return err
 		}
@@ -156,23 +178,17 @@ func pushBundleImage(r *reg, dir, version string, out *refs) error {
 
 var labelLine = regexp.MustCompile(`(?m)^LABEL\s+(\S+?)=(\S+)\s*$`)
 
-// dirLayer is a layer of every file under dir, at prefix, plus extra.
-func dirLayer(dir, prefix string, extra ...entry) (v1.Layer, error) {
-	es, err := dirEntries(dir, prefix)
-	if err != nil {
-		return nil, err
-	}
-	return layer(append(es, extra...)...)
-}
-
-func dirEntries(dir, prefix string) ([]entry, error) {
+// dirEntries are the directories and files under dir, at prefix, owned
+// by uid.
+func dirEntries(dir, prefix string, uid int) ([]entry, error) {
 	var es []entry
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
-		es = append(es, entry{name: prefix + "/" + filepath.ToSlash(rel), src: p})
+		name := path.Join(prefix, filepath.ToSlash(rel))
+		es = append(es, entry{name: name, src: p, dir: d.IsDir(), uid: uid})
 		return err
 	})
 	return es, err
