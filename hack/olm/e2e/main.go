@@ -2,6 +2,8 @@
 // hack/cluster and checks what a user sees (`make olm-e2e`, not in CI;
 // docs/install.md, "Through OLM"):
 //
+//  0. the cluster has no DNS server: this command answers Services' DNS
+//     names while it runs (OLM dials catalogs by Service name);
 //  1. an in-process registry (go-containerregistry) on loopback, which node
 //     1's containerd pulls from, holding the operator's and sidecars'
 //     images (the tarballs `cluster.sh images` wrote), OLM's image, an opm
@@ -28,6 +30,7 @@ import (
 
 type options struct {
 	root, kubeconfig, kubectl, tools, busybox, images, rendered, work, version, chart string
+	dns, clusterDomain                                                                string
 }
 
 func main() {
@@ -42,6 +45,8 @@ func main() {
 	flag.StringVar(&o.work, "work", "", "directory for the bundle and catalog this run builds")
 	flag.StringVar(&o.version, "version", "0.1.0", "bundle version")
 	flag.StringVar(&o.chart, "chart", "", "OLM's Helm chart (deploy/chart of its module)")
+	flag.StringVar(&o.dns, "dns", "10.88.0.1:53", "where to answer Services' DNS names: the nameserver kubelet gives pods (hack/cluster's CLUSTER_DNS)")
+	flag.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
 	flag.Parse()
 	start := time.Now()
 	if err := e2e(o); err != nil {
@@ -63,6 +68,12 @@ func e2e(o options) error {
 	defer r.stop()
 	fmt.Printf("registry: http://%s (in process)\n", r.host)
 	k := kube{kubectl: o.kubectl, kubeconfig: o.kubeconfig}
+	dns, err := startDNS(o.dns, o.clusterDomain, k)
+	if err != nil {
+		return fmt.Errorf("cluster DNS: %w", err)
+	}
+	defer dns.stop()
+	fmt.Printf("DNS of Services: %s (in process)\n", o.dns)
 	csv := "listener-operator.v" + o.version
 	var refs refs
 	var addr string
