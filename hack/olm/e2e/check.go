@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -69,7 +70,10 @@ spec:
 		logs, _ := k.out("-n", checkNS, "logs", "listener-check")
 		return "", fmt.Errorf("listener-check pod %s:\n%s", phase, logs)
 	}
-	addr := k.field(checkNS, "listeners", "{.items[0].status.ingressAddresses[0].address}:{.items[0].status.ingressAddresses[0].ports}")
+	addr := k.field(checkNS, "listeners", "{.items[0].status.ingressAddresses[0].address}:{.items[0].status.ingressAddresses[0].ports.check}")
+	if strings.HasPrefix(addr, ":") || strings.HasSuffix(addr, ":") {
+		return "", fmt.Errorf("the check's Listener has no address and port in its status (%q)", addr)
+	}
 	// The claim, its volume and Listener go with the namespace while the
 	// driver still runs: deleted after the uninstall, their finalizers
 	// would have nobody to clear them.
@@ -86,20 +90,33 @@ spec:
 // webhook configurations and admission policies (owned by the ClusterRole
 // OLM made for it), and the CSV's own Deployments.
 func uninstall(k kube, csv string) error {
+	// Each is checked present first: a name that never existed would be
+	// "gone" at once.
+	if ok, missing := present(k, installNS, namespaced...); !ok {
+		return fmt.Errorf("before deleting the CSV: %s", missing)
+	}
+	if ok, missing := present(k, "", clusterScoped...); !ok {
+		return fmt.Errorf("before deleting the CSV: %s", missing)
+	}
 	if _, err := k.out("-n", installNS, "delete", "subscription/listener-operator", "csv/"+csv); err != nil {
 		return err
 	}
 	return k.wait("the operator's objects to be removed", 3*time.Minute, func() (bool, string) {
-		ok, left := k.gone(installNS, "deployment/listener-operator", "deployment/listener-operator-csi-controller",
-			"deployment/listener-operator-olm-deployer", "daemonset/listener-operator-csi-node",
-			"secret/listener-operator-webhook-cert")
-		if !ok {
+		if ok, left := k.gone(installNS, namespaced...); !ok {
 			return false, left
 		}
-		return k.gone("", "csidriver/listeners.stackable.tech", "storageclass/listeners.stackable.tech",
-			"mutatingwebhookconfiguration/listener-operator-mutating",
-			"validatingwebhookconfiguration/listener-operator-validating",
-			"validatingadmissionpolicy/listener-operator-volumes",
-			"validatingadmissionpolicybinding/listener-operator-volumes")
+		return k.gone("", clusterScoped...)
 	})
 }
+
+// What deleting the CSV must remove.
+var (
+	namespaced = []string{"deployment/listener-operator", "deployment/listener-operator-csi-controller",
+		"deployment/listener-operator-olm-deployer", "daemonset/listener-operator-csi-node",
+		"secret/listener-operator-webhook-cert"}
+	clusterScoped = []string{"csidriver/listeners.stackable.tech", "storageclass/listeners.stackable.tech",
+		"mutatingwebhookconfiguration/listener-operator-mutating",
+		"validatingwebhookconfiguration/listener-operator-validating",
+		"validatingadmissionpolicy/listener-operator-volumes",
+		"validatingadmissionpolicybinding/listener-operator-volumes"}
+)

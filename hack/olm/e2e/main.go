@@ -113,7 +113,7 @@ func e2e(o options) error {
 		}
 		fmt.Printf("%-50s %6s\n", s.name, since(t))
 		if s.name == "listener check" {
-			fmt.Printf("  the listener-check pod reached its Listener at %s\n", addr)
+			fmt.Printf("  the listener-check pod connected to its own Listener at %s\n", addr)
 		}
 	}
 	return nil
