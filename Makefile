@@ -108,7 +108,7 @@ $(OLM_TOOLS) &: hack/olm/go.mod hack/olm/go.sum
 	cd hack/olm && go build -tags containers_image_openpgp -o $(TOOLS_BIN)/ $(addprefix github.com/operator-framework/operator-lifecycle-manager/,cmd/olm cmd/catalog cmd/package-server cmd/copy-content util/cpb) github.com/operator-framework/operator-registry/cmd/opm github.com/grpc-ecosystem/grpc-health-probe
 
 .PHONY: olm-tools
-olm-tools: $(OLM_TOOLS) ## Build OLM's binaries, opm and grpc_health_probe into bin/tools (~4 min cold; not in CI).
+olm-tools: $(OLM_TOOLS) ## Build OLM's binaries, opm and grpc_health_probe into bin/tools (~6 min cold; not in CI).
 
 # The bundle image the catalog names; a real catalog names it by digest.
 BUNDLE_IMAGE ?= localhost/listener-operator-bundle:v$(BUNDLE_VERSION)
@@ -128,7 +128,7 @@ olm-catalog: olm-tools bundle ## Render bundle/ into a file-based catalog (bin/o
 # bundle and checks the CSV, the olm-deployer's objects, a listener and the
 # uninstall; the cluster goes down afterwards, passed or failed.
 .PHONY: olm-e2e
-olm-e2e: olm-tools deploy-tools ## Install the bundle through OLM on a 1-node local cluster and check it (~N min cold; root; not in CI).
+olm-e2e: olm-tools deploy-tools ## Install the bundle through OLM on a 1-node local cluster and check it (root; ~90 s once olm-tools is built; not in CI).
 	{ NODES=1 $(CLUSTER) up && $(CLUSTER) images && $(CLUSTER) render && \
 	  cd hack/olm && go run ./e2e -root $(CURDIR) -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kubectl $(K8S_BIN)/kubectl \
 	  -tools $(TOOLS_BIN) -images $(CURDIR)/.work/cluster/images -rendered $(CURDIR)/.work/cluster/deploy.yaml \
