@@ -8,13 +8,43 @@ import (
 
 // checkListener is the Helm chart's `helm test` (its listener-check pod)
 // against the operator OLM installed: a pod with a listener volume of class
-// external-unstable (this cluster has no DNS, so not cluster-internal),
-// admitted by the webhooks the olm-deployer applied, provisioned by the CSI
+// external-unstable (a node's address and a NodePort, what a client outside
+// the cluster reaches), admitted by the webhooks the olm-deployer applied, provisioned by the CSI
 // controller, published by the node plugin; `listener-operator
 // check-listener` connects to its own published address and exits 0. It
 // returns the address the Listener got.
 func checkListener(k kube, operatorRef string) (string, error) {
-	err := k.apply(fmt.Sprintf(`apiVersion: v1
+	err := k.apply(fmt.Sprintf(checkPod, checkNS, operatorRef))
+	if err != nil {
+		return "", err
+	}
+	err = k.wait("the listener-check pod to succeed", 4*time.Minute, func() (bool, string) {
+		phase := k.field(checkNS, "pod/listener-check", "{.status.phase}")
+		return phase == "Succeeded" || phase == "Failed", "phase " + phase
+	})
+	if err != nil {
+		return "", err
+	}
+	if phase := k.field(checkNS, "pod/listener-check", "{.status.phase}"); phase != "Succeeded" {
+		logs, _ := k.out("-n", checkNS, "logs", "listener-check")
+		return "", fmt.Errorf("listener-check pod %s:\n%s", phase, logs)
+	}
+	addr := k.field(checkNS, "listeners", "{.items[0].status.ingressAddresses[0].address}:{.items[0].status.ingressAddresses[0].ports.check}")
+	if strings.HasPrefix(addr, ":") || strings.HasSuffix(addr, ":") {
+		return "", fmt.Errorf("the check's Listener has no address and port in its status (%q)", addr)
+	}
+	// The claim, its volume and Listener go with the namespace while the
+	// driver still runs: deleted after the uninstall, their finalizers
+	// would have nobody to clear them.
+	if _, err := k.out("delete", "namespace", checkNS, "--timeout=120s"); err != nil {
+		return addr, err
+	}
+	return addr, nil
+}
+
+// checkPod is the chart's listener-check pod (templates/tests), in a
+// namespace of its own: %[1]s the namespace, %[2]s the operator's image.
+const checkPod = `apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
 ---
@@ -55,33 +85,7 @@ spec:
           storageClassName: listeners.stackable.tech
           accessModes: [ReadWriteMany]
           resources: {requests: {storage: "1"}}
-`, checkNS, operatorRef))
-	if err != nil {
-		return "", err
-	}
-	err = k.wait("the listener-check pod to succeed", 4*time.Minute, func() (bool, string) {
-		phase := k.field(checkNS, "pod/listener-check", "{.status.phase}")
-		return phase == "Succeeded" || phase == "Failed", "phase " + phase
-	})
-	if err != nil {
-		return "", err
-	}
-	if phase := k.field(checkNS, "pod/listener-check", "{.status.phase}"); phase != "Succeeded" {
-		logs, _ := k.out("-n", checkNS, "logs", "listener-check")
-		return "", fmt.Errorf("listener-check pod %s:\n%s", phase, logs)
-	}
-	addr := k.field(checkNS, "listeners", "{.items[0].status.ingressAddresses[0].address}:{.items[0].status.ingressAddresses[0].ports.check}")
-	if strings.HasPrefix(addr, ":") || strings.HasSuffix(addr, ":") {
-		return "", fmt.Errorf("the check's Listener has no address and port in its status (%q)", addr)
-	}
-	// The claim, its volume and Listener go with the namespace while the
-	// driver still runs: deleted after the uninstall, their finalizers
-	// would have nobody to clear them.
-	if _, err := k.out("delete", "namespace", checkNS, "--timeout=120s"); err != nil {
-		return addr, err
-	}
-	return addr, nil
-}
+`
 
 // uninstall removes the operator the way OLM's documentation says (the
 // Subscription first, or OLM installs the CSV again) and checks that
