@@ -100,12 +100,15 @@ BUNDLE_VERSION ?= 0.1.0
 bundle: $(DEPLOY_TOOLS) ## Generate the OLM bundle (bundle/) from config/selfsigned; validated by make test (hack/bundle).
 	$(TOOLS_BIN)/kustomize build config/selfsigned | (cd hack/bundle && go run . -out $(CURDIR)/bundle -version $(BUNDLE_VERSION))
 
-OLM_TOOLS := $(TOOLS_BIN)/olm $(TOOLS_BIN)/catalog $(TOOLS_BIN)/opm
+# OLM's image holds olm, catalog, package-server, copy-content and cpb (as
+# its Dockerfile does); a catalog image holds opm and grpc_health_probe (the
+# catalog pod's probes exec it).
+OLM_TOOLS := $(addprefix $(TOOLS_BIN)/,olm catalog package-server copy-content cpb opm grpc-health-probe)
 $(OLM_TOOLS) &: hack/olm/go.mod hack/olm/go.sum
-	cd hack/olm && go build -tags containers_image_openpgp -o $(TOOLS_BIN)/ github.com/operator-framework/operator-lifecycle-manager/cmd/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog github.com/operator-framework/operator-registry/cmd/opm
+	cd hack/olm && go build -tags containers_image_openpgp -o $(TOOLS_BIN)/ $(addprefix github.com/operator-framework/operator-lifecycle-manager/,cmd/olm cmd/catalog cmd/package-server cmd/copy-content util/cpb) github.com/operator-framework/operator-registry/cmd/opm github.com/grpc-ecosystem/grpc-health-probe
 
 .PHONY: olm-tools
-olm-tools: $(OLM_TOOLS) ## Build OLM's olm and catalog operators and opm into bin/tools (~3 min cold; not in CI).
+olm-tools: $(OLM_TOOLS) ## Build OLM's binaries, opm and grpc_health_probe into bin/tools (~6 min cold; not in CI).
 
 # The bundle image the catalog names; a real catalog names it by digest.
 BUNDLE_IMAGE ?= localhost/listener-operator-bundle:v$(BUNDLE_VERSION)
@@ -118,6 +121,19 @@ olm-catalog: olm-tools bundle ## Render bundle/ into a file-based catalog (bin/o
 	$(TOOLS_BIN)/opm render bundle --output yaml | sed 's|^image: ""$$|image: $(BUNDLE_IMAGE)|' > $(OLM_CATALOG)/listener-operator/bundle.yaml
 	$(TOOLS_BIN)/opm validate $(OLM_CATALOG)
 	@echo "olm-catalog: $(OLM_CATALOG) is a valid file-based catalog (serve it: $(TOOLS_BIN)/opm serve $(OLM_CATALOG))"
+
+# Not in CI: a real install through OLM on the local cluster (issue 41).
+# hack/olm/e2e serves every image from an in-process registry by digest,
+# installs OLM v0.38.0 from the chart in its module, subscribes to the
+# bundle and checks the CSV, the olm-deployer's objects, a listener and the
+# uninstall; the cluster goes down afterwards, passed or failed.
+.PHONY: olm-e2e
+olm-e2e: olm-tools deploy-tools ## Install the bundle through OLM on a 1-node local cluster and check it (root; ~90 s once olm-tools is built; not in CI).
+	{ NODES=1 $(CLUSTER) up && $(CLUSTER) images && $(CLUSTER) render && \
+	  cd hack/olm && go run ./e2e -root $(CURDIR) -kubeconfig $(CURDIR)/.work/cluster/kubeconfig -kubectl $(K8S_BIN)/kubectl \
+	  -tools $(TOOLS_BIN) -images $(CURDIR)/.work/cluster/images -rendered $(CURDIR)/.work/cluster/deploy.yaml \
+	  -work $(CURDIR)/.work/olm -version $(BUNDLE_VERSION) -chart "$$(go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart" \
+	  ; } 2>&1 | tee $(BIN)/olm-e2e.log; rc=$$?; $(CLUSTER) down; exit $$rc
 
 .PHONY: test-short
 test-short: ## Run only the tests that need no control plane.

@@ -6,7 +6,7 @@
 # internet: images are built locally (hack/cluster/images) and imported into
 # every node's containerd.
 #
-# usage: [NODES=n] [IP_FAMILIES=ipv4|dual] [CLUSTER_DOMAIN=d] hack/cluster/cluster.sh up|down|status|images|deploy|undeploy|demo
+# usage: [NODES=n] [IP_FAMILIES=ipv4|dual] [CLUSTER_DOMAIN=d] hack/cluster/cluster.sh up|down|status|images|render|deploy|undeploy|demo
 #        hack/cluster/cluster.sh stop-node|start-node <node name>
 #
 # State lives under .work/cluster (git-ignored). `down` restores the host: it
@@ -61,6 +61,7 @@ case "${1:-}" in
   status) status ;;
   images) build_cluster_binaries; build_operator_binaries; build_images cluster operator ;;
   deploy) deploy ;;
+  render) render_install ;;
   undeploy) undeploy ;;
   demo) demo ;;
   stop-node)
@@ -70,5 +71,5 @@ case "${1:-}" in
     say "$2 stopped (its Node object stays)" ;;
   start-node) [ -n "${2:-}" ] || die "usage: $0 start-node listener-node-<i>"; start_one_node "$2" ;;
   tag-image) [ -n "${3:-}" ] || die "usage: $0 tag-image <image> <new name>"; tag_image "$2" "$3" ;;
-  *) echo "usage: [NODES=n] $0 up|down|status|images|deploy|undeploy|demo|stop-node <node>|start-node <node>|tag-image <image> <new name>" >&2; exit 2 ;;
+  *) echo "usage: [NODES=n] $0 up|down|status|images|render|deploy|undeploy|demo|stop-node <node>|start-node <node>|tag-image <image> <new name>" >&2; exit 2 ;;
 esac

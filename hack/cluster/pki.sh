@@ -51,6 +51,23 @@ make_pki() {
     "IP:$HOST_IP,IP:$SERVICE_IP,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert admin admin system:masters
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
+  front_proxy_pki
   [ -e "$pki/sa.key" ] || { openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null; openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null; }
   kubeconfig "$KUBECONFIG_OUT" admin
+}
+
+# front_proxy_pki: the aggregation layer's CA and the client certificate the
+# API server presents to extension API servers (OLM's packageserver, `make
+# olm-e2e`); a CA of its own, as kubeadm does, so that no other certificate
+# of the cluster's CA can pass user names in request headers.
+front_proxy_pki() {
+  [ -e "$pki/front-proxy-client.crt" ] && return 0
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/front-proxy-ca.key" -out "$pki/front-proxy-ca.crt" \
+    -days 365 -subj "/CN=listener-local-front-proxy-ca" 2>/dev/null
+  openssl req -new -newkey rsa:2048 -nodes -keyout "$pki/front-proxy-client.key" -subj /CN=front-proxy-client \
+    -out "$pki/front-proxy-client.csr" 2>/dev/null
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$pki/front-proxy-client.ext"
+  openssl x509 -req -in "$pki/front-proxy-client.csr" -CA "$pki/front-proxy-ca.crt" -CAkey "$pki/front-proxy-ca.key" \
+    -CAcreateserial -days 365 -extfile "$pki/front-proxy-client.ext" -out "$pki/front-proxy-client.crt" 2>/dev/null
+  rm -f "$pki/front-proxy-client.csr" "$pki/front-proxy-client.ext"
 }

@@ -19,7 +19,11 @@ start_control_plane() {
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --allow-privileged=true --kubelet-preferred-address-types InternalIP
+    --allow-privileged=true --kubelet-preferred-address-types InternalIP \
+    --requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$pki/front-proxy-client.crt" --proxy-client-key-file "$pki/front-proxy-client.key"
   wait_for kube-apiserver 90 kc get --raw /readyz
   say "starting kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$k8sbin/kube-controller-manager" --kubeconfig "$KUBECONFIG_OUT" \
