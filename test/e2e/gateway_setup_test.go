@@ -199,37 +199,48 @@ func allowGatewayRoutes(t *testing.T, ctx context.Context, ns string) {
 }
 
 // routeParentConditions reads the conditions Traefik wrote on TLSRoute
-// ns/name for the shared Gateway's section (status.parents[] with Traefik's
-// controllerName and that parentRef); nil when it wrote none.
+// ns/name for the shared Gateway's section; nil when it wrote none.
 func routeParentConditions(ctx context.Context, ns, name, section string) ([]metav1.Condition, int64, error) {
 	var route gwv1.TLSRoute
 	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &route); err != nil {
 		return nil, 0, err
 	}
+	return parentConditions(&route, section), route.Generation, nil
+}
+
+// parentConditions is the route's status.parents[] entry that Traefik
+// (its controllerName) wrote for the shared Gateway's section.
+func parentConditions(route *gwv1.TLSRoute, section string) []metav1.Condition {
 	for _, p := range route.Status.Parents {
 		ref := p.ParentRef
 		if string(p.ControllerName) == gatewayController && string(ref.Name) == gatewayName &&
 			ref.Namespace != nil && string(*ref.Namespace) == gatewayNamespace && ref.SectionName != nil && string(*ref.SectionName) == section {
-			return p.Conditions, route.Generation, nil
+			return p.Conditions
 		}
 	}
-	return nil, route.Generation, nil
+	return nil
+}
+
+// attached says whether the conditions hold Accepted and ResolvedRefs True
+// for the route's generation: Accepted alone also appears for a backend
+// that does not exist (docs/gateway.md).
+func attached(conds []metav1.Condition, generation int64) (accepted, resolved bool) {
+	is := func(typ string) bool {
+		c := meta.FindStatusCondition(conds, typ)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
+	}
+	return is(string(gwv1.RouteConditionAccepted)), is(string(gwv1.RouteConditionResolvedRefs))
 }
 
 // routeAttached says whether Traefik reports TLSRoute ns/name Accepted and
-// ResolvedRefs for the section, for the route's current generation:
-// Accepted alone also appears for a backend that does not exist
-// (docs/gateway.md).
+// ResolvedRefs for the section (see attached), and what it reports.
 func routeAttached(ctx context.Context, ns, name, section string) (accepted, resolved bool, msg string) {
 	conds, gen, err := routeParentConditions(ctx, ns, name, section)
 	if err != nil {
 		return false, false, err.Error()
 	}
-	is := func(typ string) bool {
-		c := meta.FindStatusCondition(conds, typ)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
-	}
-	return is("Accepted"), is("ResolvedRefs"), fmt.Sprintf("conditions for section %s: %+v", section, conds)
+	accepted, resolved = attached(conds, gen)
+	return accepted, resolved, fmt.Sprintf("conditions for section %s: %+v", section, conds)
 }
 
 // gatewayGet sends GET https://<sni>:<port>/ to the Gateway's address on a

@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // Issue 39, the data plane without the operator: Traefik from source on the
@@ -23,7 +26,7 @@ import (
 // address by TLS server name, checking the pod's own certificate (the
 // connection is passed through). Each section routes on its own port; a name
 // no route holds reaches nothing. Logs how long Traefik took to accept the
-// route on real nodes.
+// route on real nodes, and a burst of 20 routes.
 func TestGatewayTraefikOnCluster(t *testing.T) {
 	ctx := t.Context()
 	gw := installGateway(t)
@@ -97,6 +100,40 @@ func TestGatewayTraefikOnCluster(t *testing.T) {
 	if reachesPod(ctx, gw, gatewaySectionTLS, other, podCert) {
 		t.Errorf("%s, which no route holds, reached broker-0 through the Gateway", other)
 	}
+	routeBurst(t, ctx, ns, 20)
+}
+
+// routeBurst creates n routes back to back, as the Listeners of a
+// StatefulSet's replicas come, and logs how long Traefik took to accept and
+// resolve them all (one route alone is accepted within one poll).
+func routeBurst(t *testing.T, ctx context.Context, ns string, n int) {
+	t.Helper()
+	start := time.Now()
+	for i := range n {
+		name := fmt.Sprintf("burst-%d", i)
+		if err := k8s.client.Create(ctx, tlsRoute(ns, name, gatewaySectionTLS, name+"."+ns+"."+gatewayDomain, "broker", 9093)); err != nil {
+			t.Fatalf("create TLSRoute %s: %v", name, err)
+		}
+	}
+	createdIn := time.Since(start)
+	for done := 0; done < n; time.Sleep(100 * time.Millisecond) {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("%d of %d routes of the burst Accepted and ResolvedRefs within a minute", done, n)
+		}
+		var routes gwv1.TLSRouteList
+		if err := k8s.client.List(ctx, &routes, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		done = 0
+		for i := range routes.Items {
+			r := &routes.Items[i]
+			if accepted, resolved := attached(parentConditions(r, gatewaySectionTLS), r.Generation); accepted && resolved && strings.HasPrefix(r.Name, "burst-") {
+				done++
+			}
+		}
+	}
+	t.Logf("a burst of %d TLSRoutes (created in %s): all Accepted=True and ResolvedRefs=True %s after the first create (polled every 100 ms)",
+		n, createdIn.Round(10*time.Millisecond), time.Since(start).Round(10*time.Millisecond))
 }
 
 // reachesPod says whether a TLS handshake with server name sni on a section
