@@ -4,7 +4,8 @@
 // that packs them:
 //
 //   - pause: the pod sandbox image.
-//   - demo-server: the HTTP server of examples/, answering with its pod name.
+//   - demo-server: the HTTP server of examples/, answering with its pod name
+//     (HTTPS with -tls-dir: the backend of a TLS passthrough route).
 //   - registrar: registers a CSI driver with kubelet (what node-driver-registrar
 //     does; its module versions are refused by the module proxy).
 //   - images: writes OCI image tarballs for `ctr images import`.

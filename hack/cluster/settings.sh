@@ -88,9 +88,11 @@ IMG_OPERATOR=docker.io/library/listener-operator:dev
 IMG_PROVISIONER=localhost/csi-provisioner:v6.3.0
 IMG_REGISTRAR=localhost/csi-node-driver-registrar:dev
 IMG_DEMO=localhost/listener-demo:dev
-# Traefik, the Gateway controller of test/e2e's gateway classes (make
-# gateway-tools builds bin/tools/traefik; the image is packed when it exists).
-IMG_TRAEFIK=localhost/traefik:dev
+# Traefik, the gateway of the gateway-class tests (issue 39), packed from
+# bin/tools/traefik (make gateway-tools) when that binary exists; tagged with
+# the pinned version so test/e2e/testdata/gateway says what it runs.
+TRAEFIK_BIN=$root/bin/tools/traefik
+IMG_TRAEFIK=localhost/traefik:$(sed -n 's/^TRAEFIK_VERSION=//p' "$root/hack/gateway/versions")
 
 # sysctls changed by this script, kubelet or kube-proxy; restored by `down`.
 SYSCTLS=(net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables

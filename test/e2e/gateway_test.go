@@ -10,8 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,38 +27,12 @@ import (
 // The gateway of the gateway-class scenario: Traefik (built from source by
 // make gateway-tools) on node 1's network, its listener "tls" on 18443 for
 // *.gw.e2e.test, admitting the namespaces labelled gateway-access=allowed
-// (testdata/gateway/traefik.yaml).
+// (testdata/gateway/traefik.yaml, installed by installGateway in
+// gateway_setup_test.go).
 const (
 	gatewayAddress = "10.88.0.1" // node 1, the host
 	gatewayPort    = "18443"
-	gatewayDomain  = "gw.e2e.test"
 )
-
-// installGateway installs the Gateway API's CRDs (the version Traefik is
-// built against) and Traefik as the Gateway controller, and waits until the
-// Gateway is programmed.
-func installGateway(t *testing.T, ctx context.Context) {
-	t.Helper()
-	k8s.kubectlOK(t, ctx, "", "apply", "--server-side", "-f", filepath.Join(repoRoot, "bin", "gateway-crds", "standard"))
-	k8s.kubectlOK(t, ctx, "", "wait", "--for=condition=Established", "--timeout=1m", "crd/gateways.gateway.networking.k8s.io", "crd/tlsroutes.gateway.networking.k8s.io")
-	manifest, err := os.ReadFile(filepath.Join("testdata", "gateway", "traefik.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node1 := realNodes(t, ctx)[0].Name
-	k8s.kubectlOK(t, ctx, strings.ReplaceAll(string(manifest), "NODE_1", node1), "apply", "-f", "-")
-	t.Cleanup(func() {
-		k8s.kubectlOK(t, context.WithoutCancel(ctx), "", "delete", "namespace", "gateway-system", "--ignore-not-found", "--wait=false")
-	})
-	eventually(t, ctx, 2*time.Minute, "Traefik programs Gateway gateway-system/shared", func(ctx context.Context) (bool, string) {
-		var gw gwv1.Gateway
-		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: "gateway-system", Name: "shared"}, &gw); err != nil {
-			return false, err.Error()
-		}
-		c := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation, fmt.Sprintf("Programmed %+v", c)
-	})
-}
 
 // TestGatewayClassOnRealNodes: three brokers behind one Gateway. Each
 // replica of an opted-in StatefulSet of a gateway class reads its own name
@@ -71,7 +43,7 @@ func installGateway(t *testing.T, ctx context.Context) {
 // namespace the Gateway does not admit gets a Listener that says so.
 func TestGatewayClassOnRealNodes(t *testing.T) {
 	ctx := t.Context()
-	installGateway(t, ctx)
+	installGateway(t)
 	installCertManagerCRDs(t, ctx)
 	const class, issuer = "e2e-gateway", "e2e-gateway-signer"
 	ensureClass(t, ctx, listenerClass(class, v1alpha1.ListenerClassSpec{
