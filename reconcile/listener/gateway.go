@@ -67,8 +67,11 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 	keep := map[string]bool{}
 	for _, b := range bindings {
 		port, v, err := r.checkParents(ctx, b, host)
-		if err != nil || v != nil {
-			return nil, *v, err
+		if err != nil {
+			return nil, verdict{}, err
+		}
+		if v != nil {
+			return nil, *v, nil
 		}
 		ports[b.Port.Name] = port
 		keep[b.RouteName] = true
@@ -78,8 +81,11 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 	}
 	for _, b := range bindings {
 		route, v, err := r.ensureRoute(ctx, l, gateway.Route(l, b, host, svc.Name))
-		if err != nil || v != nil {
-			return nil, *v, err
+		if err != nil {
+			return nil, verdict{}, err
+		}
+		if v != nil {
+			return nil, *v, nil
 		}
 		for _, p := range b.Parents {
 			if a := gateway.Attached(route, p); !a.Attached {

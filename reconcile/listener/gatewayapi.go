@@ -102,17 +102,7 @@ func listenersOfRoute(ctx context.Context, c client.Reader, rt *gwv1.TLSRoute) [
 	if owner, ok := gateway.MadeFor(rt); ok {
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: owner}})
 	}
-	for _, host := range hostnames(rt) {
-		cs, err := hostnameClaimants(ctx, c, host)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "find the listeners that claim a hostname", "hostname", host)
-			continue
-		}
-		for _, cl := range cs {
-			reqs = append(reqs, ctrl.Request{NamespacedName: cl.key})
-		}
-	}
-	return reqs
+	return append(reqs, claimantsOf(ctx, c, hostnames(rt))...)
 }
 
 // listenersOfGateway maps a Gateway to the Listeners of the classes that

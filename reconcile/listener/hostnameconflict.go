@@ -235,8 +235,13 @@ func hasService(ctx context.Context, c client.Reader, l *v1alpha1.Listener) (boo
 // goes, the next Listener may publish it (the old and the new object of an
 // update are both mapped).
 func listenersOfHostnames(ctx context.Context, c client.Reader, svc client.Object) []ctrl.Request {
+	return claimantsOf(ctx, c, lookup.HostnamesOf(svc))
+}
+
+// claimantsOf maps names to the Listeners that claim them.
+func claimantsOf(ctx context.Context, c client.Reader, hosts []string) []ctrl.Request {
 	var reqs []ctrl.Request
-	for _, host := range lookup.HostnamesOf(svc) {
+	for _, host := range hosts {
 		cs, err := hostnameClaimants(ctx, c, host)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "find the listeners that claim a hostname", "hostname", host)
