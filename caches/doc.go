@@ -1,4 +1,4 @@
-// Package caches is the controller manager's cache policy: which fields of
+// Package caches says what the controller manager's caches hold: which fields of
 // which types the informers keep in memory. It is the one place to look when
 // asking "what does a replica hold for each object of the cluster".
 //
@@ -10,8 +10,8 @@
 // by the informers before an object is stored, and idempotent (an informer
 // may hand an already trimmed object back).
 //
-// There are two caches. The manager's own (policy Webhooks) runs on every
-// replica and holds what the admission webhooks read; the reconcilers' (policy
+// There are two caches. The manager's own (options Webhooks) runs on every
+// replica and holds what the admission webhooks read; the reconcilers' (options
 // Reconcilers, see LeaderOnly) runs on the leader only and holds what only
 // they read. The types both read (Shared) are held once, in the manager's:
 // the reconcilers' view routes their reads, watches and indexes there.

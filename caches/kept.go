@@ -20,7 +20,7 @@ import (
 // as large as the pod.
 const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// Webhooks is the cache policy of the manager's own cache, which every
+// Webhooks are the options of the manager's own cache, which every
 // replica starts: it holds what the admission webhooks read (ListenerClasses,
 // Listeners, listener claims and volumes, storage classes), and
 // the Shared types the reconcilers read from it on the leader.
@@ -214,7 +214,7 @@ func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion}
 }
 
-// Reconcilers is the cache policy of the reconcilers' cache, which only the
+// Reconcilers are the options of the reconcilers' cache, which only the
 // leader starts (see LeaderOnly) and which holds what only they read. Pods
 // are selected by the listener-volume label: a cluster's other pods are
 // never sent to the operator nor held by it. Services are selected by

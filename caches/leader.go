@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-
-	"github.com/listener-operator/listener-operator/api/addresses"
 )
 
 // LeaderOnly returns a view of mgr for the reconcilers: the same manager
@@ -168,28 +165,15 @@ func (r *router) WaitForCacheSync(ctx context.Context) bool {
 
 // IndexVolumeNode indexes PersistentVolumes by the nodes they are pinned to
 // (addresses.PinnedNodes). The listener reconciler and the pinned-node-loss
-// controller both look volumes up by node; one index serves them.
+// controller both look volumes up by node; one index serves them
+// (registered with every other index of the reconcilers by
+// reconcile/internal/lookup).
 const IndexVolumeNode = "pv.pinnedNode"
 
 // ReconcilerView is the view of mgr the reconcilers run on, as the
-// controller ships it: LeaderOnly with the Reconcilers policy, reading the
-// Shared types from mgr's cache (which must use the Webhooks policy), with
-// the indexes that more than one controller queries (IndexPodClaim,
-// IndexVolumeNode).
+// controller ships it: LeaderOnly with the Reconcilers options, reading the
+// Shared types from mgr's cache (which must use the Webhooks options). The
+// reconcilers' registry (reconcile.SetupWithManager) adds their indexes.
 func ReconcilerView(mgr manager.Manager) (manager.Manager, error) {
-	view, err := LeaderOnly(mgr, Reconcilers(), Shared()...)
-	if err != nil {
-		return nil, err
-	}
-	// At setup, before anything runs: the informers this creates start
-	// with the caches.
-	if err := AddIndexes(context.Background(), view.GetCache(),
-		Index{Object: &corev1.Pod{}, Field: IndexPodClaim, Values: PodNamedClaims},
-		Index{Object: &corev1.PersistentVolume{}, Field: IndexVolumeNode, Values: func(o client.Object) []string {
-			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
-		}},
-	); err != nil {
-		return nil, fmt.Errorf("shared indexes: %w", err)
-	}
-	return view, nil
+	return LeaderOnly(mgr, Reconcilers(), Shared()...)
 }

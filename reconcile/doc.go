@@ -1,7 +1,11 @@
-// Package reconcile wires the operator's controllers, run by the leader
-// (SetupWithManager), and creates the preset ListenerClasses at start-up
-// (presets.go). Each controller is a package of its own, with its Setup, its
-// Reconcile and its contract in its doc.go:
+// Package reconcile is the registry of the operator's controllers, run by
+// the leader: Controllers lists every one, and SetupWithManager sets up
+// those the options enable, with every cache index (reconcile/internal/lookup)
+// registered once, and creates the preset ListenerClasses at start-up
+// (presets.go). cmd/ runs the leader through SetupWithManager alone, and
+// the tests through the same function (registry_test.go). Each controller
+// is a package of its own, with its Setup, its Reconcile and its contract
+// in its doc.go:
 //
 //   - reconcile/listener keeps one Service per Listener and publishes its
 //     addresses in the Listener's status;
@@ -14,11 +18,13 @@
 //     this operator's pod selector, labelling their pods first;
 //   - reconcile/certificate keeps a cert-manager Certificate naming each
 //     Listener's addresses when its class asks for one;
-//   - reconcile/provision and reconcile/nodeloss are set up by cmd/ on
-//     their own (volumes made by the operator; pinned nodes that are gone).
+//   - reconcile/provision makes a listener claim's volume as soon as it can
+//     (--provision-volumes);
+//   - reconcile/nodeloss releases listener volumes pinned to nodes that
+//     are gone (--pinned-node-recovery).
 //
 // What several controllers need is shared in small packages:
-// reconcile/options (flags and defaults), reconcile/conditions (one
+// reconcile/options (every controller's flags and defaults, one Options), reconcile/conditions (one
 // condition of a Listener's status), and under reconcile/internal the cache
 // indexes and lookups (lookup), metrics, label patches (labelpatch), what the
 // Stackable operator made (foreign), the rules of a claim's own Listener

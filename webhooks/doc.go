@@ -33,14 +33,18 @@
 //     the checks of a pod's listener volumes, which the pod handler runs on
 //     its own view of the pod;
 //   - claim.go: PersistentVolumeClaims; listener.go: Listeners;
-//     listenerclass.go: ListenerClasses.
+//     listenerclass.go: ListenerClasses, with gatewayclass.go (the Gateways
+//     a gateway class names, read live).
 //
 // Shared by several kinds: podtemplate.go (the views of a pod spec, which
 // pods, StatefulSet pod templates and workload pod templates share, and
 // the mounts), optin.go (the claim annotations an opted-in object gets),
 // request.go (decoding, patch building, denials and the fail-open metric),
 // lookup.go and livereads.go (reads through the cache, live reads when it
-// lacks an object), webhooks.go (paths, RBAC, registration).
+// lacks an object), ordinaryclaims.go (the bounded memory of claims that
+// are not listener claims, which the cache does not hold), gatewayports.go
+// (pods and workloads whose own Listeners of a gateway class could not
+// route their ports), webhooks.go (paths, RBAC, registration).
 //
 // Mutations are computed as JSON patch operations on exactly the fields they
 // change, from small views of the request that decode only what the handlers

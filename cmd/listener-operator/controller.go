@@ -31,8 +31,6 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/reconcile"
-	"github.com/listener-operator/listener-operator/reconcile/nodeloss"
-	"github.com/listener-operator/listener-operator/reconcile/provision"
 	"github.com/listener-operator/listener-operator/webhooks"
 )
 
@@ -55,9 +53,7 @@ type controllerOptions struct {
 	zap              zap.Options
 	namespace        string // the operator's own namespace
 	certs            certOptions
-	reconcile        reconcile.Options
-	nodeLoss         nodeloss.Options
-	provision        provision.Options
+	reconcile        reconcile.Options // every controller's (the registry's)
 }
 
 func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
@@ -81,8 +77,6 @@ func (o *controllerOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (env POD_NAMESPACE).")
 	o.certs.addFlags(fs)
 	o.reconcile.BindFlags(fs)
-	o.nodeLoss.BindFlags(fs)
-	o.provision.BindFlags(fs)
 	o.zap.BindFlags(fs)
 }
 
@@ -182,7 +176,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer stopTracing()
-	o.reconcile.Wrap, o.nodeLoss.Wrap, o.provision.Wrap = tracing.Reconciler, tracing.Reconciler, tracing.Reconciler
+	o.reconcile.Wrap = tracing.Reconciler
 	if err := resolveClusterDomain(ctx, &o.reconcile, cfg, log); err != nil {
 		return err
 	}
@@ -208,7 +202,8 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if mgr, err = withBoundedEvents(mgr); err != nil {
+	events, err := boundedEvents(mgr)
+	if err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -227,7 +222,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	}
 
 	// Components register here: reconcilers, webhooks, certificates.
-	if err := o.certs.setup(mgr, o.reconcile.ClusterDomain); err != nil {
+	if err := o.certs.setup(mgr, o.reconcile.ClusterDomain, events.Recorder("listener-operator")); err != nil {
 		return err
 	}
 	if err := webhooks.SetupWithManager(mgr, namespaces); err != nil {
@@ -239,14 +234,9 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := reconcile.SetupWithManager(leader, o.reconcile); err != nil {
+	// Every controller and index the leader runs: the registry's.
+	if err := reconcile.SetupWithManager(leader, o.reconcile, events.Recorder(v1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("set up reconcilers: %w", err)
-	}
-	if err := nodeloss.SetupWithManager(leader, o.nodeLoss); err != nil {
-		return fmt.Errorf("set up pinned node loss recovery: %w", err)
-	}
-	if err := provision.SetupWithManager(leader, o.provision); err != nil {
-		return fmt.Errorf("set up the volume provisioner: %w", err)
 	}
 
 	log.Info("starting manager", "leaderElection", o.leaderElect, "webhookPort", o.webhookPort)

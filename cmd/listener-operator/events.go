@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	eventsclient "k8s.io/client-go/kubernetes/typed/events/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -24,23 +23,14 @@ func init() {
 	metrics.Registry.MustRegister(eventsDropped)
 }
 
-// boundedEventsManager is a manager whose event recorders are
-// internal/recorder's, so that the events of a burst of Listeners are not
-// all held for minutes after they were sent (controller-runtime's
-// recorder keeps each for six to twelve).
-type boundedEventsManager struct {
-	manager.Manager
-	b *recorder.Broadcaster
-}
-
-// GetEventRecorder returns a recorder that reports as name.
-func (m boundedEventsManager) GetEventRecorder(name string) events.EventRecorder {
-	return m.b.Recorder(name)
-}
-
-// withBoundedEvents returns mgr with internal/recorder's recorders; the
-// sender runs with mgr, on every replica.
-func withBoundedEvents(mgr manager.Manager) (manager.Manager, error) {
+// boundedEvents starts internal/recorder's broadcaster with mgr (its
+// sender runs on every replica) and returns it: the recorders of the
+// reconcilers and of the certificate bootstrap come from it, so that the
+// events of a burst of Listeners are not all held for minutes after they
+// were sent (controller-runtime's recorder keeps each for six to twelve).
+// It is handed to them explicitly; mgr's own GetEventRecorder is not
+// used.
+func boundedEvents(mgr manager.Manager) (*recorder.Broadcaster, error) {
 	c, err := eventsclient.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("events client: %w", err)
@@ -49,5 +39,5 @@ func withBoundedEvents(mgr manager.Manager) (manager.Manager, error) {
 	if err := mgr.Add(b); err != nil {
 		return nil, fmt.Errorf("add the event sender: %w", err)
 	}
-	return boundedEventsManager{Manager: mgr, b: b}, nil
+	return b, nil
 }

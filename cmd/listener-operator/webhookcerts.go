@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -83,8 +84,9 @@ func splitNames(s string) []string {
 // setup adds the certificate runnables of the chosen mode and gates
 // readiness on the webhook server serving a valid certificate. A
 // self-signed serving certificate names the webhook Service in
-// clusterDomain, the one the reconcilers use.
-func (c *certOptions) setup(mgr ctrl.Manager, clusterDomain string) error {
+// clusterDomain, the one the reconcilers use; the bootstrap records its
+// events with recorder.
+func (c *certOptions) setup(mgr ctrl.Manager, clusterDomain string, recorder events.EventRecorder) error {
 	if c.parsedMode == certs.ModeSelfSigned {
 		// Ready only while the API server would trust what this replica
 		// serves: the certificate chains to the injected caBundles.
@@ -103,7 +105,7 @@ func (c *certOptions) setup(mgr ctrl.Manager, clusterDomain string) error {
 	switch c.parsedMode {
 	case certs.ModeSelfSigned:
 		hosts := certs.ServiceHosts(c.serviceName, c.namespace, clusterDomain)
-		boot := &certs.Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("listener-operator"), Opts: certs.SelfSignedOptions{
+		boot := &certs.Bootstrapper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Opts: certs.SelfSignedOptions{
 			Namespace:                       c.namespace,
 			SecretName:                      c.secretName,
 			Hosts:                           hosts,

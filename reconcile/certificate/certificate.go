@@ -127,7 +127,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 			return lookup.ListenersOfClass(ctx, c, o.GetName())
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r)
+		Complete(opts.Wrapped(ControllerName, r))
 }
 
 // wantsCertificate reports whether the Listener's class asks for a

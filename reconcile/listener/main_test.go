@@ -1,20 +1,18 @@
-package listener
+package listener_test
 
 import (
 	"testing"
 
-	"github.com/listener-operator/listener-operator/reconcile/certificate"
-	"github.com/listener-operator/listener-operator/reconcile/claim"
+	"github.com/listener-operator/listener-operator/reconcile"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
-	"github.com/listener-operator/listener-operator/reconcile/pod"
-	"github.com/listener-operator/listener-operator/reconcile/takeover"
 )
 
 // TestMain runs the package's tests against a control plane and a manager
-// running every controller, registered as reconcile.SetupWithManager
-// registers them (which this package cannot import: it imports this one).
+// running the leader's controllers as cmd/ registers them
+// (reconcile.SetupWithManager; this file is of package listener_test so that
+// it may import the registry, which imports listener).
 func TestMain(m *testing.M) {
-	reconciletest.Main(m, reconciletest.Controllers(Setup, takeover.Setup, claim.Setup, pod.Setup, certificate.Setup))
+	reconciletest.Main(m, reconcile.SetupWithManager)
 }
 
 // TestSharedMapsUnchanged: no reconciler wrote to a map that cached

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/options"
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
@@ -28,35 +29,29 @@ import (
 // in release.go (claims), pods.go (pods) and handover.go (hand-overs), and
 // what it tells in report.go.
 
-const controllerName = "pinned-node-loss"
+// ControllerName names the controller in the registry (reconcile),
+// metrics, logs and traces.
+const ControllerName = "pinned-node-loss"
 
 // conflictRetry is how soon a reconcile that lost a write race runs again.
 const conflictRetry = time.Second
 
-// SetupWithManager registers the node-loss controller with mgr (leader
-// only). With opts.Enabled false it registers nothing.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if !opts.Enabled {
-		return nil
+// Setup registers the node-loss controller with mgr (the reconcilers'
+// view: it runs on the leader; the indexes of lookup.AddIndexes
+// registered), recording events with recorder. The registry in reconcile
+// calls it when opts.NodeLoss.Enabled.
+func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
+	nl := opts.NodeLoss
+	if nl.HandoverTimeout <= 0 {
+		return fmt.Errorf("node-loss options: handover-timeout must be positive, got %s", nl.HandoverTimeout)
 	}
-	return setup(mgr, opts, mgr.GetEventRecorder(v1alpha1.FieldManager))
-}
-
-// setup registers the controller, recording events with recorder.
-func setup(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	if err := opts.validate(); err != nil {
-		return fmt.Errorf("node-loss options: %w", err)
+	if nl.MaxConcurrentReconciles <= 0 {
+		nl.MaxConcurrentReconciles = 1
 	}
-	if opts.MaxConcurrentReconciles <= 0 {
-		opts.MaxConcurrentReconciles = 1
-	}
-	if err := addIndexes(context.Background(), mgr.GetCache()); err != nil {
-		return err
-	}
-	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: recorder, opts: opts, now: time.Now}
-	return watch(ctrl.NewControllerManagedBy(mgr).Named(controllerName), mgr.GetClient()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(opts.wrap(controllerName, r))
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: recorder, opts: nl, now: time.Now}
+	return watch(ctrl.NewControllerManagedBy(mgr).Named(ControllerName), mgr.GetClient()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: nl.MaxConcurrentReconciles}).
+		Complete(opts.Wrapped(ControllerName, r))
 }
 
 // reconciler handles one claim name at a time: the claim (if it exists),
@@ -69,7 +64,7 @@ type reconciler struct {
 	// reader reads what is not cached: the events already recorded.
 	reader   client.Reader
 	recorder events.EventRecorder
-	opts     Options
+	opts     options.NodeLoss
 	now      func() time.Time
 }
 

@@ -32,15 +32,15 @@
 // (read from the API server) does not already say it; the events of what
 // was done follow the one delete that did it.
 //
-// Files by job: mapping.go (watches, indexes, event to request),
+// Files by job: mapping.go (watches, event to request),
 // observe.go (reads), releaserule.go (decide: pure), release.go (acting on
 // claims), pods.go (deleting pods), handover.go (expiring hand-overs),
 // report.go (the condition and events), metrics.go; controller.go is the
 // reconciler's flow.
 //
-// The package is wired by cmd (SetupWithManager). It imports api/ for the
-// rules and caches for the pod-by-claim lookup it shares with reconcile
-// (caches.PodsOfClaim, through caches.IndexPodClaim, registered by
-// caches.ReconcilerView); never
-// webhooks/ or csi/.
+// The package is set up by the registry (reconcile.Controllers, when
+// --pinned-node-recovery is on), with the cache indexes of
+// reconcile/internal/lookup. It imports api/ for the rules and caches for
+// the pod-by-claim lookup it shares with the other controllers
+// (caches.PodsOfClaim); never webhooks/ or csi/.
 package nodeloss

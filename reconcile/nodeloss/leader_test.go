@@ -23,6 +23,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/reconcile/options"
 )
 
 // leaderTestPrefix starts the namespaces of TestNewLeaderCarriesOn: the
@@ -59,10 +60,10 @@ func startLeader(t *testing.T, cfg *rest.Config, ns, deposeOn string) *leader {
 			if err != nil {
 				return nil, err
 			}
-			opts := DefaultOptions()
-			opts.HandoverTimeout = testHandoverTimeout
+			opts := options.Default()
+			opts.NodeLoss.HandoverTimeout = testHandoverTimeout
 			opts.Wrap = func(_ string, r crreconcile.Reconciler) crreconcile.Reconciler { return l.wrap(ns, r) }
-			return view, setup(view, opts, &recorderOf{l: l, inner: view.GetEventRecorder(v1alpha1.FieldManager)})
+			return view, SetupAlone(view, opts, &recorderOf{l: l, inner: view.GetEventRecorder(v1alpha1.FieldManager)})
 		},
 	})
 	if err != nil {

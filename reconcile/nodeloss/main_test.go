@@ -1,4 +1,4 @@
-package nodeloss
+package nodeloss_test
 
 import (
 	"context"
@@ -7,25 +7,26 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile"
+	"github.com/listener-operator/listener-operator/reconcile/nodeloss"
 )
 
-// env is the control plane the package's tests share: kube-apiserver, and
-// kube-controller-manager's StatefulSet controller, garbage collector and
-// PVC protection, with one manager running the operator's reconcilers and
-// this package's controller as the operator's restricted identity.
-var env *testenv.Env
-
-// testHandoverTimeout is short so that the orphan test does not wait long.
-const testHandoverTimeout = 3 * time.Second
-
+// TestMain runs the package's tests against a control plane and a manager
+// running the leader's controllers as cmd/ registers them (the registry,
+// reconcile.SetupWithManager), with node loss on and the provisioner off.
 func TestMain(m *testing.M) {
-	testenv.MainWithManager(m, &env, testenv.Options{
+	nodeloss.SetupAlone = func(mgr ctrl.Manager, opts reconcile.Options, recorder events.EventRecorder) error {
+		return reconcile.SetupOnly(mgr, opts, recorder, nodeloss.ControllerName)
+	}
+	testenv.MainWithManager(m, nodeloss.Env, testenv.Options{
 		ControllerManager: []string{"garbagecollector", "pvc-protection", "statefulset"},
 	}, testenv.ManagerOptions{
 		LogVariable: "NODELOSS_TEST_LOG",
@@ -41,27 +42,28 @@ func setupControllers(mgr manager.Manager) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reconcilers' cache: %w", err)
 	}
-	ro := reconcile.DefaultOptions()
-	ro.Preset = reconcile.PresetNone
+	opts := reconcile.DefaultOptions()
+	opts.Preset = reconcile.PresetNone
 	// Pods here are created without the pod webhook: the relabel scan
 	// labels them.
-	ro.PodRelabelInterval = time.Second
-	if err := reconcile.SetupWithManager(leader, ro); err != nil {
-		return nil, fmt.Errorf("set up reconcilers: %w", err)
-	}
-	opts := DefaultOptions()
-	opts.HandoverTimeout = testHandoverTimeout
-	// The leader-change test runs its own leaders in its namespace.
-	opts.Wrap = func(_ string, r crreconcile.Reconciler) crreconcile.Reconciler {
+	opts.PodRelabelInterval = time.Second
+	opts.NodeLoss.HandoverTimeout = nodeloss.TestHandoverTimeout
+	opts.Provision.Enabled = false
+	// The leader-change test runs its own leaders of this controller in
+	// its namespaces.
+	opts.Wrap = func(name string, r crreconcile.Reconciler) crreconcile.Reconciler {
+		if name != nodeloss.ControllerName {
+			return r
+		}
 		return crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
-			if strings.HasPrefix(req.Namespace, leaderTestPrefix) {
+			if strings.HasPrefix(req.Namespace, nodeloss.LeaderTestPrefix) {
 				return crreconcile.Result{}, nil
 			}
 			return r.Reconcile(ctx, req)
 		})
 	}
-	if err := SetupWithManager(leader, opts); err != nil {
-		return nil, fmt.Errorf("set up node-loss controller: %w", err)
+	if err := reconcile.SetupWithManager(leader, opts, leader.GetEventRecorder(v1alpha1.FieldManager)); err != nil {
+		return nil, fmt.Errorf("set up reconcilers: %w", err)
 	}
 	return leader, nil
 }

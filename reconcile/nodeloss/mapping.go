@@ -16,20 +16,18 @@ import (
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/caches"
+	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
 )
 
 // This file maps what the controller watches to the claim names it
 // reconciles (a request is a claim's namespace and name, whether or not
 // the claim exists), with the cache indexes that mapping needs.
 
-// Cache indexes of this controller (names distinct from reconcile's), and
-// the volume index it shares with reconcile (registered by
-// caches.ReconcilerView; pods of a claim are looked up by
-// caches.PodsOfClaim).
+// The cache indexes the mapping lists by (lookup.AddIndexes registers
+// every index once; pods of a claim are looked up by caches.PodsOfClaim).
 const (
-	indexPVNode     = caches.IndexVolumeNode
-	indexClaimClass = "nodeloss.claim.class"
+	indexPVNode     = lookup.IndexPVNode
+	indexClaimClass = lookup.IndexClaimOwnClass
 )
 
 // watch registers the watches of the controller on b: listener claims
@@ -55,19 +53,6 @@ func watch(b *builder.Builder, c client.Reader) *builder.Builder {
 		Watches(&v1alpha1.ListenerClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return claimsOfClass(ctx, c, o.GetName())
 		}))
-}
-
-// addIndexes registers the index the mapping lists by that reconcile does
-// not share.
-func addIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return caches.AddIndexes(ctx, indexer,
-		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: indexClaimClass, Values: func(o client.Object) []string {
-			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
-				return []string{use.Class}
-			}
-			return nil
-		}},
-	)
 }
 
 // nodeUsabilityChanged passes node events that can change whether pods

@@ -94,16 +94,17 @@ func (r *reconciler) claimInfo(ctx context.Context, pvc *corev1.PersistentVolume
 		}
 	}
 	var err error
-	info.release, info.timeout, err = r.policy(ctx, info.class)
+	info.release, info.timeout, err = r.pinnedNodeLoss(ctx, info.class)
 	if apierrors.IsNotFound(err) {
-		// A class that is gone has no policy: its default applies.
+		// A class that is gone has no pinnedNodeLoss: its default applies.
 		info.release, info.timeout, err = v1alpha1.PinnedNodeReleaseNodeDeleted, 0, nil
 	}
 	return info, err
 }
 
-// policy is a class's effective pinnedNodeLoss.
-func (r *reconciler) policy(ctx context.Context, class string) (v1alpha1.PinnedNodeRelease, time.Duration, error) {
+// pinnedNodeLoss is a class's effective pinnedNodeLoss: when a claim pinned to a
+// lost node is released, and after how long.
+func (r *reconciler) pinnedNodeLoss(ctx context.Context, class string) (v1alpha1.PinnedNodeRelease, time.Duration, error) {
 	lc := &v1alpha1.ListenerClass{}
 	if class == "" {
 		return v1alpha1.PinnedNodeReleaseNodeDeleted, 0, nil

@@ -158,6 +158,6 @@ func (r *reconciler) releaseAllowed(ctx context.Context, key types.NamespacedNam
 	if class == "" {
 		return false, nil
 	}
-	release, _, err := r.policy(ctx, class)
+	release, _, err := r.pinnedNodeLoss(ctx, class)
 	return err == nil && release != v1alpha1.PinnedNodeReleaseNever, client.IgnoreNotFound(err)
 }

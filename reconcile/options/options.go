@@ -69,8 +69,13 @@ type Options struct {
 	// chart's gatewayAPI.enabled: false, which also leaves their RBAC out)
 	// never watches them, and such Listeners say so.
 	GatewayAPI bool
+	// NodeLoss configures pinned-node loss recovery (reconcile/nodeloss).
+	NodeLoss NodeLoss
+	// Provision configures the volume provisioner (reconcile/provision).
+	Provision Provision
 	// Wrap, if set, wraps each controller's reconciler, given the
-	// controller's name (cmd/ adds tracing this way).
+	// controller's name (cmd/ adds tracing this way, for every controller
+	// at once).
 	Wrap func(controller string, r crreconcile.Reconciler) crreconcile.Reconciler
 }
 
@@ -96,6 +101,8 @@ func Default() Options {
 		MaxConcurrentReconciles: 8,
 		PodRelabelInterval:      10 * time.Minute,
 		GatewayAPI:              true,
+		NodeLoss:                NodeLoss{Enabled: true, HandoverTimeout: 10 * time.Minute, MaxConcurrentReconciles: 2},
+		Provision:               Provision{Enabled: true, MaxConcurrentReconciles: 4},
 	}
 }
 
@@ -112,6 +119,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects each controller reconciles at once.")
 	fs.BoolVar(&o.GatewayAPI, "gateway-api", o.GatewayAPI, "Route the Listeners of gateway classes (ListenerClass spec.gateway) through Gateway API Gateways, once their CRDs are installed; false never watches Gateways or TLSRoutes (needs no RBAC on them).")
 	fs.DurationVar(&o.PodRelabelInterval, "pod-relabel-interval", o.PodRelabelInterval, "How often the leader pages through the cluster's pods for ones with listener volumes that the pod webhook did not label (it also does once when elected).")
+	fs.BoolVar(&o.NodeLoss.Enabled, "pinned-node-recovery", o.NodeLoss.Enabled, "Detect listener volumes pinned to lost nodes and release them as their ListenerClass's pinnedNodeLoss says.")
+	fs.DurationVar(&o.NodeLoss.HandoverTimeout, "handover-timeout", o.NodeLoss.HandoverTimeout, "How long a Listener handed over from a released claim waits for the claim to come back before it is deleted.")
+	fs.BoolVar(&o.Provision.Enabled, "provision-volumes", o.Provision.Enabled,
+		"Create the PersistentVolume of a listener claim as soon as it can be made (for a pinned class, once the scheduler picked a node), instead of waiting for csi-provisioner.")
 }
 
 // Validate says what is wrong with the options, if anything.
@@ -125,11 +136,35 @@ func (o Options) Validate() error {
 	if o.PodRelabelInterval <= 0 {
 		return fmt.Errorf("pod-relabel-interval must be positive")
 	}
+	if o.NodeLoss.Enabled && o.NodeLoss.HandoverTimeout <= 0 {
+		return fmt.Errorf("handover-timeout must be positive, got %s", o.NodeLoss.HandoverTimeout)
+	}
 	var p Preset
 	if err := p.Set(string(o.Preset)); err != nil {
 		return err
 	}
 	return nil
+}
+
+// NodeLoss configures pinned-node loss recovery.
+type NodeLoss struct {
+	// Enabled runs the controller. Off, nothing is detected or released
+	// (and the class policy is ignored).
+	Enabled bool
+	// HandoverTimeout is how long a handed-over Listener waits for a claim
+	// of its name (or a pod that will recreate it) before it is deleted.
+	HandoverTimeout time.Duration
+	// MaxConcurrentReconciles is how many claims are reconciled at once.
+	MaxConcurrentReconciles int
+}
+
+// Provision configures the provisioner.
+type Provision struct {
+	// Enabled runs the controller. Off, csi-provisioner provisions every
+	// listener volume (after the scheduler picked a node for its pod).
+	Enabled bool
+	// MaxConcurrentReconciles is how many claims are provisioned at once.
+	MaxConcurrentReconciles int
 }
 
 // ConflictRetry is how soon a reconcile of the claim, pod or certificate

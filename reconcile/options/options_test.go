@@ -11,15 +11,17 @@ import (
 
 func TestFlags(t *testing.T) {
 	t.Setenv("KUBERNETES_CLUSTER_DOMAIN", "corp.example")
+	nodeLoss := NodeLoss{Enabled: true, HandoverTimeout: 10 * time.Minute, MaxConcurrentReconciles: 2}
+	provision := Provision{Enabled: true, MaxConcurrentReconciles: 4}
 	tests := []struct {
 		args    []string
 		want    Options
 		wantErr string
 	}{
-		{nil, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetEphemeralNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute, GatewayAPI: true}, ""},
+		{nil, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetEphemeralNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute, GatewayAPI: true, NodeLoss: nodeLoss, Provision: provision}, ""},
 		{[]string{"--cluster-domain=k8s.local", "--k8s-create-poll-interval=2s", "--k8s-create-wait-duration=1m", "--listener-class-preset=stable-nodes", "--pod-relabel-interval=1m", "--gateway-api=false"},
-			Options{ClusterDomain: "k8s.local", CreatePollInterval: 2 * time.Second, CreateWaitDuration: time.Minute, Preset: PresetStableNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: time.Minute}, ""},
-		{[]string{"--listener-class-preset=none"}, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetNone, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute, GatewayAPI: true}, ""},
+			Options{ClusterDomain: "k8s.local", CreatePollInterval: 2 * time.Second, CreateWaitDuration: time.Minute, Preset: PresetStableNodes, MaxConcurrentReconciles: 8, PodRelabelInterval: time.Minute, NodeLoss: nodeLoss, Provision: provision}, ""},
+		{[]string{"--listener-class-preset=none"}, Options{ClusterDomain: "corp.example", CreatePollInterval: time.Second, CreateWaitDuration: 20 * time.Second, Preset: PresetNone, MaxConcurrentReconciles: 8, PodRelabelInterval: 10 * time.Minute, GatewayAPI: true, NodeLoss: nodeLoss, Provision: provision}, ""},
 		{[]string{"--listener-class-preset=stable"}, Options{}, `unknown preset "stable"`},
 	}
 	for _, tt := range tests {

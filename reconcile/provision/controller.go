@@ -20,10 +20,12 @@ import (
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/volumes"
+	"github.com/listener-operator/listener-operator/reconcile/options"
 )
 
-// controllerName names the controller in logs, metrics and traces.
-const controllerName = "provision"
+// ControllerName names the controller in the registry (reconcile), logs,
+// metrics and traces.
+const ControllerName = "provision"
 
 // EventProvisioned is the reason of the event on a claim whose volume the
 // operator made (csi-provisioner's own reason, so that what users look for
@@ -41,25 +43,20 @@ const waitRetry = 30 * time.Second
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
-// SetupWithManager registers the provisioner with mgr (the reconcilers'
-// view of the manager: it runs on the leader).
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if !opts.Enabled {
-		return nil
-	}
-	return setup(mgr, opts, mgr.GetEventRecorder(v1alpha1.FieldManager))
-}
-
-func setup(mgr ctrl.Manager, opts Options, recorder events.EventRecorder) error {
-	if opts.MaxConcurrentReconciles <= 0 {
-		opts.MaxConcurrentReconciles = 1
+// Setup registers the provisioner with mgr (the reconcilers' view of the
+// manager: it runs on the leader), recording events with recorder. The
+// registry in reconcile calls it when opts.Provision.Enabled.
+func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
+	n := opts.Provision.MaxConcurrentReconciles
+	if n <= 0 {
+		n = 1
 	}
 	r := &reconciler{client: mgr.GetClient(), recorder: recorder}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(controllerName).
+		Named(ControllerName).
 		For(&corev1.PersistentVolumeClaim{}, builder.WithPredicates(unbound())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(opts.wrap(controllerName, r))
+		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
+		Complete(opts.Wrapped(ControllerName, r))
 }
 
 // unbound passes the events of listener claims that have no volume yet:

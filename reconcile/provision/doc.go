@@ -34,7 +34,8 @@
 // pv.kubernetes.io/provisioned-by annotation) and provisions what this
 // controller did not (it is switched off, or the leader is away).
 //
-// The package is wired by cmd (SetupWithManager). It imports api/ for the
+// The package is set up by the registry (reconcile.Controllers, when
+// --provision-volumes is on). It imports api/ for the
 // rules (api/claims: which Listener a claim uses; api/volumes: the volume);
 // never webhooks/ or csi/.
 package provision

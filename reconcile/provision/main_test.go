@@ -1,4 +1,4 @@
-package provision
+package provision_test
 
 import (
 	"fmt"
@@ -6,18 +6,17 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/reconcile"
+	"github.com/listener-operator/listener-operator/reconcile/provision"
 )
 
-// env is the control plane the package's tests share: kube-apiserver and
-// kube-controller-manager's PV controller (which binds claims to volumes),
-// with one manager running the provisioner as the operator's restricted
-// identity, on the reconcilers' cache as the controller runs it.
-var env *testenv.Env
-
+// TestMain runs the package's tests with the provisioner alone, set up by
+// the registry (reconcile.SetupOnly: the same indexes and options as cmd/).
 func TestMain(m *testing.M) {
-	testenv.MainWithManager(m, &env, testenv.Options{
+	testenv.MainWithManager(m, provision.Env, testenv.Options{
 		ControllerManager: []string{"persistentvolume-binder"},
 	}, testenv.ManagerOptions{
 		LogVariable: "PROVISION_TEST_LOG",
@@ -27,7 +26,8 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return nil, fmt.Errorf("reconcilers' cache: %w", err)
 			}
-			if err := SetupWithManager(leader, DefaultOptions()); err != nil {
+			recorder := leader.GetEventRecorder(v1alpha1.FieldManager)
+			if err := reconcile.SetupOnly(leader, reconcile.DefaultOptions(), recorder, provision.ControllerName); err != nil {
 				return nil, fmt.Errorf("set up the provisioner: %w", err)
 			}
 			return leader, nil

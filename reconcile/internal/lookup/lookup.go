@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -49,14 +50,39 @@ const (
 	// IndexClaimListener: PersistentVolumeClaims by the Listener they use.
 	IndexClaimListener = "claim.listener"
 	// IndexPVNode: PersistentVolumes by the nodes they are pinned to
-	// (registered by caches.ReconcilerView, which the pinned-node-loss
-	// controller shares).
+	// (addresses.PinnedNodes): the Listener and pinned-node-loss
+	// controllers both look volumes up by node.
 	IndexPVNode = caches.IndexVolumeNode
+	// IndexPodClaim: pods by the claims their volumes name
+	// (caches.PodsOfClaim).
+	IndexPodClaim = caches.IndexPodClaim
+	// IndexClaimOwnClass: listener claims that ask for a Listener of their
+	// own, by its class (the pinned-node-loss controller's class events).
+	IndexClaimOwnClass = "nodeloss.claim.class"
 )
 
+// AddIndexes registers every index of Indexes with indexer, once: the
+// registry in reconcile does, before any controller is set up.
 func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return caches.AddIndexes(ctx, indexer,
-		caches.Index{Object: &v1alpha1.Listener{}, Field: IndexListenerClass, Values: func(o client.Object) []string {
+	return caches.AddIndexes(ctx, indexer, Indexes()...)
+}
+
+// Indexes are the cache indexes of the leader's controllers, every one
+// that a lookup or a watch mapping lists by; the fake clients of the tests
+// are built with the same (reconciletest).
+func Indexes() []caches.Index {
+	return []caches.Index{
+		{Object: &corev1.Pod{}, Field: IndexPodClaim, Values: caches.PodNamedClaims},
+		{Object: &corev1.PersistentVolume{}, Field: IndexPVNode, Values: func(o client.Object) []string {
+			return addresses.PinnedNodes(o.(*corev1.PersistentVolume))
+		}},
+		{Object: &corev1.PersistentVolumeClaim{}, Field: IndexClaimOwnClass, Values: func(o client.Object) []string {
+			if use, ok := claims.OfClaim(o.(*corev1.PersistentVolumeClaim)); ok && use.Own {
+				return []string{use.Class}
+			}
+			return nil
+		}},
+		{Object: &v1alpha1.Listener{}, Field: IndexListenerClass, Values: func(o client.Object) []string {
 			if c := o.(*v1alpha1.Listener).Spec.ClassName; c != nil {
 				return []string{*c}
 			}
@@ -64,25 +90,25 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		// Only the names other than the Listener's own: a Listener is found
 		// by its own name with a read (ListenersOfService).
-		caches.Index{Object: &v1alpha1.Listener{}, Field: IndexListenerServiceName, Values: func(o client.Object) []string {
+		{Object: &v1alpha1.Listener{}, Field: IndexListenerServiceName, Values: func(o client.Object) []string {
 			return otherThan(o.GetName(), ListenerServiceNames(o.(*v1alpha1.Listener)))
 		}},
 		// Only shortened labels (the Listener controller's name collisions).
-		caches.Index{Object: &v1alpha1.Listener{}, Field: IndexListenerPodLabel, Values: func(o client.Object) []string {
+		{Object: &v1alpha1.Listener{}, Field: IndexListenerPodLabel, Values: func(o client.Object) []string {
 			return shortenedPodLabel(o.GetName())
 		}},
 		// Only Services under another name than their Listener's Service
 		// name (ServicesOfListener reads that one by name).
-		caches.Index{Object: &corev1.Service{}, Field: IndexServiceOwner, Values: func(o client.Object) []string {
+		{Object: &corev1.Service{}, Field: IndexServiceOwner, Values: func(o client.Object) []string {
 			if owner := ControlledByListener(o); owner != "" && names.ServiceName(owner) != o.GetName() {
 				return []string{owner}
 			}
 			return nil
 		}},
-		caches.Index{Object: &corev1.Service{}, Field: IndexServiceHostname, Values: func(o client.Object) []string {
+		{Object: &corev1.Service{}, Field: IndexServiceHostname, Values: func(o client.Object) []string {
 			return HostnamesOf(o)
 		}},
-		caches.Index{Object: &corev1.Pod{}, Field: IndexPodNode, Values: func(o client.Object) []string {
+		{Object: &corev1.Pod{}, Field: IndexPodNode, Values: func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 				return []string{n}
 			}
@@ -90,13 +116,13 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		// Only claims of a Listener of another name: a per-claim Listener's
 		// claim has its name (ClaimsOfListener reads it by name).
-		caches.Index{Object: &corev1.PersistentVolumeClaim{}, Field: IndexClaimListener, Values: func(o client.Object) []string {
+		{Object: &corev1.PersistentVolumeClaim{}, Field: IndexClaimListener, Values: func(o client.Object) []string {
 			if name, ok := ClaimListener(o.(*corev1.PersistentVolumeClaim)); ok && name != o.GetName() {
 				return []string{name}
 			}
 			return nil
 		}},
-	)
+	}
 }
 
 // otherThan is vals without own.

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
-	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/agreement"
 	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
 )
 
 // Setup returns the shared environment, a context for the test and a fresh
@@ -266,9 +266,18 @@ func ListenerStatefulSet(ns, name, tmpl, class string) *appsv1.StatefulSet {
 }
 
 // AgreementClient is a client over the shape's objects, with the indexes
-// the reconcilers read through.
+// the reconcilers read through (FakeClient).
 func AgreementClient(s agreement.Shape) client.Client {
-	return fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(s.Objects(true)...).
-		WithIndex(&corev1.Pod{}, caches.IndexPodClaim, caches.PodNamedClaims).
-		Build()
+	return FakeClient(s.Objects(true)...)
+}
+
+// FakeClient is a fake client over objs with every index of the
+// reconcilers' cache, the ones the registry registers
+// (lookup.Indexes).
+func FakeClient(objs ...client.Object) client.Client {
+	b := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...)
+	for _, ix := range lookup.Indexes() {
+		b = b.WithIndex(ix.Object, ix.Field, ix.Values)
+	}
+	return b.Build()
 }

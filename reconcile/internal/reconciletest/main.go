@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,7 +29,6 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/internal/testenv"
-	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
 	"github.com/listener-operator/listener-operator/reconcile/options"
 )
 
@@ -53,6 +52,8 @@ var Reconciles ReconcileCounts
 type ReconcileCounts struct {
 	mu sync.Mutex
 	n  map[string]*keyReconciles
+	// controllers are the names of the controllers wrapped, in order.
+	controllers []string
 }
 
 // keyReconciles is what one controller did with one object.
@@ -63,6 +64,9 @@ type keyReconciles struct {
 }
 
 func (c *ReconcileCounts) wrap(controller string, r crreconcile.Reconciler) crreconcile.Reconciler {
+	c.mu.Lock()
+	c.controllers = append(c.controllers, controller)
+	c.mu.Unlock()
 	return crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
 		k := c.key(controller, req.NamespacedName)
 		c.mu.Lock()
@@ -88,6 +92,14 @@ func (c *ReconcileCounts) key(controller string, key types.NamespacedName) *keyR
 		c.n[name] = &keyReconciles{}
 	}
 	return c.n[name]
+}
+
+// Controllers are the names of the controllers set up with Options, in the
+// order they were set up.
+func (c *ReconcileCounts) Controllers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.controllers)
 }
 
 // Count is how many times controller reconciled key so far.
@@ -127,30 +139,16 @@ func Options() options.Options {
 	// The tests create pods without the pod webhook: the relabel scan
 	// labels them, as it does pods admitted while the webhook is down.
 	o.PodRelabelInterval = time.Second
+	// Node loss and the provisioner have suites of their own.
+	o.NodeLoss.Enabled, o.Provision.Enabled = false, false
 	return o
 }
 
-// SetupFunc registers controllers with the manager, given its options.
-type SetupFunc func(mgr manager.Manager, opts options.Options) error
-
-// Controllers is the SetupFunc of a package whose tests run the
-// controllers themselves (a controller package cannot import the wiring
-// package, which imports it): the cache indexes, then each setup, as
-// reconcile.SetupWithManager registers them.
-func Controllers(setups ...func(ctrl.Manager, options.Options, events.EventRecorder) error) SetupFunc {
-	return func(mgr manager.Manager, opts options.Options) error {
-		if err := lookup.AddIndexes(context.Background(), mgr.GetCache()); err != nil {
-			return err
-		}
-		recorder := mgr.GetEventRecorder(v1alpha1.FieldManager)
-		for _, setup := range setups {
-			if err := setup(mgr, opts, recorder); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
+// SetupFunc registers controllers with the manager, given their options
+// and the event recorder: reconcile.SetupWithManager or a closure over
+// reconcile.SetupOnly (a controller package's tests pass it from a
+// TestMain of package <name>_test, which may import the registry).
+type SetupFunc func(mgr manager.Manager, opts options.Options, recorder events.EventRecorder) error
 
 // Main starts the control plane (with kube-controller-manager's
 // garbage collector and PVC protection, so deleting a claim cascades as in a
@@ -182,7 +180,7 @@ func Main(m *testing.M, setup SetupFunc) {
 				return nil, fmt.Errorf("reconcilers' cache: %w", err)
 			}
 			LeaderClient = leader.GetClient()
-			return leader, setup(leader, Options())
+			return leader, setup(leader, Options(), leader.GetEventRecorder(v1alpha1.FieldManager))
 		},
 	})
 }
