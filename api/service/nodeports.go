@@ -30,9 +30,12 @@ func ForCreation(want *unstructured.Unstructured, class *v1alpha1.ListenerClass,
 // RequestNodePorts returns a copy of the desired Service want in which each
 // port asks for the node port recorded for its name in recorded, and the
 // names it asked for. Ports without a recorded node port are left to the
-// API server, and a node port the desired Service already has (the class's
-// serviceOverrides) is kept. Only the operator's own record (status.nodePorts) is ever
-// passed: a node port is exposure, never taken from a tenant's spec.
+// API server. The desired Service has no node port of its own: its ports
+// are the Listener's declared ports (portsFrom), and no override, not even
+// the class's serviceOverrides, sets one (the class webhook warns that
+// such a node port is ignored; docs/migration.md). Only the operator's own
+// record (status.nodePorts) is ever passed: a node port is exposure, never
+// taken from a tenant's spec.
 func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32) (*unstructured.Unstructured, []string) {
 	out := want.DeepCopy()
 	ports, _, _ := unstructured.NestedSlice(out.Object, "spec", "ports")
@@ -41,9 +44,6 @@ func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32
 		m, ok := p.(map[string]any)
 		if !ok {
 			continue
-		}
-		if _, set := m["nodePort"]; set {
-			continue // the class's serviceOverrides chose it
 		}
 		name, _ := m["name"].(string)
 		if np, ok := recorded[name]; ok && np > 0 {
@@ -57,8 +57,7 @@ func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32
 }
 
 // DropNodePorts removes the node port of the ports at idx that the operator
-// requested (named in asked) and returns their names; a node port the class
-// set is never dropped.
+// requested (named in asked) and returns their names.
 func DropNodePorts(want *unstructured.Unstructured, idx []int, asked []string) []string {
 	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
 	var names []string

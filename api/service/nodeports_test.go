@@ -14,19 +14,18 @@ func TestRequestNodePorts(t *testing.T) {
 	want := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"ports": []any{
 		map[string]any{"name": "http", "port": int64(80)},
 		map[string]any{"name": "admin", "port": int64(81)},
-		map[string]any{"name": "fixed", "port": int64(82), "nodePort": int64(30082)},
 	}}}}
-	got, asked := RequestNodePorts(want, map[string]int32{"http": 30080, "gone": 30099, "fixed": 30099})
+	got, asked := RequestNodePorts(want, map[string]int32{"http": 30080, "gone": 30099})
 	ports, _, _ := unstructured.NestedSlice(got.Object, "spec", "ports")
-	if ports[0].(map[string]any)["nodePort"] != int64(30080) || ports[1].(map[string]any)["nodePort"] != nil || ports[2].(map[string]any)["nodePort"] != int64(30082) || !reflect.DeepEqual(asked, []string{"http"}) {
-		t.Errorf("ports %v, asked %v; want http=30080 requested, admin left to the API server, fixed kept at the class's 30082", ports, asked)
+	if ports[0].(map[string]any)["nodePort"] != int64(30080) || ports[1].(map[string]any)["nodePort"] != nil || !reflect.DeepEqual(asked, []string{"http"}) {
+		t.Errorf("ports %v, asked %v; want http=30080 requested, admin left to the API server", ports, asked)
 	}
 	orig, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
 	if _, ok := orig[0].(map[string]any)["nodePort"]; ok {
 		t.Error("the desired Service was changed in place")
 	}
 	if dropped := DropNodePorts(got, []int{0, 1, 2, 7}, asked); !reflect.DeepEqual(dropped, []string{"http"}) {
-		t.Errorf("dropped %v, want [http] (the class's own node port stays)", dropped)
+		t.Errorf("dropped %v, want [http]", dropped)
 	}
 	for _, tc := range []struct {
 		spec v1alpha1.ListenerClassSpec

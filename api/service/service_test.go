@@ -146,6 +146,16 @@ func TestService(t *testing.T) {
 					t.Errorf("spec %+v, want sessionAffinity ClientIP and internalTrafficPolicy Local", svc.Spec)
 				}
 			}},
+		{name: "a node port in the class's serviceOverrides is not kept (the class webhook warns; docs/migration.md)",
+			class: &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "pinned-by-override"}, Spec: v1alpha1.ListenerClassSpec{
+				ServiceType:      v1alpha1.ServiceTypeNodePort,
+				ServiceOverrides: &runtime.RawExtension{Raw: []byte(`{"spec":{"ports":[{"name":"http","port":80,"nodePort":30080,"appProtocol":"http"}]}}`)},
+			}},
+			check: func(t *testing.T, svc *corev1.Service) {
+				if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].NodePort != 0 || ptr.Deref(svc.Spec.Ports[0].AppProtocol, "") != "http" {
+					t.Errorf("ports %+v, want http without a node port, with the override's appProtocol", svc.Spec.Ports)
+				}
+			}},
 		{name: "an override of another object is decoded but does not apply",
 			class:    clusterInternal(),
 			override: []string{`{"apiVersion":"v1","kind":"Service","metadata":{"name":"other"},"spec":{"externalIPs":["203.0.113.10"]}}`},
