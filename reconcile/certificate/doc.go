@@ -17,6 +17,7 @@
 //     Secrets (the issuer does), and never touches the Listener controller's
 //     status fields.
 //
-// Reconcile reads the Listener, its class and its Certificate, asks decide
-// (decide.go) what to do, and carries it out.
+// Reconcile (certificate.go, with the controller's setup and watches) reads
+// the Listener, its class and its Certificate, asks decide (decide.go) what
+// to do, and carries it out.
 package certificate

@@ -16,6 +16,7 @@
 //     moves a bound volume to another Listener, and never takes a Listener
 //     another owner controls (it says so by an event instead).
 //
-// Reconcile reads the claim, its pods and the Listener of its name, asks
-// decide (decide.go) what to do, and carries it out.
+// Reconcile (claim.go, with the controller's setup and watches) reads the
+// claim, its pods and the Listener of its name, asks decide (decide.go)
+// what to do, and carries it out.
 package claim
