@@ -24,11 +24,12 @@
 //     are gone (--pinned-node-recovery).
 //
 // What several controllers need is shared in small packages:
-// reconcile/options (every controller's flags and defaults, one Options), reconcile/conditions (one
-// condition of a Listener's status), and under reconcile/internal the cache
-// indexes and lookups (lookup), metrics, label patches (labelpatch), what the
-// Stackable operator made (foreign), the rules of a claim's own Listener
-// (claimlistener) and the test harness (reconciletest). Controllers never
+// reconcile/options (every controller's flags and defaults, one Options),
+// reconcile/conditions (one condition of a Listener's status), and under
+// reconcile/internal the cache indexes and lookups (lookup), metrics, label
+// patches (labelpatch), what the Stackable operator made (foreign), the
+// rules of a claim's own Listener (claimlistener) and the test harness
+// (reconciletest). Controllers never
 // import each other; webhooks/, reconcile/ and csi/ never import each other
 // either.
 //
