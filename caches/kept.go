@@ -31,7 +31,9 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // operator (the pod webhook remembers a bounded number of the others it
 // read). They keep only the fields that are read (TrimClaim, TrimVolume).
 // Namespaces are not held here: NamespaceDefaults keeps the little the
-// webhooks read of them.
+// webhooks read of them. Each call has maps of its own to share among the
+// objects of the one cache it makes (interner); the exported transforms
+// (TrimPod, Compact, ...) share none.
 func Webhooks() cache.Options {
 	in := newInterner()
 	return cache.Options{
