@@ -28,9 +28,14 @@
 // reconciler on their volumes; app.kubernetes.io/name=listener, which every
 // Service of the operator carries), so the cluster's others are never
 // sent; EndpointSlices are not cached at all. Strings and small label
-// maps that repeat across objects are held once (intern.go): reads from the
-// caches are copies (TestReadsAreCopies), and the webhook and reconciler
-// suites fail if anything writes to a shared map (AuditSharedMaps).
+// maps that repeat across objects are held once (intern.go), each cache
+// sharing its own.
+//
+// Nothing outside the package reaches a cached object (readonly.go): the
+// manager's cache is made by New, the reconcilers' by LeaderOnly, and both
+// hand out copies on every path (reads, whatever their options; event
+// handlers, predicates and map functions; index functions), so no caller
+// can write to what a cache holds (TestNothingReachesACachedObject).
 // docs/reconcile.md ("What the controller caches") has the table of what
 // each kind keeps and costs, docs/benchmarks.md what each of these tricks
 // saves.

@@ -2,7 +2,6 @@ package caches
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -43,14 +42,33 @@ var commonValues = map[string]string{
 	v1alpha1.FieldManager:          v1alpha1.FieldManager,
 }
 
-// internLabels returns m with canonical keys (and common values), as the
-// one map held of maps with its content (sharedMaps: the labels a
+// interner is what one cache shares among the objects it holds: the maps
+// that repeat. Each cache has its own (the policies make one each), none
+// is reachable from outside the package, and nothing outside it reaches a
+// cached object either (readonly.go). A nil interner shares no map
+// (strings are still canonical: they cannot be written to).
+type interner struct {
+	// maps holds one copy of each small label or annotation map that
+	// repeats across cached objects (a Go map costs some 300 bytes even
+	// with one entry, and a listener claim brings ten or so).
+	maps mapTable[string]
+	// ports holds one copy of each small port map of a Listener's status
+	// that repeats: the ports of a ClusterIP Listener's address are those
+	// of every Listener of its workload, and a NodePort Listener's node
+	// ports are the same in status.nodePorts and in each of its addresses.
+	ports mapTable[int32]
+}
+
+func newInterner() *interner { return &interner{} }
+
+// labels returns m with canonical keys (and common values), as the
+// one map held of maps with its content (in.maps: the labels a
 // workload's claims, Listeners and Services have in common, a class's
 // annotation); nil stays nil. A value that begins one of names (the
 // object's own: its StatefulSet pod name, its instance) is held in that
 // name's memory (in a shared map: in the name of the first object that had
 // it). Nothing may write to the result: many objects may hold it.
-func internLabels(m map[string]string, names ...string) map[string]string {
+func (in *interner) labels(m map[string]string, names ...string) map[string]string {
 	if m == nil {
 		return nil
 	}
@@ -63,19 +81,11 @@ func internLabels(m map[string]string, names ...string) map[string]string {
 		}
 		out[intern(k)] = v
 	}
-	return sharedMaps.get(out)
+	if in == nil {
+		return out
+	}
+	return in.maps.get(out)
 }
-
-// sharedMaps holds one copy of each small label or annotation map that
-// repeats across cached objects (a Go map costs some 300 bytes even with
-// one entry, and a listener claim brings ten or so).
-var sharedMaps = &mapTable[string]{}
-
-// sharedPorts holds one copy of each small port map of a Listener's status
-// that repeats: the ports of a ClusterIP Listener's address are those of
-// every Listener of its workload, and a NodePort Listener's node ports are
-// the same in status.nodePorts and in each of its addresses.
-var sharedPorts = &mapTable[int32]{}
 
 // mapTable is a bounded table of maps by content: two generations of at
 // most mapTableGeneration entries each, the older dropped when the newer is
@@ -87,8 +97,6 @@ type mapTable[V string | int32] struct {
 	cur, old map[string]map[string]V
 	key      []byte
 	keys     []string
-	// audit keeps every map in cur, none dropped (AuditSharedMaps).
-	audit bool
 }
 
 // mapTableGeneration bounds what the table keeps alive beyond the cached
@@ -127,7 +135,7 @@ func (t *mapTable[V]) get(m map[string]V) map[string]V {
 	if c, ok := t.old[string(t.key)]; ok {
 		m = c
 	}
-	if len(t.cur) >= mapTableGeneration && !t.audit {
+	if len(t.cur) >= mapTableGeneration {
 		t.old, t.cur = t.cur, nil
 	}
 	if t.cur == nil {
@@ -150,49 +158,6 @@ func (t *mapTable[V]) encode(b []byte, m map[string]V) []byte {
 		b = appendValue(append(binary.AppendUvarint(b, uint64(len(k))), k...), m[k])
 	}
 	return b
-}
-
-// changed are the maps the table holds whose content is no longer what
-// they were shared with: something wrote to a map many objects hold.
-func (t *mapTable[V]) changed() []map[string]V {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []map[string]V
-	var b []byte
-	for _, gen := range []map[string]map[string]V{t.old, t.cur} {
-		for key, m := range gen {
-			if b = t.encode(b[:0], m); string(b) != key {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
-
-// AuditSharedMaps is a test mode: from now on the tables of shared maps
-// keep every map they hand out (they forget the older ones otherwise), and
-// the function it returns fails when any of them is no longer what it was
-// when it was first shared. The webhook and reconciler test suites turn it
-// on before their manager starts and check after their tests: a write
-// through anything a reader got (an event handler's object, an index
-// function's, a read) to a map that many cached objects share fails them.
-func AuditSharedMaps() (check func() error) {
-	for _, t := range []interface{ setAudit() }{sharedMaps, sharedPorts} {
-		t.setAudit()
-	}
-	return func() error {
-		labels, ports := sharedMaps.changed(), sharedPorts.changed()
-		if len(labels)+len(ports) == 0 {
-			return nil
-		}
-		return fmt.Errorf("%d shared label or annotation maps and %d shared port maps were written to after they were shared (now %v, %v): every object that holds one changed with it", len(labels), len(ports), labels, ports)
-	}
-}
-
-func (t *mapTable[V]) setAudit() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.audit = true
 }
 
 // valueSize is the bytes of a map value that count against maxSharedBytes.
@@ -226,7 +191,7 @@ func inName(v string, names ...string) string {
 	return v
 }
 
-// internMeta makes the repeated strings of an object's metadata canonical:
+// meta makes the repeated strings of an object's metadata canonical:
 // the namespace, the generate-name prefix, the label and annotation keys
 // (and common values), the owners' API versions and kinds; label and
 // annotation values and owners' names that begin the object's name are
@@ -234,13 +199,13 @@ func inName(v string, names ...string) string {
 // also (a volume's claim) are held there. It takes the
 // accessors, so that a typed object's ObjectMeta and any client.Object
 // (a metadata-only one among them) go the same way.
-func internMeta(m metav1.Object, also ...string) {
+func (in *interner) meta(m metav1.Object, also ...string) {
 	name := m.GetName()
 	names := append([]string{name}, also...)
 	m.SetNamespace(intern(m.GetNamespace()))
 	m.SetGenerateName(intern(m.GetGenerateName()))
-	m.SetLabels(internLabels(m.GetLabels(), names...))
-	m.SetAnnotations(internLabels(m.GetAnnotations(), names...))
+	m.SetLabels(in.labels(m.GetLabels(), names...))
+	m.SetAnnotations(in.labels(m.GetAnnotations(), names...))
 	refs := m.GetOwnerReferences()
 	for i := range refs {
 		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
@@ -261,13 +226,17 @@ func internConditions(cs []metav1.Condition) {
 // Compact is the transform of every type without one of its own: it drops
 // managedFields (StripManagedFields) and makes the repeated strings of the
 // metadata canonical; of a Listener, also its conditions' and addresses'.
-func Compact(obj any) (any, error) {
+// It shares no map among objects: the policies' caches do, each among its
+// own objects (interner).
+func Compact(obj any) (any, error) { return (*interner)(nil).compact(obj) }
+
+func (in *interner) compact(obj any) (any, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
-	internMeta(o)
+	in.meta(o)
 	if l, ok := o.(*v1alpha1.Listener); ok {
 		internConditions(l.Status.Conditions)
 		l.Status.ClassName = intern(l.Status.ClassName)
@@ -275,7 +244,7 @@ func Compact(obj any) (any, error) {
 		internPtr(l.Spec.ClassName)
 		// A Listener's Service usually has the Listener's name.
 		l.Status.ServiceName = inName(l.Status.ServiceName, l.Name)
-		l.Status.NodePorts = internPorts(l.Status.NodePorts)
+		l.Status.NodePorts = in.portMap(l.Status.NodePorts)
 		for i := range l.Status.IngressAddresses {
 			a := &l.Status.IngressAddresses[i]
 			a.AddressType = v1alpha1.AddressType(intern(string(a.AddressType)))
@@ -284,16 +253,16 @@ func Compact(obj any) (any, error) {
 				// with a pod on the node; a hostname names its Listener.
 				a.Address = intern(a.Address)
 			}
-			a.Ports = internPorts(a.Ports)
+			a.Ports = in.portMap(a.Ports)
 		}
 	}
 	return obj, nil
 }
 
-// internPorts is a port map of a Listener's status with canonical names, as
-// the one map held of maps with its content (sharedPorts); nil stays nil.
+// portMap is a port map of a Listener's status with canonical names, as
+// the one map held of maps with its content (in.ports); nil stays nil.
 // Nothing may write to the result: many objects may hold it.
-func internPorts(m map[string]int32) map[string]int32 {
+func (in *interner) portMap(m map[string]int32) map[string]int32 {
 	if m == nil {
 		return nil
 	}
@@ -301,7 +270,10 @@ func internPorts(m map[string]int32) map[string]int32 {
 	for k, v := range m {
 		out[intern(k)] = v
 	}
-	return sharedPorts.get(out)
+	if in == nil {
+		return out
+	}
+	return in.ports.get(out)
 }
 
 // internPtr makes the string p points to canonical; nil stays nil.
@@ -314,17 +286,17 @@ func internPtr[S ~string](p *S) {
 // internString makes the string s points to canonical.
 func internString[S ~string](s *S) { *s = S(intern(string(*s))) }
 
-// internVolume makes the repeated strings of a listener volume canonical:
+// volume makes the repeated strings of a listener volume canonical:
 // its metadata (its Listener's label held in its claim's name: a per-claim
 // Listener has the claim's name), storage class, driver, claim reference's
 // kind, version and namespace, the keys, operators and node names of its
 // node affinity.
-func internVolume(pv *corev1.PersistentVolume) {
+func (in *interner) volume(pv *corev1.PersistentVolume) {
 	var claim []string
 	if r := pv.Spec.ClaimRef; r != nil {
 		claim = []string{r.Name}
 	}
-	internMeta(&pv.ObjectMeta, claim...)
+	in.meta(&pv.ObjectMeta, claim...)
 	internString(&pv.Spec.StorageClassName)
 	internString(&pv.Status.Phase)
 	if pv.Spec.CSI != nil {
@@ -356,12 +328,12 @@ func internNodeSelector(ns *corev1.NodeSelector) {
 	}
 }
 
-// internService makes the repeated strings of a Service canonical: its
+// service makes the repeated strings of a Service canonical: its
 // metadata, selector keys, type and policies, port names and protocols,
 // IP families.
-func internService(s *corev1.Service) {
-	internMeta(&s.ObjectMeta)
-	s.Spec.Selector = internLabels(s.Spec.Selector, "")
+func (in *interner) service(s *corev1.Service) {
+	in.meta(&s.ObjectMeta)
+	s.Spec.Selector = in.labels(s.Spec.Selector, "")
 	internString(&s.Spec.Type)
 	internString(&s.Spec.SessionAffinity)
 	internString(&s.Spec.ExternalTrafficPolicy)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -157,9 +156,10 @@ func TestRepeatingMapsAreHeldOnce(t *testing.T) {
 			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(v1alpha1.StorageClassName), VolumeName: "pv-" + name},
 		}
 	}
+	in := newInterner() // one cache's
 	trim := func(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 		t.Helper()
-		out, err := TrimClaim(c)
+		out, err := in.trimClaim(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,10 +257,11 @@ func TestListenerStatusPortsAreHeldOnce(t *testing.T) {
 				{Address: s("10.0.0.1"), AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{s("http"): port}},
 				{Address: s("10.0.0.2"), AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{s("http"): port}}}}}
 	}
+	in := newInterner() // one cache's
 	compact := func(l *v1alpha1.Listener) (*v1alpha1.Listener, *v1alpha1.Listener) {
 		t.Helper()
 		want := l.DeepCopy()
-		if _, err := Compact(l); err != nil {
+		if _, err := in.compact(l); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(l.Status, want.Status) {
@@ -291,32 +292,5 @@ func TestListenerStatusPortsAreHeldOnce(t *testing.T) {
 	}
 	if ptrOf(a.Status.IngressAddresses[0].Ports) == ptrOf(n.Status.NodePorts) {
 		t.Error("ports 8080 and node ports 31080 share a map")
-	}
-}
-
-// TestMapTableAudit: in audit mode the table forgets no map, and tells the
-// maps written to after they were shared from those that were not.
-func TestMapTableAudit(t *testing.T) {
-	tab := mapTable[string]{audit: true}
-	shared := tab.get(map[string]string{"app": "kafka"})
-	if got := tab.get(map[string]string{"app": "kafka"}); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(shared).UnsafePointer() {
-		t.Fatal("the table did not share a map that repeats")
-	}
-	for i := range 3 * mapTableGeneration {
-		tab.get(map[string]string{"pod": fmt.Sprint(i)})
-	}
-	if n := len(tab.cur) + len(tab.old); n != 3*mapTableGeneration+1 {
-		t.Errorf("the table holds %d maps, want every one of %d", n, 3*mapTableGeneration+1)
-	}
-	if changed := tab.changed(); len(changed) != 0 {
-		t.Fatalf("nothing was written, the audit reports %v", changed)
-	}
-	shared["app"] = "zookeeper" // what a careless reader of one object would do
-	tab.get(map[string]string{"pod": "1"})["extra"] = "x"
-	changed := tab.changed()
-	want := []map[string]string{{"app": "zookeeper"}, {"pod": "1", "extra": "x"}}
-	slices.SortFunc(changed, func(a, b map[string]string) int { return len(a) - len(b) })
-	if !reflect.DeepEqual(changed, want) {
-		t.Errorf("the audit reports %v, want %v", changed, want)
 	}
 }

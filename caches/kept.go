@@ -31,13 +31,16 @@ const annotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // operator (the pod webhook remembers a bounded number of the others it
 // read). They keep only the fields that are read (TrimClaim, TrimVolume).
 // Namespaces are not held here: NamespaceDefaults keeps the little the
-// webhooks read of them.
+// webhooks read of them. Each call has maps of its own to share among the
+// objects of the one cache it makes (interner); the exported transforms
+// (TrimPod, Compact, ...) share none.
 func Webhooks() cache.Options {
+	in := newInterner()
 	return cache.Options{
-		DefaultTransform: Compact,
+		DefaultTransform: in.compact,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.PersistentVolumeClaim{}: {Label: Marked(), Transform: TrimClaim},
-			&corev1.PersistentVolume{}:      {Label: Marked(), Transform: TrimVolume},
+			&corev1.PersistentVolumeClaim{}: {Label: Marked(), Transform: in.trimClaim},
+			&corev1.PersistentVolume{}:      {Label: Marked(), Transform: in.trimVolume},
 		},
 	}
 }
@@ -62,7 +65,9 @@ func Marked() labels.Selector {
 // for the pod webhook to know it exists and is not a listener claim, which
 // is all anything asks of it. Its labels, annotations (kubectl's
 // last-applied copy is often the largest part) and owners are dropped.
-func TrimClaim(obj any) (any, error) {
+func TrimClaim(obj any) (any, error) { return (*interner)(nil).trimClaim(obj) }
+
+func (in *interner) trimClaim(obj any) (any, error) {
 	c, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return obj, nil
@@ -70,7 +75,7 @@ func TrimClaim(obj any) (any, error) {
 	if !claims.Requested(c.Annotations, c.Spec.StorageClassName) {
 		*c = corev1.PersistentVolumeClaim{TypeMeta: c.TypeMeta, ObjectMeta: minimalMeta(c.ObjectMeta),
 			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: c.Spec.StorageClassName}}
-		internMeta(&c.ObjectMeta)
+		in.meta(&c.ObjectMeta)
 		internPtr(c.Spec.StorageClassName)
 		return c, nil
 	}
@@ -86,7 +91,7 @@ func TrimClaim(obj any) (any, error) {
 	out.Spec.VolumeName = c.Spec.VolumeName
 	out.Status.Phase = c.Status.Phase
 	*c = out
-	internMeta(&c.ObjectMeta)
+	in.meta(&c.ObjectMeta)
 	internPtr(c.Spec.StorageClassName)
 	internString(&c.Status.Phase)
 	return c, nil
@@ -124,7 +129,9 @@ func keepForProvisioning(annotations map[string]string, c *corev1.PersistentVolu
 // A volume of another driver (or none) keeps only its name, UID and
 // resourceVersion: nothing reads more of it (a listener claim is bound to a
 // volume of this driver, and only those are pinned to a node).
-func TrimVolume(obj any) (any, error) {
+func TrimVolume(obj any) (any, error) { return (*interner)(nil).trimVolume(obj) }
+
+func (in *interner) trimVolume(obj any) (any, error) {
 	pv, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
 		return obj, nil
@@ -133,7 +140,7 @@ func TrimVolume(obj any) (any, error) {
 		*pv = corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: minimalMeta(pv.ObjectMeta)}
 		return pv, nil
 	}
-	internVolume(pv)
+	in.volume(pv)
 	out := corev1.PersistentVolume{TypeMeta: pv.TypeMeta, ObjectMeta: pv.ObjectMeta}
 	out.ManagedFields = nil
 	out.Finalizers = nil
@@ -228,12 +235,13 @@ func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 // it), and what the reconcilers never read of pods and nodes.
 func Reconcilers() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
+	in := newInterner()
 	return cache.Options{
-		DefaultTransform: Compact,
+		DefaultTransform: in.compact,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:     {Label: Marked(), Transform: TrimPod},
-			&corev1.Node{}:    {Transform: TrimNode},
-			&corev1.Service{}: {Label: ours, Transform: TrimService},
+			&corev1.Pod{}:     {Label: Marked(), Transform: in.trimPod},
+			&corev1.Node{}:    {Transform: in.trimNode},
+			&corev1.Service{}: {Label: ours, Transform: in.trimService},
 		},
 	}
 }
@@ -246,12 +254,14 @@ func Reconcilers() cache.Options {
 // fields over (csaupgrade reads and rewrites the whole list). Field sets
 // cost some 700 bytes a Service, and a Service the operator created keeps
 // its Update entry until the operator next changes it, often never.
-func TrimService(obj any) (any, error) {
+func TrimService(obj any) (any, error) { return (*interner)(nil).trimService(obj) }
+
+func (in *interner) trimService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return obj, nil
 	}
-	internService(svc)
+	in.service(svc)
 	if !HandoverPending(svc) {
 		svc.ManagedFields = nil
 		return svc, nil
@@ -315,7 +325,9 @@ func StripManagedFields(obj any) (any, error) {
 // probes, resources, init containers, pod (anti-)affinity, the conditions
 // but Ready (its status alone: a NodePort Listener that publishes only
 // ready pods' nodes reads it) and the rest of the status are dropped.
-func TrimPod(obj any) (any, error) {
+func TrimPod(obj any) (any, error) { return (*interner)(nil).trimPod(obj) }
+
+func (in *interner) trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
@@ -355,7 +367,7 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	*pod = out
-	internPod(pod)
+	in.pod(pod)
 	return pod, nil
 }
 
@@ -392,11 +404,11 @@ func portsOnly(in []corev1.Container) []corev1.Container {
 	return out
 }
 
-// internPod makes the repeated strings of a trimmed pod canonical: its
+// pod makes the repeated strings of a trimmed pod canonical: its
 // metadata, node, phase, volume, container and port names, protocols and
 // node affinity.
-func internPod(p *corev1.Pod) {
-	internMeta(&p.ObjectMeta)
+func (in *interner) pod(p *corev1.Pod) {
+	in.meta(&p.ObjectMeta)
 	internString(&p.Spec.NodeName)
 	internString(&p.Status.Phase)
 	for i := range p.Spec.Volumes {
@@ -424,7 +436,9 @@ func internPod(p *corev1.Pod) {
 // provisioner reads it); spec.unschedulable and the taints, the addresses
 // (address selection, api/addresses) and the Ready condition (pinned-node
 // loss). Images, capacity, node info and the other conditions are dropped.
-func TrimNode(obj any) (any, error) {
+func TrimNode(obj any) (any, error) { return (*interner)(nil).trimNode(obj) }
+
+func (in *interner) trimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -448,6 +462,6 @@ func TrimNode(obj any) (any, error) {
 			out.Status.Conditions = []corev1.NodeCondition{c}
 		}
 	}
-	internMeta(&out.ObjectMeta)
+	in.meta(&out.ObjectMeta)
 	return out, nil
 }

@@ -3,14 +3,24 @@ package caches
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 )
 
 // LeaderOnly returns a view of mgr for the reconcilers: the same manager
@@ -27,11 +37,11 @@ func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object
 	opts.Scheme = mgr.GetScheme()
 	opts.Mapper = mgr.GetRESTMapper()
 	opts.HTTPClient = mgr.GetHTTPClient()
-	own, err := cache.New(mgr.GetConfig(), opts)
+	own, err := New(mgr.GetConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the reconcilers' cache: %w", err)
 	}
-	r := &router{scheme: mgr.GetScheme(), own: own, shared: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{}}
+	r := &router{scheme: mgr.GetScheme(), own: own, shared: ReadOnly(mgr.GetCache()), kinds: map[schema.GroupVersionKind]bool{}}
 	for _, obj := range shared {
 		gvk, err := apiutil.GVKForObject(obj, r.scheme)
 		if err != nil {
@@ -51,7 +61,7 @@ func LeaderOnly(mgr manager.Manager, opts cache.Options, shared ...client.Object
 	if err := mgr.Add(leaderCache{own}); err != nil {
 		return nil, fmt.Errorf("add the reconcilers' cache: %w", err)
 	}
-	return &leaderView{Manager: mgr, cache: r, client: cl}, nil
+	return &leaderView{mgr: mgr, cache: r, client: cl}, nil
 }
 
 // leaderCache starts a cache when the replica is elected. It deliberately
@@ -65,15 +75,62 @@ func (l leaderCache) Start(ctx context.Context) error { return l.c.Start(ctx) }
 func (leaderCache) NeedLeaderElection() bool { return true }
 
 // leaderView is a manager whose cache and client are the reconcilers'.
+// Every method is spelled out (none is inherited from mgr by embedding):
+// a method a new controller-runtime adds to manager.Manager does not
+// compile until it is decided here whether it reads mgr's cache or the
+// view's.
 type leaderView struct {
-	manager.Manager
+	mgr    manager.Manager
 	cache  cache.Cache
 	client client.Client
 }
 
+var _ manager.Manager = (*leaderView)(nil)
+
+// The view's own: reads, watches and indexes go through the router.
+
 func (v *leaderView) GetCache() cache.Cache                { return v.cache }
 func (v *leaderView) GetClient() client.Client             { return v.client }
 func (v *leaderView) GetFieldIndexer() client.FieldIndexer { return v.cache }
+
+// mgr's: what runs, and what is not read from a cache.
+
+func (v *leaderView) Add(r manager.Runnable) error     { return v.mgr.Add(r) }
+func (v *leaderView) Elected() <-chan struct{}         { return v.mgr.Elected() }
+func (v *leaderView) Start(ctx context.Context) error  { return v.mgr.Start(ctx) }
+func (v *leaderView) GetHTTPClient() *http.Client      { return v.mgr.GetHTTPClient() }
+func (v *leaderView) GetConfig() *rest.Config          { return v.mgr.GetConfig() }
+func (v *leaderView) GetScheme() *runtime.Scheme       { return v.mgr.GetScheme() }
+func (v *leaderView) GetRESTMapper() meta.RESTMapper   { return v.mgr.GetRESTMapper() }
+func (v *leaderView) GetAPIReader() client.Reader      { return v.mgr.GetAPIReader() }
+func (v *leaderView) GetWebhookServer() webhook.Server { return v.mgr.GetWebhookServer() }
+func (v *leaderView) GetLogger() logr.Logger           { return v.mgr.GetLogger() }
+
+func (v *leaderView) GetControllerOptions() config.Controller { return v.mgr.GetControllerOptions() }
+
+func (v *leaderView) GetConverterRegistry() conversion.Registry {
+	return v.mgr.GetConverterRegistry()
+}
+
+func (v *leaderView) GetEventRecorderFor(name string) record.EventRecorder {
+	return v.mgr.GetEventRecorderFor(name) //nolint:staticcheck // the manager's, whichever API a caller uses
+}
+
+func (v *leaderView) GetEventRecorder(name string) events.EventRecorder {
+	return v.mgr.GetEventRecorder(name)
+}
+
+func (v *leaderView) AddMetricsServerExtraHandler(path string, h http.Handler) error {
+	return v.mgr.AddMetricsServerExtraHandler(path, h)
+}
+
+func (v *leaderView) AddHealthzCheck(name string, check healthz.Checker) error {
+	return v.mgr.AddHealthzCheck(name, check)
+}
+
+func (v *leaderView) AddReadyzCheck(name string, check healthz.Checker) error {
+	return v.mgr.AddReadyzCheck(name, check)
+}
 
 // router is a cache that sends each request to the shared cache or to its
 // own by the object's kind.

@@ -294,6 +294,6 @@ func trimPodListenersMetadata(obj any) (any, error) {
 			r.UID = types.UID(inName(string(r.UID), uid))
 		}
 	}
-	internMeta(m)
+	(*interner)(nil).meta(m)
 	return m, nil
 }

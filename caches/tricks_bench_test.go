@@ -85,12 +85,13 @@ func after(policy func() cache.Options, f func(any)) func() cache.Options {
 	}
 }
 
-// untrimmed is policy with Compact in place of every transform of its own.
+// untrimmed is policy with its default transform (Compact, sharing the
+// policy's maps) in place of every transform of its own.
 func untrimmed(policy func() cache.Options) func() cache.Options {
 	return func() cache.Options {
 		opts := policy()
 		for obj, by := range opts.ByObject {
-			by.Transform = Compact
+			by.Transform = opts.DefaultTransform
 			opts.ByObject[obj] = by
 		}
 		return opts
@@ -173,7 +174,7 @@ func trimNamespaceMetadata(obj any) (any, error) {
 	if c, ok := m.Annotations[v1alpha1.AnnotationDefaultClass]; ok {
 		out.Annotations = map[string]string{v1alpha1.AnnotationDefaultClass: c}
 	}
-	internMeta(out)
+	(*interner)(nil).meta(out)
 	return out, nil
 }
 

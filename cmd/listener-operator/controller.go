@@ -184,6 +184,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         caches.Webhooks(),
+		NewCache:                      caches.New, // read through copies only
 		Metrics:                       o.metrics.serverOptions(),
 		HealthProbeBindAddress:        o.probeAddr,
 		PprofBindAddress:              o.pprofAddr,

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -155,7 +156,6 @@ type SetupFunc func(mgr manager.Manager, opts options.Options, recorder events.E
 // cluster) and a manager whose controllers setup registers (with Options),
 // runs the tests and stops both. Call it from TestMain.
 func Main(m *testing.M, setup SetupFunc) {
-	sharedMapsChanged = caches.AuditSharedMaps()
 	testenv.MainWithManager(m, &Env, testenv.Options{
 		ControllerManager: []string{"garbagecollector", "pvc-protection"},
 		// Room for the benchmark's thousands of Services; both families,
@@ -180,22 +180,24 @@ func Main(m *testing.M, setup SetupFunc) {
 				return nil, fmt.Errorf("reconcilers' cache: %w", err)
 			}
 			LeaderClient = leader.GetClient()
+			leaderCache = leader.GetCache()
 			return leader, setup(leader, Options(), leader.GetEventRecorder(v1alpha1.FieldManager))
 		},
 	})
 }
 
-// sharedMapsChanged checks that nothing wrote to a map that cached objects
-// share (caches.AuditSharedMaps, on from the start).
-var sharedMapsChanged func() error
+// leaderCache is the cache the reconcilers read.
+var leaderCache cache.Cache
 
-// SharedMapsUnchanged fails t when a reconciler wrote to a map that cached
-// objects share. Call it from a parallel test, which runs after all the
-// others (while the manager still runs).
+// SharedMapsUnchanged fails t when a reconciler could write to a map that
+// cached objects share: when the cache they read does not hand out copies
+// on every path (reads, event handlers, index functions;
+// caches.HandsOutCopies). Call it from a parallel test, which runs after
+// all the others (while the manager still runs).
 func SharedMapsUnchanged(t *testing.T) {
 	t.Helper()
-	if err := sharedMapsChanged(); err != nil {
-		t.Fatal(err)
+	if !caches.HandsOutCopies(leaderCache) {
+		t.Fatalf("the reconcilers read cache %T, which hands out the objects it holds: read through caches.LeaderOnly", leaderCache)
 	}
 }
 
