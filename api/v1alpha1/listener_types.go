@@ -124,8 +124,8 @@ type ListenerStatus struct {
 	CertificateSecretName string `json:"certificateSecretName,omitempty"`
 
 	// Conditions report whether the Listener is served ("Ready") and how
-	// its class's address features fared ("NodePortsKept",
-	// "CertificateManaged", "HostnamePublished").
+	// its class's features fared; statusowners.go lists every condition
+	// type and the controller that writes it.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

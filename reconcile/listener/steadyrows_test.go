@@ -18,7 +18,6 @@ import (
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile/conditions"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
-	"github.com/listener-operator/listener-operator/reconcile/nodeloss"
 )
 
 // steadyRows are the states of TestSteadyStateWritesNothing: each Ready
@@ -123,7 +122,7 @@ func nodeLost(t *testing.T, s *steadyEnv, ns string) string {
 	name := listenerOf(v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP}, nil)(t, s, ns)
 	l := reconciletest.WaitReason(t, ctx, c, ns, name, v1alpha1.ReasonReady)
 	cond := &metav1.Condition{Type: v1alpha1.ConditionPinnedNodesAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNodeLost, Message: "node gone (the test says)"}
-	if _, err := conditions.Apply(ctx, c, l, cond, nodeloss.StatusFieldManager, time.Now()); err != nil {
+	if _, err := conditions.For(v1alpha1.NodeLossStatusWriter).ApplyCondition(ctx, c, l, cond, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return name

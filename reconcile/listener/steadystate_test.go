@@ -2,8 +2,10 @@ package listener
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +137,7 @@ func checkSteady(t *testing.T, ctx context.Context, s *steadyEnv, ns, name, node
 			t.Errorf("condition %s: %+v, was %+v", old.Type, now, old)
 		}
 	}
+	checkConditionOwners(t, after)
 	if !reflect.DeepEqual(before.Status, after.Status) {
 		t.Errorf("status changed at steady state:\n%+v\nwas\n%+v", after.Status, before.Status)
 	}
@@ -209,4 +212,37 @@ func condition(typ, reason, readyReason string) func(*v1alpha1.Listener) error {
 // ready accepts a Listener whose Ready condition has reason.
 func ready(reason string) func(*v1alpha1.Listener) error {
 	return condition(v1alpha1.ConditionReady, reason, "")
+}
+
+// checkConditionOwners fails t when a condition of l is owned, in its
+// managedFields, by another field manager than the one of the writer the
+// status ownership table names for it (or by more than one).
+func checkConditionOwners(t *testing.T, l *v1alpha1.Listener) {
+	t.Helper()
+	owners := map[string][]string{}
+	for _, mf := range l.ManagedFields {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status struct {
+				Conditions map[string]json.RawMessage `json:"f:conditions"`
+			} `json:"f:status"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		for k := range fields.Status.Conditions {
+			var key struct{ Type string }
+			if typ, ok := strings.CutPrefix(k, "k:"); ok && json.Unmarshal([]byte(typ), &key) == nil {
+				owners[key.Type] = append(owners[key.Type], mf.Manager)
+			}
+		}
+	}
+	for _, c := range l.Status.Conditions {
+		w, ok := v1alpha1.ConditionWriter(c.Type)
+		if got := owners[c.Type]; !ok || len(got) != 1 || got[0] != w.FieldManager() {
+			t.Errorf("condition %s is owned by field managers %v; the status ownership table names %q (%s)", c.Type, got, w, w.FieldManager())
+		}
+	}
 }

@@ -28,7 +28,7 @@ import (
 // in release.go (claims), pods.go (pods) and handover.go (hand-overs), and
 // what it tells in report.go.
 
-const controllerName = "pinned-node-loss"
+const controllerName = string(v1alpha1.NodeLossStatusWriter)
 
 // conflictRetry is how soon a reconcile that lost a write race runs again.
 const conflictRetry = time.Second
