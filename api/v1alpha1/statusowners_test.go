@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -42,6 +43,15 @@ func TestEveryStatusPartHasOneWriter(t *testing.T) {
 			t.Errorf("writers %s and %s share field manager %s", w, other, w.FieldManager())
 		}
 		managers[w.FieldManager()] = w
+	}
+	doc, err := os.ReadFile("listener_types.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range StatusConditionTypes() {
+		if !strings.Contains(string(doc), strconv.Quote(typ)) {
+			t.Errorf("the comment on ListenerStatus.Conditions (listener_types.go, the CRD's description) does not name condition %s", typ)
+		}
 	}
 	if _, ok := ConditionWriter("Unknown"); ok {
 		t.Error("a condition type outside the table has a writer")
