@@ -123,9 +123,11 @@ type ListenerStatus struct {
 	// +optional
 	CertificateSecretName string `json:"certificateSecretName,omitempty"`
 
-	// Conditions report whether the Listener is served ("Ready") and how
-	// its class's address features fared ("NodePortsKept",
-	// "CertificateManaged", "HostnamePublished").
+	// Conditions report whether the Listener is served ("Ready"), how its
+	// class's features fared ("NodePortsKept", "NodePortsInRange",
+	// "HostnamePublished", "TenantMetadataAllowed", "CertificateManaged")
+	// and whether the nodes its volumes are pinned to are there
+	// ("PinnedNodesAvailable"). Each type has one writer (statusowners.go).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -46,7 +46,7 @@ const (
 )
 
 // ControllerName names the certificate controller (logs, metrics).
-const ControllerName = "listener-certificate"
+const ControllerName = string(v1alpha1.CertificateStatusWriter)
 
 // certificateRecheck is how often a Listener whose class asks for a
 // certificate is looked at again without an event: Certificates are read
@@ -327,21 +327,17 @@ func changed(l *v1alpha1.Listener, cond *metav1.Condition) bool {
 	return old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message || old.ObservedGeneration != l.Generation
 }
 
-// CertificateStatusFieldManager is the field manager of the condition the
-// certificate controller writes on Listeners (server-side apply), distinct
-// from the Listener controller's, which leaves it alone.
-const CertificateStatusFieldManager = v1alpha1.FieldManager + "-certificate"
-
 // withCondition writes the Listener's CertificateManaged condition (nil
 // removes it) when it changed, and returns res. It is a server-side apply
-// of that condition alone under CertificateStatusFieldManager
-// (conditions.Apply): the Listener controller's fields and conditions are
+// of that condition alone under the certificate controller's own field
+// manager (conditions.Writer.ApplyCondition, api/v1alpha1's status
+// ownership table): the Listener controller's fields and conditions are
 // left as they are, and neither writer has to retry on the other's write.
 func (r *certificateReconciler) withCondition(ctx context.Context, l *v1alpha1.Listener, cond *metav1.Condition, res ctrl.Result) (ctrl.Result, error) {
 	if !changed(l, cond) {
 		return res, nil
 	}
-	_, err := conditions.Apply(ctx, r.client, l, cond, CertificateStatusFieldManager, r.now())
+	_, err := conditions.For(v1alpha1.CertificateStatusWriter).ApplyCondition(ctx, r.client, l, cond, r.now())
 	if metrics.CountWrite(ControllerName, "Listener", "patch-status", err) != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil

@@ -12,7 +12,8 @@
 //   - writes Certificates it controls (create, update, delete when the
 //     class stops asking) under the operator's field manager
 //     (v1alpha1.FieldManager), and the CertificateManaged condition alone
-//     under CertificateStatusFieldManager (reconcile/conditions);
+//     under its own field manager (reconcile/conditions; api/v1alpha1's
+//     status ownership table);
 //   - never takes over a Certificate it does not control, never writes
 //     Secrets (the issuer does), and never touches the Listener controller's
 //     status fields.

@@ -67,11 +67,8 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 	keep := map[string]bool{}
 	for _, b := range bindings {
 		port, v, err := r.checkParents(ctx, b, host)
-		if err != nil {
-			return nil, verdict{}, err
-		}
-		if v != nil {
-			return nil, *v, nil
+		if err != nil || !v.none() {
+			return nil, v, err
 		}
 		ports[b.Port.Name] = port
 		keep[b.RouteName] = true
@@ -81,11 +78,8 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 	}
 	for _, b := range bindings {
 		route, v, err := r.ensureRoute(ctx, l, gateway.Route(l, b, host, svc.Name))
-		if err != nil {
-			return nil, verdict{}, err
-		}
-		if v != nil {
-			return nil, *v, nil
+		if err != nil || !v.none() {
+			return nil, v, err
 		}
 		for _, p := range b.Parents {
 			if a := gateway.Attached(route, p); !a.Attached {
@@ -114,18 +108,19 @@ func notAttached(route *gwv1.TLSRoute, p v1alpha1.GatewayParentRef, a gateway.At
 // checkParents reads the Gateways of binding b and checks their listeners
 // (gateway.CheckSection) and hostnames. port is the one clients connect to:
 // the first parent's; parents that disagree are a problem, since a
-// Listener publishes one port per port name.
-func (r *listenerReconciler) checkParents(ctx context.Context, b gateway.Binding, host string) (int32, *verdict, error) {
+// Listener publishes one port per port name. The verdict is on a problem
+// (none when there is none).
+func (r *listenerReconciler) checkParents(ctx context.Context, b gateway.Binding, host string) (int32, verdict, error) {
 	var port int32
 	for i, p := range b.Parents {
 		gw := &gwv1.Gateway{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, gw); err != nil {
 			if apierrors.IsNotFound(err) {
-				return 0, &verdict{reason: v1alpha1.ReasonGatewayNotFound, message: fmt.Sprintf(
+				return 0, verdict{reason: v1alpha1.ReasonGatewayNotFound, message: fmt.Sprintf(
 					"Gateway %s/%s, which the ListenerClass routes port %q through, does not exist; create it, or ask an administrator to fix the class's spec.gateway.parentRefs (the addresses published last stay)",
 					p.Namespace, p.Name, b.Port.Name)}, nil
 			}
-			return 0, nil, fmt.Errorf("get gateway %s/%s: %w", p.Namespace, p.Name, err)
+			return 0, verdict{}, fmt.Errorf("get gateway %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		s, problem := gateway.CheckSection(gw, p)
 		if problem == "" && !gateway.HostnameMatches(s.Hostname, host) {
@@ -137,49 +132,49 @@ func (r *listenerReconciler) checkParents(ctx context.Context, b gateway.Binding
 				p.SectionName, port, s.Port, p.Namespace, p.Name)
 		}
 		if problem != "" {
-			return 0, &verdict{reason: v1alpha1.ReasonGatewayListenerInvalid, message: problem}, nil
+			return 0, verdict{reason: v1alpha1.ReasonGatewayListenerInvalid, message: problem}, nil
 		}
 		port = s.Port
 	}
-	return port, nil, nil
+	return port, verdict{}, nil
 }
 
 // ensureRoute makes the route what want says, with server-side apply under
 // the route field manager, and returns it as the API server has it. A
 // route of that name that is not this Listener's is left alone (the
-// verdict says so).
-func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listener, want *gwv1.TLSRoute) (*gwv1.TLSRoute, *verdict, error) {
+// verdict says so; none otherwise).
+func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listener, want *gwv1.TLSRoute) (*gwv1.TLSRoute, verdict, error) {
 	have := &gwv1.TLSRoute{}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case apierrors.IsNotFound(err):
 		have = nil
 	case err != nil:
-		return nil, nil, fmt.Errorf("get tlsroute %s/%s: %w", want.Namespace, want.Name, err)
+		return nil, verdict{}, fmt.Errorf("get tlsroute %s/%s: %w", want.Namespace, want.Name, err)
 	case !metav1.IsControlledBy(have, l):
-		return nil, &verdict{reason: v1alpha1.ReasonForeignRoute, message: fmt.Sprintf(
+		return nil, verdict{reason: v1alpha1.ReasonForeignRoute, message: fmt.Sprintf(
 			"TLSRoute %s exists and is not this Listener's, so the operator leaves it alone and the Listener has no route; delete or rename that TLSRoute, or rename the Listener", want.Name)}, nil
 	case routeUpToDate(have, want):
-		return have, nil, nil
+		return have, verdict{}, nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tlsroute %s/%s: %w", want.Namespace, want.Name, err)
+		return nil, verdict{}, fmt.Errorf("tlsroute %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	delete(u, "status")
 	obj := &unstructured.Unstructured{Object: u}
 	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
 	if metrics.CountWrite(ControllerName, "TLSRoute", "apply", err) != nil {
-		return nil, nil, fmt.Errorf("apply tlsroute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
+		return nil, verdict{}, fmt.Errorf("apply tlsroute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
 	}
 	got := &gwv1.TLSRoute{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, got); err != nil {
-		return nil, nil, fmt.Errorf("read back tlsroute %s/%s: %w", want.Namespace, want.Name, err)
+		return nil, verdict{}, fmt.Errorf("read back tlsroute %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	if have == nil || !equality.Semantic.DeepEqual(have.Spec, got.Spec) {
 		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventRouteApplied, "Apply", "Applied TLSRoute %s for %s", want.Name, strings.Join(hostnames(want), ", "))
 	}
-	return got, nil, nil
+	return got, verdict{}, nil
 }
 
 // routeUpToDate reports whether have already is what want says: its spec,

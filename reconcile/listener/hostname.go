@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/conditions"
 )
 
 // EventHostnameTooLong: the class's hostname template gives the Listener a
@@ -114,10 +116,9 @@ func withFeatureCondition(conds []metav1.Condition, typ string, cond *metav1.Con
 	}
 	if cond == nil {
 		meta.RemoveStatusCondition(&out, typ)
-	} else {
-		meta.SetStatusCondition(&out, *cond)
+		return out
 	}
-	return out
+	return conditions.Set(out, *cond, time.Now())
 }
 
 // certificateSecretName is the Secret a Listener of class publishes in

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/csaupgrade"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -122,12 +121,12 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return judged(verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,
 			message: "spec.className is not set, so the Listener has no Service and publishes no address; name a ListenerClass to expose it"}), nil
 	}
-	if end, err := r.refuseCollision(ctx, l); err != nil || end != nil { // namecollision.go
-		return ptr.Deref(end, outcome{}), err
+	if end, err := r.refuseCollision(ctx, l); err != nil || end.ends() { // namecollision.go
+		return end, err
 	}
 	class, end, err := r.classOf(ctx, l)
-	if err != nil || end != nil {
-		return ptr.Deref(end, outcome{}), err
+	if err != nil || end.ends() {
+		return end, err
 	}
 	// The class is policy, and one rule (service.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
@@ -141,8 +140,8 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
 	svc, end, err := r.ensureService(ctx, l, class, want, found)
-	if err != nil || end != nil {
-		return ptr.Deref(end, outcome{}), err
+	if err != nil || end.ends() {
+		return end, err
 	}
 	var nodes []*corev1.Node
 	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
@@ -177,18 +176,19 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 
 // classOf reads the Listener's class and checks both. A problem with them
 // (a missing class, objects the webhooks would have refused) ends the
-// reconcile with the Listener's verdict (the outcome returned).
-func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, *outcome, error) {
+// reconcile with the Listener's verdict (the outcome returned; the zero
+// outcome when there is none).
+func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, outcome, error) {
 	class := &v1alpha1.ListenerClass{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Only possible while the webhooks were down (the in-use guard
 			// refuses the delete, counting status.className): the Service
 			// stays as last made, and so do its addresses.
-			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonClassNotFound,
-				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)})), nil
+			return nil, judged(verdict{reason: v1alpha1.ReasonClassNotFound,
+				message: fmt.Sprintf("ListenerClass %q does not exist; the Service stays as ListenerClass %q made it until it does, or spec.className names another class", *l.Spec.ClassName, l.Status.ClassName)}), nil
 		}
-		return nil, nil, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
+		return nil, outcome{}, fmt.Errorf("get listener class %s: %w", *l.Spec.ClassName, err)
 	}
 	// The webhooks refuse such objects at admission; these checks catch the
 	// ones admitted before the webhooks ran, or while they were down.
@@ -198,42 +198,43 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 	// pod by name (podselection.go).
 	podErrs, err := r.statefulSetPodErrors(ctx, l)
 	if err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	errs = append(errs, podErrs...)
 	if len(errs) > 0 {
-		return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()})), nil
+		return nil, judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}), nil
 	}
 	if len(l.Spec.Ports) == 0 {
-		return nil, ptr.To(judged(portless(l))), nil
+		return nil, judged(portless(l)), nil
 	}
-	return class, nil, nil
+	return class, outcome{}, nil
 }
 
 // ensureService makes the Listener's Service what want says (creating,
 // applying, deleting stale ones) and returns it. A problem the user has to
-// fix, or a cache found behind, ends the reconcile (the outcome returned).
-func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, found serviceFindings) (*corev1.Service, *outcome, error) {
+// fix, or a cache found behind, ends the reconcile (the outcome returned;
+// the zero outcome when it goes on).
+func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, found serviceFindings) (*corev1.Service, outcome, error) {
 	svcName := want.GetName()
 	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	svc, err := r.existingService(ctx, l.Namespace, svcName)
 	if err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	if svc != nil && !metav1.IsControlledBy(svc, l) {
-		return nil, ptr.To(judged(foreignServiceVerdict(svcName))), nil
+		return nil, judged(foreignServiceVerdict(svcName)), nil
 	}
 	// A Service another operator made selects pods its own way: its
 	// selector stays until the takeover controller switches it (reconcile/takeover).
 	if err := foreign.LeaveForeignSelector(want, svc); err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	if svc != nil {
 		upToDate, err := serviceUpToDate(svc, want)
 		if err != nil || upToDate {
-			return svc, nil, err
+			return svc, outcome{}, err
 		}
 	}
 	created := svc == nil
@@ -248,31 +249,31 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 	}
 	if err != nil {
 		if v, ok := asForeignService(err); ok {
-			return nil, ptr.To(judged(v)), nil
+			return nil, judged(v), nil
 		}
 		if o, ok := rangeExhausted(err); ok { // noderange.go
-			return nil, &o, nil
+			return nil, o, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 			// The API server rejected what the class and overrides make:
 			// retrying will not help until someone edits them.
-			return nil, ptr.To(judged(verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)})), nil
+			return nil, judged(verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)}), nil
 		}
 		if v, ok := serviceRefused(svcName, err); ok {
-			return nil, ptr.To(retrying(v, err)), nil
+			return nil, retrying(v, err), nil
 		}
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	if svc == nil {
-		return nil, ptr.To(cacheBehind()), nil
+		return nil, cacheBehind(), nil
 	}
 	if created {
 		if svc, err = r.awaitAllocations(ctx, svc, class); err != nil {
-			return nil, nil, err
+			return nil, outcome{}, err
 		}
 	}
 	r.recordFindings(l, svc, class, found) // tenantmeta.go
-	return svc, nil, nil
+	return svc, outcome{}, nil
 }
 
 // serviceRefused is the verdict on a Service the API server refused to

@@ -56,11 +56,12 @@ func sameNames(ctx context.Context, c client.Reader, namespace, name string) ([]
 }
 
 // nameCollision is the verdict on l when its name collides with that of a
-// Listener made before it (validation.NameCollisions), nil when it does not.
-func nameCollision(ctx context.Context, c client.Reader, l *v1alpha1.Listener) (*verdict, error) {
+// Listener made before it (validation.NameCollisions), none when it does
+// not.
+func nameCollision(ctx context.Context, c client.Reader, l *v1alpha1.Listener) (verdict, error) {
 	others, err := sameNames(ctx, c, l.Namespace, l.Name)
 	if err != nil {
-		return nil, err
+		return verdict{}, err
 	}
 	var earlier []string
 	for i := range others {
@@ -70,25 +71,25 @@ func nameCollision(ctx context.Context, c client.Reader, l *v1alpha1.Listener) (
 	}
 	errs := validation.NameCollisions(l.Name, earlier, field.NewPath("metadata", "name"))
 	if len(errs) == 0 {
-		return nil, nil
+		return verdict{}, nil
 	}
-	return &verdict{reason: v1alpha1.ReasonInvalid, unpublish: true, message: fmt.Sprintf(
+	return verdict{reason: v1alpha1.ReasonInvalid, unpublish: true, message: fmt.Sprintf(
 		"%s (the webhooks refuse such a name; this Listener got in while they were down, so it has no Service: delete it and create it under another name)", errs.ToAggregate().Error())}, nil
 }
 
 // refuseCollision ends the reconcile of a Listener whose name collides with
 // an earlier one's (nameCollision): its Service would select the other's
-// pods, so it has none (deleted if it had one), and it says why.
-func (r *listenerReconciler) refuseCollision(ctx context.Context, l *v1alpha1.Listener) (*outcome, error) {
+// pods, so it has none (deleted if it had one), and it says why. The zero
+// outcome: no collision, the reconcile goes on.
+func (r *listenerReconciler) refuseCollision(ctx context.Context, l *v1alpha1.Listener) (outcome, error) {
 	v, err := nameCollision(ctx, r.client, l)
-	if v == nil || err != nil {
-		return nil, err
+	if v.none() || err != nil {
+		return outcome{}, err
 	}
 	if err := r.deleteStaleServices(ctx, l, ""); err != nil {
-		return nil, err
+		return outcome{}, err
 	}
-	o := judged(*v)
-	return &o, nil
+	return judged(v), nil
 }
 
 // before reports whether Listener a was made before b: an older

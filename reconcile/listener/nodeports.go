@@ -14,11 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/conditions"
 )
 
 // EventNodePortsTaken: a Service created anew could not get back some of
@@ -144,7 +144,5 @@ func (r *listenerReconciler) noteNodePorts(l *v1alpha1.Listener, svc *corev1.Ser
 		}
 		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventNodePortsTaken, "Create", "%s", cond.Message)
 	}
-	conds := slices.Clone(l.Status.Conditions)
-	meta.SetStatusCondition(&conds, cond)
-	l.Status.Conditions = conds
+	l.Status.Conditions = conditions.Set(l.Status.Conditions, cond, time.Now())
 }

@@ -11,8 +11,13 @@ import (
 // outcome is what one reconcile of a Listener decided: the status to
 // publish with its verdict, and when to look again without an event. An
 // error from a reconcile means only "retry" (with the controller's backoff);
-// everything else is an outcome.
+// everything else is an outcome. The zero outcome is none: a step of the
+// reconcile that returns it decided nothing, and the reconcile goes on
+// (ends); there is no nil outcome to dereference.
 type outcome struct {
+	// decided: the reconcile ends with this outcome (every constructor
+	// below sets it).
+	decided bool
 	// publish: status and verdict are to be published. False when the
 	// reconcile found the cache behind the API server and decided nothing.
 	publish bool
@@ -29,7 +34,7 @@ type outcome struct {
 
 // settled is the outcome of a Listener whose status was computed.
 func settled(st v1alpha1.ListenerStatus, v verdict) outcome {
-	return outcome{publish: true, status: st, verdict: v, requeueAfter: recheckAfter(v)}
+	return outcome{decided: true, publish: true, status: st, verdict: v, requeueAfter: recheckAfter(v)}
 }
 
 // judged is the outcome of a Listener that publishes no new address, only
@@ -50,7 +55,7 @@ func retrying(v verdict, err error) outcome {
 // behind the API server (a Service it made is not there yet): it looks
 // again shortly, since its own creations send it no event (setup.go).
 func cacheBehind() outcome {
-	return outcome{requeueAfter: serviceCacheRetry}
+	return outcome{decided: true, requeueAfter: serviceCacheRetry}
 }
 
 // serviceCacheRetry is how soon a reconcile that found the Service cache
@@ -71,6 +76,10 @@ func recheckAfter(v verdict) time.Duration {
 	}
 	return 0
 }
+
+// ends reports whether the reconcile ends with o (false for the zero
+// outcome: none was decided, go on).
+func (o outcome) ends() bool { return o.decided }
 
 // result is the controller-runtime result of an outcome, and the error a
 // retried one fails with (the controller's backoff then applies).

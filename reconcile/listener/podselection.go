@@ -56,30 +56,30 @@ func (r *listenerReconciler) statefulSetPodErrors(ctx context.Context, l *v1alph
 // serves the pods that mount the claim, not as the claim asks.
 func (r *listenerReconciler) withRefusedSelection(ctx context.Context, l *v1alpha1.Listener, v verdict) (verdict, error) {
 	refused, err := r.refusedSelection(ctx, l)
-	if refused == nil || err != nil {
+	if refused.none() || err != nil {
 		return v, err
 	}
-	return *refused, nil
+	return refused, nil
 }
 
 // refusedSelection is the verdict on a Listener that selects the pods that
 // mount its claim by label although the claim asks for a pod by name that
 // does not mount it (the claim reconciler made it so, or the claim was
-// annotated later): the Service serves, but not as the claim asks. nil
+// annotated later): the Service serves, but not as the claim asks. None
 // when that is not so.
-func (r *listenerReconciler) refusedSelection(ctx context.Context, l *v1alpha1.Listener) (*verdict, error) {
+func (r *listenerReconciler) refusedSelection(ctx context.Context, l *v1alpha1.Listener) (verdict, error) {
 	if _, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; ok {
-		return nil, nil
+		return verdict{}, nil
 	}
 	claim, err := claimlistener.ControllingClaim(ctx, r.client, l)
 	if claim == nil || err != nil {
-		return nil, err
+		return verdict{}, err
 	}
 	b, err := claimlistener.SelectedByName(ctx, r.live, claim)
 	if b.Problem == "" || err != nil {
-		return nil, err
+		return verdict{}, err
 	}
-	return &verdict{reason: v1alpha1.ReasonInvalid,
+	return verdict{reason: v1alpha1.ReasonInvalid,
 		message: claimlistener.RefusedSelectionMessage(claim.Name, b, claim.Annotations[v1alpha1.AnnotationStatefulSetClaimTemplate])}, nil
 }
 

@@ -23,8 +23,9 @@ import (
 	"github.com/listener-operator/listener-operator/reconcile/options"
 )
 
-// ControllerName names the Listener controller in metrics and logs.
-const ControllerName = "listener"
+// ControllerName names the Listener controller in metrics and logs (the
+// status ownership table's name for it).
+const ControllerName = string(v1alpha1.ListenerStatusWriter)
 
 // Setup registers the Listener controller with mgr (the indexes of
 // lookup.AddIndexes registered).

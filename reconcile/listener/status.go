@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/reconcile/conditions"
 )
 
 // observed is what a Listener's status is computed from.
@@ -24,7 +25,10 @@ type observed struct {
 	clusterDomain string
 }
 
-// verdict is a Listener's Ready condition before it is stamped on the object.
+// verdict is a Listener's Ready condition before it is stamped on the
+// object. Every verdict names its reason (a v1alpha1.Reason…): the zero
+// verdict, which names none, is none (none()), what a check returns when it
+// found nothing to say; there is no nil verdict to dereference.
 type verdict struct {
 	ready   bool
 	reason  string
@@ -33,6 +37,9 @@ type verdict struct {
 	// addresses published last leave too (keepPublished does not apply).
 	unpublish bool
 }
+
+// none reports whether v is the zero verdict: a check that found nothing.
+func (v verdict) none() bool { return v.reason == "" }
 
 // serviceStatus computes the status a Listener with a Service publishes.
 // problems are the entries of node address annotations that were skipped
@@ -126,19 +133,17 @@ func withCondition(st v1alpha1.ListenerStatus, old []metav1.Condition, generatio
 	if st.Conditions != nil {
 		old = st.Conditions
 	}
-	st.Conditions = make([]metav1.Condition, len(old))
-	copy(st.Conditions, old)
 	status := metav1.ConditionFalse
 	if v.ready {
 		status = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+	st.Conditions = conditions.Set(old, metav1.Condition{
 		Type:               v1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             v.reason,
 		Message:            v1alpha1.TruncateMessage(v.message),
 		ObservedGeneration: generation,
-	})
+	}, time.Now())
 	return st
 }
 

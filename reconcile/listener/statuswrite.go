@@ -6,61 +6,41 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/listener-operator/listener-operator/reconcile/conditions"
 	"github.com/listener-operator/listener-operator/reconcile/internal/metrics"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// The Listener controller writes its part of a Listener's status with
-// server-side apply under the operator's field manager: the addresses
-// (serviceName, serviceType, className, ingressAddresses, nodePorts,
-// certificateSecretName) and the Ready, NodePortsKept and HostnamePublished
-// conditions. Other writers (node loss: PinnedNodesAvailable; the
-// certificate controller: CertificateManaged) apply their own conditions
-// under their own field managers, so no writer overwrites another's fields
-// or has to retry on another's write.
+// The Listener controller writes its part of a Listener's status (what
+// api/v1alpha1's status ownership table gives to ListenerStatusWriter: the
+// addresses and its conditions) with server-side apply under its field
+// manager, through the one status writer (reconcile/conditions). The
+// other writers (node loss, the certificate controller) apply their own
+// conditions under their own field managers, so no writer overwrites
+// another's fields or has to retry on another's write.
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=patch
 
-// isOwnCondition: the Listener controller writes conditions of this type.
-func isOwnCondition(typ string) bool {
-	return typ == v1alpha1.ConditionReady || typ == v1alpha1.ConditionNodePortsKept || typ == v1alpha1.ConditionHostnamePublished ||
-		typ == v1alpha1.ConditionNodePortsInRange
-}
+// statusWriter writes the Listener controller's part of the status.
+func statusWriter() conditions.Writer { return conditions.For(v1alpha1.ListenerStatusWriter) }
 
 // ownedStatus is the part of st the Listener controller writes.
 func ownedStatus(st v1alpha1.ListenerStatus) v1alpha1.ListenerStatus {
-	out := st
-	out.Conditions = nil
-	for _, c := range st.Conditions {
-		if isOwnCondition(c.Type) {
-			out.Conditions = append(out.Conditions, c)
-		}
-	}
-	return out
+	return statusWriter().Owned(st)
 }
 
 // withOwned is st with the Listener controller's part replaced by owned
 // (the other writers' conditions kept, in their place).
 func withOwned(st, owned v1alpha1.ListenerStatus) v1alpha1.ListenerStatus {
-	out := owned
-	out.Conditions = nil
-	for _, c := range st.Conditions {
-		if !isOwnCondition(c.Type) {
-			out.Conditions = append(out.Conditions, c)
-		}
-	}
-	out.Conditions = append(out.Conditions, ownedStatus(owned).Conditions...)
-	return out
+	return statusWriter().With(st, owned)
 }
 
 // leftoverFields are the fields of the Listener controller's part that the
@@ -135,26 +115,13 @@ func (r *listenerReconciler) publish(ctx context.Context, l *v1alpha1.Listener, 
 // applyStatus applies st (the Listener controller's part of the status)
 // and returns the Listener as the API server answered (nil: it is gone).
 func (r *listenerReconciler) applyStatus(ctx context.Context, l *v1alpha1.Listener, st v1alpha1.ListenerStatus) (*v1alpha1.Listener, error) {
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
-	if err != nil {
-		return nil, fmt.Errorf("status of listener %s/%s: %w", l.Namespace, l.Name, err)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Listener",
-		"metadata": map[string]any{"namespace": l.Namespace, "name": l.Name, "uid": string(l.UID)},
-		"status":   status,
-	}}
-	err = r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+	got, err := statusWriter().Apply(ctx, r.client, l, st)
 	// "update-status": the verb dashboards know for a status write.
 	if metrics.CountWrite(ControllerName, "Listener", "update-status", err) != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil, nil // gone, or replaced by a Listener of another UID
 		}
 		return nil, fmt.Errorf("apply status of listener %s/%s: %w", l.Namespace, l.Name, err)
-	}
-	got := &v1alpha1.Listener{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, got); err != nil {
-		return nil, fmt.Errorf("read back listener %s/%s: %w", l.Namespace, l.Name, err)
 	}
 	return got, nil
 }

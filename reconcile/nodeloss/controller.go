@@ -30,8 +30,8 @@ import (
 // what it tells in report.go.
 
 // ControllerName names the controller in the registry (reconcile),
-// metrics, logs and traces.
-const ControllerName = "pinned-node-loss"
+// metrics, logs and traces; the status-ownership table names it.
+const ControllerName = string(v1alpha1.NodeLossStatusWriter)
 
 // conflictRetry is how soon a reconcile that lost a write race runs again.
 const conflictRetry = time.Second

@@ -25,11 +25,6 @@ import (
 // (Released, PodRecreated, HandoverExpired) follow the one write that did
 // it.
 
-// StatusFieldManager is the field manager of the condition this controller
-// writes on Listeners (server-side apply), distinct from the Listener
-// controller's.
-const StatusFieldManager = v1alpha1.FieldManager + "-node-loss"
-
 // reportAvailable says on the claim's own Listener (if it ever lost its
 // node) that the node the claim is pinned to is there.
 func (r *reconciler) reportAvailable(ctx context.Context, pvc *corev1.PersistentVolumeClaim, listener *v1alpha1.Listener, node string) error {
@@ -113,7 +108,7 @@ func lastSeen(e *eventsv1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// setCondition writes the PinnedNodesAvailable condition (conditions.Apply:
+// setCondition writes the PinnedNodesAvailable condition (conditions.Writer:
 // its lastTransitionTime moves when its status changes). onlyIfPresent
 // leaves Listeners that never lost a node without it.
 func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, status metav1.ConditionStatus, reason, message string, onlyIfPresent bool) error {
@@ -128,7 +123,7 @@ func (r *reconciler) setCondition(ctx context.Context, l *v1alpha1.Listener, sta
 	// This condition alone, under this controller's own field manager: the
 	// Listener controller's fields and conditions are left as they are,
 	// whatever this reconcile's copy of them says.
-	updated, err := conditions.Apply(ctx, r.client, l, cond, StatusFieldManager, r.now())
+	updated, err := conditions.For(v1alpha1.NodeLossStatusWriter).ApplyCondition(ctx, r.client, l, cond, r.now())
 	if err != nil {
 		return fmt.Errorf("apply condition %s of listener %s/%s: %w", v1alpha1.ConditionPinnedNodesAvailable, l.Namespace, l.Name, err)
 	}

@@ -9,6 +9,7 @@ package reconciletest
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,22 @@ func (c *ReconcileCounts) Idle(controller string, key types.NamespacedName) erro
 	return nil
 }
 
+// Quiet returns nil when controller has reconciled key more than after
+// times and has no reconcile of it running (what the last one scheduled
+// may still come), and the count; else what it still does.
+func (c *ReconcileCounts) Quiet(controller string, key types.NamespacedName, after int) (int, error) {
+	k := c.key(controller, key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case k.started <= after:
+		return k.started, fmt.Errorf("no reconcile of %s after the %dth", key, after)
+	case k.finished < k.started:
+		return k.started, fmt.Errorf("a reconcile of %s is running", key)
+	}
+	return k.started, nil
+}
+
 // Options are the controllers' options in tests: a cluster domain that
 // is not the default, to see it is used; every reconcile counted.
 func Options() options.Options {
@@ -156,11 +173,17 @@ type SetupFunc func(mgr manager.Manager, opts options.Options, recorder events.E
 // cluster) and a manager whose controllers setup registers (with Options),
 // runs the tests and stops both. Call it from TestMain.
 func Main(m *testing.M, setup SetupFunc) {
+	audit, err := auditFlags()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reconciletest: audit log: %v\n", err)
+		os.Exit(1)
+	}
 	testenv.MainWithManager(m, &Env, testenv.Options{
 		ControllerManager: []string{"garbagecollector", "pvc-protection"},
 		// Room for the benchmark's thousands of Services; both families,
 		// for dual-stack classes (TestDualStackNodePort).
-		APIServerFlags: []string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/112"},
+		// The audit log counts the operator's writes (audit.go).
+		APIServerFlags: append([]string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/112"}, audit...),
 		// As on OpenShift: the owner references the controllers write
 		// (blockOwnerDeletion) need the finalizers RBAC of the owners.
 		OwnerReferencesPermissionEnforcement: true,
