@@ -75,9 +75,6 @@ type listenerReconciler struct {
 	opts     options.Options
 	// written holds our status writes the cache has not shown yet.
 	written ownWrites
-	// selections holds the selections by pod name found valid
-	// (podselection.go).
-	selections selections
 	// gatewayAPI says whether the Gateway API's watches run (gatewayapi.go).
 	gatewayAPI *gatewayAPIState
 }
@@ -88,7 +85,6 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
-			r.selections.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
