@@ -263,12 +263,17 @@ func routeRefused(name string, err error) (verdict, bool) {
 	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
 		return verdict{}, false
 	}
-	reason := err.Error()
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		reason = status.Status().Message
-	}
 	return verdict{reason: v1alpha1.ReasonRouteRefused, message: fmt.Sprintf(
 		"the API server refused TLSRoute %s: %s; the Listener has no route until it is accepted (the operator tries again every %s): fix or ask an administrator about what the answer names (an admission policy, a quota on tlsroutes, the operator's permissions)",
-		name, reason, gatewayRecheck)}, true
+		name, apiAnswer(err), gatewayRecheck)}, true
+}
+
+// apiAnswer is the message of the API server's answer err, or err itself
+// when it carries none.
+func apiAnswer(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }

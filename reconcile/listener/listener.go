@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -281,11 +280,7 @@ func serviceRefused(name string, err error) (verdict, bool) {
 	if !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
 		return verdict{}, false
 	}
-	reason := err.Error()
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		reason = status.Status().Message
-	}
+	reason := apiAnswer(err) // gateway.go
 	return verdict{reason: v1alpha1.ReasonServiceRefused, message: fmt.Sprintf(
 		"the API server refused Service %s: %s; the operator tries again with backoff: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
 		name, reason)}, true
