@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -36,47 +36,33 @@ func sections(g *v1alpha1.ListenerGateway) (names []string, bySection map[string
 // class: a Listener port goes through the section of its own name; when
 // the class names one section only, a Listener with one port goes through
 // it whatever the port's name. A port without a section cannot be routed:
-// the error names the port, the sections and the fix. The route of a
-// one-port Listener is named after the Listener, each route of a
-// Listener with several ports after the Listener and the port.
+// the error names the port, the sections and the fix. Each route is named
+// after the Listener and the port (names.RouteName: unique in the
+// namespace, always a valid name).
 func Bindings(class *v1alpha1.ListenerClass, l *v1alpha1.Listener) ([]Binding, field.ErrorList) {
 	g := class.Spec.Gateway
 	if g == nil {
 		return nil, nil
 	}
-	names, bySection := sections(g)
+	sectionNames, bySection := sections(g)
 	path := field.NewPath("spec", "ports")
 	var out []Binding
 	var errs field.ErrorList
 	for i, p := range l.Spec.Ports {
 		section := p.Name
-		if len(names) == 1 && len(l.Spec.Ports) == 1 {
-			section = names[0]
+		if len(sectionNames) == 1 && len(l.Spec.Ports) == 1 {
+			section = sectionNames[0]
 		}
 		parents, ok := bySection[section]
 		if !ok {
 			errs = append(errs, field.Invalid(path.Index(i).Child("name"), p.Name, fmt.Sprintf(
 				"ListenerClass %s routes ports through the Gateway listeners (sections) %s, and none is named %q, so this port cannot be routed; name each port after a section, or remove the port",
-				class.Name, describeSections(names, bySection), p.Name)))
+				class.Name, describeSections(sectionNames, bySection), p.Name)))
 			continue
 		}
-		out = append(out, Binding{Port: p, Parents: parents, RouteName: RouteName(l.Name, p.Name, len(l.Spec.Ports))})
-	}
-	for _, b := range out {
-		for _, msg := range validation.IsDNS1123Subdomain(b.RouteName) {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), l.Name, fmt.Sprintf("the route for port %q would be named %q, which is not a valid name (%s); shorten the Listener's or the port's name", b.Port.Name, b.RouteName, msg)))
-		}
+		out = append(out, Binding{Port: p, Parents: parents, RouteName: names.RouteName(l.Name, p.Name)})
 	}
 	return out, errs
-}
-
-// RouteName is the name of the route of Listener listener's port port,
-// when the Listener has ports ports.
-func RouteName(listener, port string, ports int) string {
-	if ports == 1 {
-		return listener
-	}
-	return listener + "-" + port
 }
 
 // describeSections spells sections with their Gateways: "kafka (Gateway

@@ -38,12 +38,12 @@ func TestBindings(t *testing.T) {
 		want    map[string]string // route name -> section
 		wantErr string
 	}{
-		{"one section, one port of any name", classOf("gw/shared/tls"), []string{"kafka"}, map[string]string{"broker-0": "tls"}, ""},
-		{"one section on two Gateways", classOf("gw/a/tls", "gw/b/tls"), []string{"kafka"}, map[string]string{"broker-0": "tls"}, ""},
+		{"one section, one port of any name", classOf("gw/shared/tls"), []string{"kafka"}, map[string]string{"broker-0.kafka": "tls"}, ""},
+		{"one section on two Gateways", classOf("gw/a/tls", "gw/b/tls"), []string{"kafka"}, map[string]string{"broker-0.kafka": "tls"}, ""},
 		{"one section, two ports", classOf("gw/shared/tls"), []string{"tls", "admin"}, nil, `none is named "admin"`},
-		{"two sections, ports by name", classOf("gw/shared/tls", "gw/shared/admin"), []string{"tls", "admin"}, map[string]string{"broker-0-tls": "tls", "broker-0-admin": "admin"}, ""},
+		{"two sections, ports by name", classOf("gw/shared/tls", "gw/shared/admin"), []string{"tls", "admin"}, map[string]string{"broker-0.tls": "tls", "broker-0.admin": "admin"}, ""},
 		{"two sections, one port named after neither", classOf("gw/shared/tls", "gw/shared/admin"), []string{"kafka"}, nil, `ListenerClass gw routes ports through the Gateway listeners (sections) "tls" (Gateway gw/shared), "admin" (Gateway gw/shared), and none is named "kafka"`},
-		{"two sections, one port named after one", classOf("gw/shared/tls", "gw/shared/admin"), []string{"admin"}, map[string]string{"broker-0": "admin"}, ""},
+		{"two sections, one port named after one", classOf("gw/shared/tls", "gw/shared/admin"), []string{"admin"}, map[string]string{"broker-0.admin": "admin"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bs, errs := Bindings(tc.class, listenerOf(tc.ports...))

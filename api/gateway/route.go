@@ -5,6 +5,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -32,7 +33,7 @@ func Route(l *v1alpha1.Listener, b Binding, host, svcName string) *gwv1.TLSRoute
 			Namespace: l.Namespace,
 			Labels: map[string]string{
 				LabelManagedBy:              LabelManagedByValue,
-				v1alpha1.LabelRouteListener: l.Name,
+				v1alpha1.LabelRouteListener: names.ListenerLabelValue(l.Name),
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener",

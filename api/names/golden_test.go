@@ -29,3 +29,22 @@ func TestHashedNamesGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteNamesGolden pins the route names and label values derived with a
+// hash: a changed hash would rename every long Listener's routes on
+// upgrade (deleted and made again, unrouted until the Gateway accepts
+// them).
+func TestRouteNamesGolden(t *testing.T) {
+	if got, want := RouteName(strings.Repeat("a", 250), "tls"), strings.Repeat("a", 52)+"-c0f402b6ba"; got != want {
+		t.Errorf("RouteName = %q, want %q", got, want)
+	}
+	if got, want := RouteName(strings.Repeat("x.", 120)+"y"+strings.Repeat("z", 20), "kafka"), strings.Repeat("x-", 26)+"4c5a9d8388"; got != want {
+		t.Errorf("RouteName = %q, want %q", got, want)
+	}
+	if got, want := ListenerLabelValue(strings.Repeat("a", 70)), strings.Repeat("a", 52)+"-6bd5e50348"; got != want {
+		t.Errorf("ListenerLabelValue = %q, want %q", got, want)
+	}
+	if got, want := ListenerLabelValue(strings.Repeat("x.", 120)+"y"), strings.Repeat("x.", 25)+"x-5edbd8c613"; got != want {
+		t.Errorf("ListenerLabelValue = %q, want %q", got, want)
+	}
+}

@@ -79,9 +79,15 @@ const (
 	// ReasonForeignRoute: a route of the name the operator uses exists and
 	// is not this Listener's.
 	ReasonForeignRoute = "ForeignRoute"
+	// ReasonRouteRefused: the API server refused the Listener's route (an
+	// admission policy, a quota, the operator's permissions); the message
+	// carries its answer.
+	ReasonRouteRefused = "RouteRefused"
 )
 
-// LabelRouteListener on a route the operator made names its Listener.
+// LabelRouteListener on a route the operator made names its Listener
+// (names.ListenerLabelValue: a name longer than a label value is
+// shortened).
 const LabelRouteListener = "listeners.stackable.tech/listener"
 
 // RouteFieldManager is the field manager of the routes the operator

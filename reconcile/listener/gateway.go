@@ -2,7 +2,9 @@ package listener
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/gateway"
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -73,7 +76,7 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 		ports[b.Port.Name] = port
 		keep[b.RouteName] = true
 	}
-	if err := r.deleteStaleRoutes(ctx, l, keep); err != nil {
+	if err := r.deleteStaleRoutes(ctx, l, withPredecessors(keep, l, bindings)); err != nil {
 		return nil, verdict{}, err
 	}
 	for _, b := range bindings {
@@ -86,6 +89,9 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 				return nil, notAttached(route, p, a, l.Namespace), nil
 			}
 		}
+	}
+	if err := r.deleteStaleRoutes(ctx, l, keep); err != nil { // the predecessors too, now
+		return nil, verdict{}, err
 	}
 	ings := addresses.GatewayIngress(host, ports)
 	return ings, verdict{ready: true, reason: v1alpha1.ReasonReady, message: fmt.Sprintf(
@@ -165,6 +171,9 @@ func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listen
 	obj := &unstructured.Unstructured{Object: u}
 	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
 	if metrics.CountWrite(ControllerName, "TLSRoute", "apply", err) != nil {
+		if v, ok := routeRefused(want.Name, err); ok {
+			return nil, v, nil
+		}
 		return nil, verdict{}, fmt.Errorf("apply tlsroute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
 	}
 	got := &gwv1.TLSRoute{}
@@ -205,7 +214,7 @@ func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.
 		return nil
 	}
 	var routes gwv1.TLSRouteList
-	if err := r.client.List(ctx, &routes, client.InNamespace(l.Namespace), client.MatchingLabels{v1alpha1.LabelRouteListener: l.Name}); err != nil {
+	if err := r.client.List(ctx, &routes, client.InNamespace(l.Namespace), client.MatchingLabels{v1alpha1.LabelRouteListener: names.ListenerLabelValue(l.Name)}); err != nil {
 		return fmt.Errorf("list tlsroutes of listener %s/%s: %w", l.Namespace, l.Name, err)
 	}
 	for i := range routes.Items {
@@ -220,4 +229,46 @@ func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.
 		r.recorder.Eventf(l, nil, corev1.EventTypeNormal, EventRouteDeleted, "Delete", "Deleted TLSRoute %s, which this Listener no longer routes through", rt.Name)
 	}
 	return nil
+}
+
+// withPredecessors is keep with the names the routes of bindings had
+// before names.RouteName made them unique in the namespace (the Listener's
+// own name when it has one port, else <listener>-<port>): after an upgrade
+// such a route keeps routing until its successor is attached, and is
+// deleted then.
+func withPredecessors(keep map[string]bool, l *v1alpha1.Listener, bindings []gateway.Binding) map[string]bool {
+	out := maps.Clone(keep)
+	for _, b := range bindings {
+		if len(l.Spec.Ports) == 1 {
+			out[l.Name] = true
+		} else {
+			out[l.Name+"-"+b.Port.Name] = true
+		}
+	}
+	return out
+}
+
+// routeRefused is the verdict on a route the API server refused to apply
+// with an answer that retrying alone will not change (invalid, forbidden
+// by an admission policy, a quota or the operator's permissions, or an
+// internal error such as a webhook that fails): the Listener says so
+// rather than only the operator's log. It is looked at again after
+// gatewayRecheck (recheckAfter) and on every event of the Listener.
+func routeRefused(name string, err error) (verdict, bool) {
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
+		return verdict{}, false
+	}
+	return verdict{reason: v1alpha1.ReasonRouteRefused, message: fmt.Sprintf(
+		"the API server refused TLSRoute %s: %s; the Listener has no route until it is accepted (the operator tries again every %s): fix or ask an administrator about what the answer names (an admission policy, a quota on tlsroutes, the operator's permissions)",
+		name, apiAnswer(err), gatewayRecheck)}, true
+}
+
+// apiAnswer is the message of the API server's answer err, or err itself
+// when it carries none.
+func apiAnswer(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }

@@ -17,6 +17,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/listener-operator/listener-operator/api/gateway"
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
@@ -74,7 +75,7 @@ func TestGatewayClass(t *testing.T) {
 	}
 	reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonRouteNotAccepted)
 	route := &gwv1.TLSRoute{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: l.Name}, route); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.RouteName(l.Name, "kafka")}, route); err != nil {
 		t.Fatal(err)
 	}
 	checkRoute(t, route, host, gwNS)
@@ -145,7 +146,7 @@ func TestGatewayClass(t *testing.T) {
 	if cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionHostnamePublished); cond == nil || !strings.Contains(cond.Message, "a route the operator did not make") || strings.Contains(cond.Message, gwNS) {
 		t.Errorf("HostnamePublished %+v, want it to blame a foreign route without naming its namespace", cond)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "broker-1"}, &gwv1.TLSRoute{}); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.RouteName("broker-1", "kafka")}, &gwv1.TLSRoute{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a route was made for a name someone else routes: %v", err)
 	}
 	// ... until that route goes.

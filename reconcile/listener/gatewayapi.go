@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,12 +96,18 @@ func (w *gatewayWatch) watch(ctx context.Context) error {
 }
 
 // listenersOfRoute maps a route to the Listener it was made for (its
-// status changed) and to the Listeners that claim its names: a route of
-// someone else's taking or freeing a name decides who publishes it.
+// status changed), to the Listener whose route has its name (<listener>.<port>,
+// names.RouteName: a route of that name that is not its own, such as one
+// named before route names were unique, going away frees the name) and to
+// the Listeners that claim its names: a route of someone else's taking or
+// freeing a name decides who publishes it.
 func listenersOfRoute(ctx context.Context, c client.Reader, rt *gwv1.TLSRoute) []ctrl.Request {
 	var reqs []ctrl.Request
 	if owner, ok := gateway.MadeFor(rt); ok {
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: owner}})
+	}
+	if i := strings.LastIndexByte(rt.Name, '.'); i > 0 {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: rt.Name[:i]}})
 	}
 	return append(reqs, claimantsOf(ctx, c, hostnames(rt))...)
 }

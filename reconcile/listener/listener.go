@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,9 +73,6 @@ type listenerReconciler struct {
 	opts     options.Options
 	// written holds our status writes the cache has not shown yet.
 	written ownWrites
-	// selections holds the selections by pod name found valid
-	// (podselection.go).
-	selections selections
 	// gatewayAPI says whether the Gateway API's watches run (gatewayapi.go).
 	gatewayAPI *gatewayAPIState
 }
@@ -87,7 +83,6 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
-			r.selections.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -286,11 +281,7 @@ func serviceRefused(name string, err error) (verdict, bool) {
 	if !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
 		return verdict{}, false
 	}
-	reason := err.Error()
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		reason = status.Status().Message
-	}
+	reason := apiAnswer(err) // gateway.go
 	return verdict{reason: v1alpha1.ReasonServiceRefused, message: fmt.Sprintf(
 		"the API server refused Service %s: %s; the operator tries again with backoff: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
 		name, reason)}, true

@@ -73,6 +73,9 @@ func recheckAfter(v verdict) time.Duration {
 	case !v.ready && v.reason == v1alpha1.ReasonGatewayAPIMissing:
 		// Nothing is watched before the Gateway API is installed.
 		return gatewayRecheck
+	case !v.ready && v.reason == v1alpha1.ReasonRouteRefused:
+		// What refused the route (a policy, a quota) sends no event.
+		return gatewayRecheck
 	}
 	return 0
 }

@@ -2,13 +2,12 @@ package listener
 
 import (
 	"context"
-	"sync"
 
 	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -19,8 +18,17 @@ import (
 // statefulSetPodErrors are the errors of l's statefulset-pod annotation
 // (validation.StatefulSetPodAnnotation, as the webhook judges it): only the
 // Listener the operator made for a claim that a StatefulSet made from its
-// listener claim template selects a pod by name. A Listener found valid
-// is remembered (selections), so that its StatefulSet is read once.
+// listener claim template selects a pod by name. It is judged at every
+// reconcile from the StatefulSet that exists now, read from the API server
+// (its claim templates are what decides, and the cache does not hold
+// them), so that a restarted operator and a running one agree; the
+// StatefulSet's create and delete reconcile l (setup.go). A different
+// StatefulSet of that name, without the claim template (the first one
+// deleted, its claims kept, another made), would get the pod the Service
+// selects by name: the Listener's Service goes. While no
+// StatefulSet of that name exists the Service stays as it is: a
+// StatefulSet deleted with --cascade=orphan and applied again keeps its
+// pods and its Listeners' addresses.
 func (r *listenerReconciler) statefulSetPodErrors(ctx context.Context, l *v1alpha1.Listener) (field.ErrorList, error) {
 	pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]
 	if !ok {
@@ -30,14 +38,6 @@ func (r *listenerReconciler) statefulSetPodErrors(ctx context.Context, l *v1alph
 	if err != nil {
 		return nil, err
 	}
-	key := client.ObjectKeyFromObject(l)
-	verified := podSelection{listener: l.UID, pod: pod}
-	if claim != nil {
-		verified.claim = claim.UID
-		if r.selections.has(key, verified) {
-			return nil, nil
-		}
-	}
 	var sts *appsv1.StatefulSet
 	if claim != nil && claims.StatefulSetPod(claim.Name, claim.Annotations) == pod {
 		if sts, err = claimlistener.StatefulSetOf(ctx, r.live, l.Namespace, pod); err != nil {
@@ -45,8 +45,10 @@ func (r *listenerReconciler) statefulSetPodErrors(ctx context.Context, l *v1alph
 		}
 	}
 	errs := validation.StatefulSetPodAnnotation(l, claim, sts)
-	if len(errs) == 0 {
-		r.selections.add(key, verified)
+	if len(errs) > 0 && sts != nil {
+		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
+			return nil, err
+		}
 	}
 	return errs, nil
 }
@@ -83,39 +85,33 @@ func (r *listenerReconciler) refusedSelection(ctx context.Context, l *v1alpha1.L
 		message: claimlistener.RefusedSelectionMessage(claim.Name, b, claim.Annotations[v1alpha1.AnnotationStatefulSetClaimTemplate])}, nil
 }
 
-// podSelection is a Listener found to select pod by name for its claim.
-type podSelection struct {
-	listener, claim types.UID
-	pod             string
-}
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 
-// selections remembers, per Listener, the selection by name last found
-// valid: the StatefulSet that made the claim is read once, not on every
-// reconcile (a rollout of a large StatefulSet reconciles each Listener
-// several times). A change of the Listener, its claim or the pod is judged
-// again. Deleted Listeners are forgotten.
-type selections struct {
-	mu sync.Mutex
-	ok map[types.NamespacedName]podSelection
-}
+// indexSelectedStatefulSet indexes Listeners by the StatefulSet whose pod
+// they select by name (their statefulset-pod annotation).
+const indexSelectedStatefulSet = "listener.selectedStatefulSet"
 
-func (s *selections) has(key types.NamespacedName, sel podSelection) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ok[key] == sel
-}
-
-func (s *selections) add(key types.NamespacedName, sel podSelection) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ok == nil {
-		s.ok = map[types.NamespacedName]podSelection{}
+// selectedStatefulSet is the value of indexSelectedStatefulSet.
+func selectedStatefulSet(o client.Object) []string {
+	pod, ok := o.GetAnnotations()[v1alpha1.AnnotationStatefulSetPod]
+	if sts := claims.StatefulSetOfPod(pod); ok && sts != "" {
+		return []string{sts}
 	}
-	s.ok[key] = sel
+	return nil
 }
 
-func (s *selections) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.ok, key)
+// listenersSelectingPodsOf are the Listeners of namespace that select a pod
+// of StatefulSet sts by name: a StatefulSet of that name made or deleted
+// changes their verdict.
+func listenersSelectingPodsOf(ctx context.Context, c client.Reader, namespace, sts string) []ctrl.Request {
+	var ls v1alpha1.ListenerList
+	if err := c.List(ctx, &ls, client.InNamespace(namespace), client.MatchingFields{indexSelectedStatefulSet: sts}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list listeners selecting pods by name", "namespace", namespace, "statefulset", sts)
+		return nil
+	}
+	reqs := make([]ctrl.Request, len(ls.Items))
+	for i := range ls.Items {
+		reqs[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&ls.Items[i])}
+	}
+	return reqs
 }

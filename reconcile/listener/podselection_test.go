@@ -9,10 +9,12 @@ import (
 	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,5 +108,75 @@ func TestStatefulSetPodAnnotationJudgedByTheStatefulSet(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "listener-db-0"}, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Service of the forged Listener: %v, want none", err)
+	}
+}
+
+// TestReplacedStatefulSetSelectsNoPodByName (issue 48, case 2): StatefulSet
+// db with a listener claim template is deleted (its claims stay) and a
+// different StatefulSet db without listener volumes is made. The Listener
+// of claim listener-db-0 turns Invalid, saying why, and its Service, which
+// selected pod db-0 by name, goes: the new db-0 is not behind it. The
+// running operator sees it (the decision was remembered per process and
+// judged again only after a restart), and a fresh reconciler, as after a
+// restart, judges the same.
+func TestReplacedStatefulSetSelectsNoPodByName(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
+	sts := reconciletest.ListenerStatefulSet(ns, "db", "listener", class.Name)
+	testenv.Create(t, ctx, c, sts)
+	claim := reconciletest.ListenerClaim(ns, "listener-db-0", map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: "listener"})
+	testenv.Create(t, ctx, c, claim)
+	l := reconciletest.Listener(ns, claim.Name, class.Name, reconciletest.Port("http", 8080))
+	l.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: "db-0"}
+	l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: claim.Name, UID: claim.UID, Controller: ptr.To(true)}}
+	testenv.Create(t, ctx, c, l)
+	claim.Annotations[v1alpha1.AnnotationListenerClass] = class.Name
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonReady)
+	reconciletest.GetService(t, ctx, c, ns, l.Name, func(s *corev1.Service) error {
+		if want := map[string]string{v1alpha1.LabelStatefulSetPodName: "db-0"}; !maps.Equal(s.Spec.Selector, want) {
+			return fmt.Errorf("selector %v, want %v", s.Spec.Selector, want)
+		}
+		return nil
+	})
+
+	// Replaced: deleted (its claims stay), made again without listener
+	// volumes.
+	if err := c.Delete(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Converges(t, "StatefulSet db gone", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("StatefulSet db: %v", err)
+		}
+		return nil
+	})
+	other := reconciletest.ListenerStatefulSet(ns, "db", "listener", class.Name)
+	other.Spec.VolumeClaimTemplates = nil
+	testenv.Create(t, ctx, c, other)
+
+	const why = `StatefulSet "db" has no listener claim template "listener"`
+	got := reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonInvalid)
+	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, why) {
+		t.Errorf("Ready message %q lacks %q", msg, why)
+	}
+	testenv.Converges(t, "the Service that selected db-0 by name gone", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: l.Name}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Service %s: %v", l.Name, err)
+		}
+		return nil
+	})
+
+	// A fresh reconciler (a restarted operator) judges the same.
+	fresh := &listenerReconciler{client: reconciletest.LeaderClient, live: c, recorder: events.NewFakeRecorder(10), opts: reconciletest.Options(), gatewayAPI: &gatewayAPIState{}}
+	errs, err := fresh.statefulSetPodErrors(ctx, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agg := errs.ToAggregate(); agg == nil || !strings.Contains(agg.Error(), why) {
+		t.Errorf("a fresh reconciler's verdict %v, want %q", agg, why)
 	}
 }

@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,9 @@ const ControllerName = string(v1alpha1.ListenerStatusWriter)
 func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
 	r := &listenerReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, opts: opts, gatewayAPI: &gatewayAPIState{}}
 	c := mgr.GetClient()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Listener{}, indexSelectedStatefulSet, selectedStatefulSet); err != nil {
+		return err
+	}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Status writes (ours) do not change the generation; labels are
@@ -82,6 +86,12 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenerOfVolume(ctx, c, o.(*corev1.PersistentVolume))
 		})).
+		// A StatefulSet made or deleted (its claim templates cannot
+		// change) decides whether the Listeners of its claims select its
+		// pods by name (podselection.go). Only its metadata is held.
+		WatchesMetadata(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return listenersSelectingPodsOf(ctx, c, o.GetNamespace(), o.GetName())
+		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOnNode(ctx, c, o.GetName())
 		}), builder.WithPredicates(nodeAddressesChanged())).

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -175,7 +176,7 @@ func answersTLS(t *testing.T, ctx context.Context, roots *x509.CertPool, host, p
 func logRouteAccepted(t *testing.T, ctx context.Context, ns string, l *v1alpha1.Listener) {
 	t.Helper()
 	var rt gwv1.TLSRoute
-	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: l.Name}, &rt); err != nil {
+	if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.RouteName(l.Name, l.Spec.Ports[0].Name)}, &rt); err != nil {
 		t.Fatalf("the route of Listener %s: %v", l.Name, err)
 	}
 	for _, p := range rt.Status.Parents {
