@@ -131,32 +131,33 @@ func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map
 		// claim: a short wait, not an error of the user's.
 		return nil, apiError(ctx, err, codes.Unavailable, fmt.Sprintf("listener %s (waiting for it to be created)", ref.listener))
 	}
-	if err := publishable(ref, listener, pod); err != nil {
-		return nil, err
-	}
-	if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
-		return nil, status.Errorf(codes.FailedPrecondition, "listener %s has no spec.className", ref.listener)
+	v := addresses.PodVolume{Pod: pod, Volume: ref.volume(), Listener: listener}
+	if w := addresses.Publishable(v.Volume, listener, pod); w != nil {
+		// Before reading the class and node: their trouble would hide
+		// why the Listener may not be published.
+		return nil, waitStatus(w)
 	}
 	// A class that is gone leaves the Service as it was last made, and the
 	// pod is told what its Listener publishes (addresses.ForPod).
+	className := *listener.Spec.ClassName // Publishable refuses none
 	class := &v1alpha1.ListenerClass{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: *listener.Spec.ClassName}, class); apierrors.IsNotFound(err) {
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: className}, class); apierrors.IsNotFound(err) {
 		class = nil
 	} else if err != nil {
-		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", *listener.Spec.ClassName, ref.listener))
+		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", className, ref.listener))
 	}
-	var node *corev1.Node
+	v.Class = class
 	if addresses.PodServiceType(listener, class) == v1alpha1.ServiceTypeNodePort {
 		nodeName := pod.Spec.NodeName
 		if nodeName == "" {
 			nodeName = s.nodeName
 		}
-		node = &corev1.Node{}
-		if err := s.reader.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		v.Node = &corev1.Node{}
+		if err := s.reader.Get(ctx, client.ObjectKey{Name: nodeName}, v.Node); err != nil {
 			return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("node %s of pod %s/%s", nodeName, podNS, podName))
 		}
 	}
-	return podAddresses(listener, class, node)
+	return podAddresses(v)
 }
 
 // volumeRef names the volume's Listener and claim: from the volume context

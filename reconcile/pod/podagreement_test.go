@@ -4,9 +4,11 @@ import (
 	"reflect"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/internal/agreement"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -28,7 +30,8 @@ func TestPodAddressAgreement(t *testing.T) {
 				objs = append(objs, s.Node)
 			}
 			r := &podReconciler{client: fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...).Build()}
-			spec, err := r.podListenersSpec(t.Context(), pod, []podVolumeListener{{volume: "listener", listener: s.Listener.Name}})
+			vol := addresses.Volume{PerClaim: s.PerClaim, Claim: types.NamespacedName{Namespace: agreement.Namespace, Name: agreement.PodListener}, ClaimUID: s.ClaimUID, Name: agreement.PodVolume}
+			spec, _, err := r.podListenersSpec(t.Context(), pod, []podVolumeListener{{volume: "listener", listener: s.Listener.Name, claim: vol}})
 			if err != nil {
 				t.Fatal(err)
 			}
