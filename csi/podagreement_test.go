@@ -44,7 +44,7 @@ func TestPodAddressAgreement(t *testing.T) {
 			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: agreement.Namespace, Name: agreement.PodListener, UID: s.ClaimUID}}
 			vctx := volumes.Context(claim, claims.Use{Listener: s.Listener.Name, Own: s.PerClaim})
 			vctx[v1alpha1.ContextPodName], vctx[v1alpha1.ContextPodNamespace] = s.Pod.Name, s.Pod.Namespace
-			addrs, err := srv.addressesFor(t.Context(), agreement.PodVolume, vctx)
+			addrs, _, err := srv.addressesFor(t.Context(), agreement.PodVolume, vctx)
 			if s.Want == nil {
 				if c := status.Code(err); c != codes.Unavailable && c != codes.FailedPrecondition {
 					t.Fatalf("NodePublishVolume would publish %v, %v; want a wait (Unavailable or FailedPrecondition)", addrs, err)
