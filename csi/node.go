@@ -309,8 +309,9 @@ func (s *nodeServer) publish(ctx context.Context, target string, readOnly bool, 
 	return changed, err
 }
 
-// NodeUnpublishVolume unmounts the volume and removes the target; a target
-// that is already gone is fine (kubelet retries after crashes).
+// NodeUnpublishVolume unmounts the volume and removes the target, and
+// unbinds it (VolumeBinder); a target that is already gone is fine
+// (kubelet retries after crashes).
 func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	switch {
 	case req.GetVolumeId() == "":
@@ -321,6 +322,9 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	defer s.lock(req.GetTargetPath())()
 	if err := removeTarget(req.GetTargetPath()); err != nil {
 		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", req.GetVolumeId(), err)
+	}
+	if s.binder != nil {
+		s.binder.Unbind(req.GetTargetPath())
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
