@@ -20,7 +20,7 @@ func TestPodAddressesHostname(t *testing.T) {
 	class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort,
 		Hostname: &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
-	got, err := podAddresses(l, class, node)
+	got, err := readyAddresses(l, class, node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestPodAddressesHostnameConflict(t *testing.T) {
 	class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort,
 		Hostname: &v1alpha1.HostnamePolicy{Template: "{listener}-{namespace}.example.test", AllowAmbiguous: new(true)}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
-	got, err := podAddresses(l, class, node)
+	got, err := readyAddresses(l, class, node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,10 +53,9 @@ type ListenerScopeOptions struct {
 // Listeners its own pods use, however many the cluster has, and a
 // republish of an unchanged volume reads nothing from the API server.
 //
-// It learns which volume uses which Listener from the calls themselves:
-// TrackPublishes (a gRPC interceptor that NewServer installs) notes the
-// Listener a successful NodePublishVolume read for its target path, and
-// forgets the target on NodeUnpublishVolume. After a restart the map is
+// It is told which volume uses which Listener (it is a VolumeBinder): a
+// successful NodePublishVolume binds its target path to the Listener the
+// volume names, NodeUnpublishVolume unbinds it. After a restart the map is
 // empty until kubelet republishes every mounted volume (it does, at start
 // and then periodically), which starts the watches again. Start runs a
 // sweep for what is left over: targets whose directory is gone (an
@@ -86,8 +83,8 @@ type listenerWatch struct {
 }
 
 var (
-	_ client.Reader  = (*ListenerScope)(nil)
-	_ PublishTracker = (*ListenerScope)(nil)
+	_ client.Reader = (*ListenerScope)(nil)
+	_ VolumeBinder  = (*ListenerScope)(nil)
 )
 
 // NewListenerScope checks opts; call Start before the first read.
@@ -159,9 +156,6 @@ func (s *ListenerScope) Get(ctx context.Context, key client.ObjectKey, obj clien
 	l, ok := obj.(*v1alpha1.Listener)
 	if !ok {
 		return s.opts.Base.Get(ctx, key, obj, opts...)
-	}
-	if slot, ok := ctx.Value(publishSlotKey{}).(*publishSlot); ok {
-		slot.listener, slot.read = key, true
 	}
 	w, err := s.watch(ctx, key)
 	if err != nil {
@@ -285,8 +279,9 @@ func (c *countingStore) Replace(list []any, rv string) error {
 	return c.Store.Replace(list, rv)
 }
 
-// bind notes that target publishes listener.
-func (s *ListenerScope) bind(target string, listener client.ObjectKey) {
+// Bind notes that target publishes listener: its watch is kept until
+// target is unbound (or swept, once gone).
+func (s *ListenerScope) Bind(target string, listener client.ObjectKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.targets[target]; ok {
@@ -304,9 +299,9 @@ func (s *ListenerScope) bind(target string, listener client.ObjectKey) {
 	w.refs++
 }
 
-// unbind forgets target, stopping its Listener's watch if it was the last
+// Unbind forgets target, stopping its Listener's watch if it was the last
 // volume using it.
-func (s *ListenerScope) unbind(target string) {
+func (s *ListenerScope) Unbind(target string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.targets[target]; ok {
@@ -343,7 +338,7 @@ func (s *ListenerScope) Sweep() {
 	// directory, never a user's.
 	for _, t := range targets {
 		if _, err := os.Lstat(t); errors.Is(err, fs.ErrNotExist) {
-			s.unbind(t)
+			s.Unbind(t)
 		}
 	}
 	s.mu.Lock()
@@ -356,41 +351,13 @@ func (s *ListenerScope) Sweep() {
 	}
 }
 
-// PublishTracker is told which Listener each published volume uses: a
-// reader that implements it (ListenerScope) gets its interceptor installed
-// by NewServer.
-type PublishTracker interface {
-	TrackPublishes(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error)
-}
-
-type publishSlotKey struct{}
-
-// publishSlot receives the Listener a NodePublishVolume call read.
-type publishSlot struct {
-	listener client.ObjectKey
-	read     bool
-}
-
-// TrackPublishes is a gRPC interceptor: a successful NodePublishVolume
-// binds its target path to the Listener it read, a successful
-// NodeUnpublishVolume unbinds it.
-func (s *ListenerScope) TrackPublishes(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	switch r := req.(type) {
-	case *csi.NodePublishVolumeRequest:
-		slot := &publishSlot{}
-		resp, err := handler(context.WithValue(ctx, publishSlotKey{}, slot), req)
-		if err == nil && slot.read && r.GetTargetPath() != "" {
-			s.bind(r.GetTargetPath(), slot.listener)
-		}
-		return resp, err
-	case *csi.NodeUnpublishVolumeRequest:
-		resp, err := handler(ctx, req)
-		if err == nil && r.GetTargetPath() != "" {
-			s.unbind(r.GetTargetPath())
-		}
-		return resp, err
-	}
-	return handler(ctx, req)
+// VolumeBinder is told which Listener each published volume uses, by the
+// node service (NewServer hands it the reader if the reader is one): a
+// successful NodePublishVolume binds its target path to the Listener its
+// volume names, a successful NodeUnpublishVolume unbinds it.
+type VolumeBinder interface {
+	Bind(target string, listener client.ObjectKey)
+	Unbind(target string)
 }
 
 // RegisterMetrics publishes the scope's figures: the Listeners watched now,

@@ -119,12 +119,12 @@ type nodePlugin struct {
 
 func startNodePlugin(t *testing.T, nodeName string, opts ListenerScopeOptions) *nodePlugin {
 	t.Helper()
-	return startScoped(t, nodeName, opts, false, false)
+	return startScoped(t, nodeName, opts, false, false, nil)
 }
 
 // startScoped is startNodePlugin, also serving the controller service if
-// controller.
-func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, controller, seal bool) *nodePlugin {
+// controller; the server reads through wrap(scope) if wrap is set.
+func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, controller, seal bool, wrap func(*ListenerScope) client.Reader) *nodePlugin {
 	t.Helper()
 	e := testenv.Require(t, env)
 	calls := &apiCounter{}
@@ -152,7 +152,11 @@ func startScoped(t *testing.T, nodeName string, opts ListenerScopeOptions, contr
 	}
 	scopeDone := make(chan error, 1)
 	go func() { scopeDone <- scope.Start(ctx) }()
-	srv, err := NewServer(Options{Node: true, Controller: controller, NodeName: nodeName, Reader: scope, Live: live, Log: testr.New(t), SealVolumes: seal})
+	var reader client.Reader = scope
+	if wrap != nil {
+		reader = wrap(scope)
+	}
+	srv, err := NewServer(Options{Node: true, Controller: controller, NodeName: nodeName, Reader: reader, Live: live, Log: testr.New(t), SealVolumes: seal})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,8 @@ type nodeServer struct {
 	nodeName string
 	reader   client.Reader
 	live     client.Reader
+	// binder, if set, is told which Listener each published target uses.
+	binder VolumeBinder
 	// seal mounts a capped tmpfs on every target (see tmpfs.go); off, the
 	// tree is written into a plain directory on the node's disk.
 	seal bool
@@ -82,7 +84,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	addrs, err := s.addressesFor(ctx, req.GetVolumeId(), req.GetVolumeContext())
+	addrs, listener, err := s.addressesFor(ctx, req.GetVolumeId(), req.GetVolumeContext())
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +101,10 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		}
 		return nil, status.Errorf(codes.Internal, "publish volume %s: %v", req.GetVolumeId(), err)
 	}
+	if s.binder != nil {
+		// The Listener the volume names, whatever else this call read.
+		s.binder.Bind(target, listener)
+	}
 	if changed {
 		// Republishes (every minute, requiresRepublish) that change nothing
 		// stay quiet; a new or changed tree is worth a line.
@@ -108,55 +114,58 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 }
 
 // addressesFor finds the pod and the Listener of a volume and computes the
-// addresses the pod advertises, once the Listener may be published for it.
-func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map[string]string) ([]v1alpha1.ListenerIngress, error) {
+// addresses the pod advertises, once the Listener may be published for it;
+// and names that Listener.
+func (s *nodeServer) addressesFor(ctx context.Context, volumeID string, vctx map[string]string) ([]v1alpha1.ListenerIngress, client.ObjectKey, error) {
 	podName, podNS := vctx[v1alpha1.ContextPodName], vctx[v1alpha1.ContextPodNamespace]
 	if podName == "" || podNS == "" {
-		return nil, status.Errorf(codes.InvalidArgument,
+		return nil, client.ObjectKey{}, status.Errorf(codes.InvalidArgument,
 			"volume context lacks %s and %s: the CSIDriver object must set podInfoOnMount: true",
 			v1alpha1.ContextPodName, v1alpha1.ContextPodNamespace)
 	}
 	ref, err := s.volumeRef(ctx, volumeID, vctx, podNS)
 	if err != nil {
-		return nil, err
+		return nil, client.ObjectKey{}, err
 	}
 
 	pod := &corev1.Pod{}
 	if err := s.reader.Get(ctx, client.ObjectKey{Namespace: podNS, Name: podName}, pod); err != nil {
-		return nil, apiError(ctx, err, codes.NotFound, fmt.Sprintf("pod %s/%s", podNS, podName))
+		return nil, ref.listener, apiError(ctx, err, codes.NotFound, fmt.Sprintf("pod %s/%s", podNS, podName))
 	}
 	listener := &v1alpha1.Listener{}
 	if err := s.reader.Get(ctx, ref.listener, listener); err != nil {
 		// A per-claim Listener appears once the reconciler has seen the
 		// claim: a short wait, not an error of the user's.
-		return nil, apiError(ctx, err, codes.Unavailable, fmt.Sprintf("listener %s (waiting for it to be created)", ref.listener))
+		return nil, ref.listener, apiError(ctx, err, codes.Unavailable, fmt.Sprintf("listener %s (waiting for it to be created)", ref.listener))
 	}
-	if err := publishable(ref, listener, pod); err != nil {
-		return nil, err
-	}
-	if listener.Spec.ClassName == nil || *listener.Spec.ClassName == "" {
-		return nil, status.Errorf(codes.FailedPrecondition, "listener %s has no spec.className", ref.listener)
+	v := addresses.PodVolume{Pod: pod, Volume: ref.volume(), Listener: listener}
+	if w := addresses.Publishable(v.Volume, listener, pod); w != nil {
+		// Before reading the class and node: their trouble would hide
+		// why the Listener may not be published.
+		return nil, ref.listener, waitStatus(w)
 	}
 	// A class that is gone leaves the Service as it was last made, and the
 	// pod is told what its Listener publishes (addresses.ForPod).
+	className := *listener.Spec.ClassName // Publishable refuses none
 	class := &v1alpha1.ListenerClass{}
-	if err := s.reader.Get(ctx, client.ObjectKey{Name: *listener.Spec.ClassName}, class); apierrors.IsNotFound(err) {
+	if err := s.reader.Get(ctx, client.ObjectKey{Name: className}, class); apierrors.IsNotFound(err) {
 		class = nil
 	} else if err != nil {
-		return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", *listener.Spec.ClassName, ref.listener))
+		return nil, ref.listener, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("ListenerClass %q of listener %s", className, ref.listener))
 	}
-	var node *corev1.Node
+	v.Class = class
 	if addresses.PodServiceType(listener, class) == v1alpha1.ServiceTypeNodePort {
 		nodeName := pod.Spec.NodeName
 		if nodeName == "" {
 			nodeName = s.nodeName
 		}
-		node = &corev1.Node{}
-		if err := s.reader.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-			return nil, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("node %s of pod %s/%s", nodeName, podNS, podName))
+		v.Node = &corev1.Node{}
+		if err := s.reader.Get(ctx, client.ObjectKey{Name: nodeName}, v.Node); err != nil {
+			return nil, ref.listener, apiError(ctx, err, codes.FailedPrecondition, fmt.Sprintf("node %s of pod %s/%s", nodeName, podNS, podName))
 		}
 	}
-	return podAddresses(listener, class, node)
+	addrs, err := podAddresses(v)
+	return addrs, ref.listener, err
 }
 
 // volumeRef names the volume's Listener and claim: from the volume context
@@ -300,8 +309,9 @@ func (s *nodeServer) publish(ctx context.Context, target string, readOnly bool, 
 	return changed, err
 }
 
-// NodeUnpublishVolume unmounts the volume and removes the target; a target
-// that is already gone is fine (kubelet retries after crashes).
+// NodeUnpublishVolume unmounts the volume and removes the target, and
+// unbinds it (VolumeBinder); a target that is already gone is fine
+// (kubelet retries after crashes).
 func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	switch {
 	case req.GetVolumeId() == "":
@@ -312,6 +322,9 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	defer s.lock(req.GetTargetPath())()
 	if err := removeTarget(req.GetTargetPath()); err != nil {
 		return nil, status.Errorf(codes.Internal, "unpublish volume %s: %v", req.GetVolumeId(), err)
+	}
+	if s.binder != nil {
+		s.binder.Unbind(req.GetTargetPath())
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }

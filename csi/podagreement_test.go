@@ -9,24 +9,45 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/volumes"
 	"github.com/listener-operator/listener-operator/csi/addresstree"
 	"github.com/listener-operator/listener-operator/internal/agreement"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // TestPodAddressAgreement: the tree the node plugin writes for each shape
 // of internal/agreement's pod-address table is what the table says, which
 // is what the pod reconciler puts in PodListeners too
 // (reconcile.TestPodAddressAgreement); a shape that waits gets no tree, and
-// kubelet retries.
+// kubelet retries. The addresses are those NodePublishVolume computes: the
+// volume context CreateVolume wrote, the pod, Listener, class and node
+// read through a fake client.
 func TestPodAddressAgreement(t *testing.T) {
 	for _, s := range agreement.PodAddressShapes() {
 		t.Run(s.Name, func(t *testing.T) {
-			addrs, err := podAddresses(s.Listener, s.Class, s.Node)
+			objs := []client.Object{s.Listener, s.Pod}
+			if s.Class != nil {
+				objs = append(objs, s.Class)
+			}
+			if s.Node != nil {
+				objs = append(objs, s.Node)
+			}
+			c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...).Build()
+			srv := &nodeServer{nodeName: agreement.PodNode, reader: c, live: c}
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: agreement.Namespace, Name: agreement.PodListener, UID: s.ClaimUID}}
+			vctx := volumes.Context(claim, claims.Use{Listener: s.Listener.Name, Own: s.PerClaim})
+			vctx[v1alpha1.ContextPodName], vctx[v1alpha1.ContextPodNamespace] = s.Pod.Name, s.Pod.Namespace
+			addrs, _, err := srv.addressesFor(t.Context(), agreement.PodVolume, vctx)
 			if s.Want == nil {
 				if c := status.Code(err); c != codes.Unavailable && c != codes.FailedPrecondition {
-					t.Fatalf("podAddresses = %v, %v; want a wait (Unavailable or FailedPrecondition)", addrs, err)
+					t.Fatalf("NodePublishVolume would publish %v, %v; want a wait (Unavailable or FailedPrecondition)", addrs, err)
 				}
 				return
 			}

@@ -30,20 +30,24 @@ func listenerOfClaim(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentV
 	return use, nil
 }
 
-// podAddresses is what a pod on node advertises for listener of class
-// (nil when the class is gone): addresses.ForPod, the one rule that the
-// pod's PodListeners entry follows too. A wait is Unavailable, so kubelet
-// retries.
-func podAddresses(listener *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.Node) ([]v1alpha1.ListenerIngress, error) {
-	pl, err := addresses.ForPod(listener, class, node)
+// podAddresses is what the pod of v advertises: addresses.ForPod, the one
+// rule that the pod's PodListeners entry follows too.
+func podAddresses(v addresses.PodVolume) ([]v1alpha1.ListenerIngress, error) {
+	pl, err := addresses.ForPod(v)
 	var w *addresses.Wait
 	if errors.As(err, &w) {
-		if w.Fix {
-			return nil, status.Error(codes.FailedPrecondition, w.Reason)
-		}
-		return nil, status.Error(codes.Unavailable, w.Reason)
+		return nil, waitStatus(w)
 	}
 	return pl.IngressAddresses, err
+}
+
+// waitStatus is a wait as a gRPC status: Unavailable, so that kubelet
+// retries, or FailedPrecondition when only a user can end it.
+func waitStatus(w *addresses.Wait) error {
+	if w.Fix {
+		return status.Error(codes.FailedPrecondition, w.Reason)
+	}
+	return status.Error(codes.Unavailable, w.Reason)
 }
 
 // checkCapability accepts mount volumes of any access mode: the tree is

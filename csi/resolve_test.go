@@ -10,9 +10,11 @@ import (
 	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -55,7 +57,7 @@ func TestPodAddresses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := podAddresses(tt.listener, tt.class, tt.node)
+			got, err := readyAddresses(tt.listener, tt.class, tt.node)
 			if tt.wantCode != codes.OK {
 				wantCode(t, err, tt.wantCode, tt.wantMsg)
 				return
@@ -126,4 +128,17 @@ func TestAPIError(t *testing.T) {
 	} {
 		wantCode(t, apiError(tt.ctx, tt.err, codes.NotFound, "pod ns/p"), tt.want, "pod ns/p")
 	}
+}
+
+// readyAddresses is podAddresses of a pod on node for listener of class
+// once the volume may publish listener (addresses.Publishable): a shared
+// Listener of a class, Ready for its generation; what the tests above
+// vary is the addresses.
+func readyAddresses(listener *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.Node) ([]v1alpha1.ListenerIngress, error) {
+	l := listener.DeepCopy()
+	if l.Spec.ClassName == nil {
+		l.Spec.ClassName = new("test")
+	}
+	meta.SetStatusCondition(&l.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady, ObservedGeneration: l.Generation})
+	return podAddresses(addresses.PodVolume{Pod: &corev1.Pod{}, Listener: l, Class: class, Node: node})
 }

@@ -44,7 +44,7 @@ func TestSanity(t *testing.T) {
 		NodePorts: map[string]int32{"http": 30080},
 	})
 	// Sealed volumes (tmpfs mounts) as in a cluster, where the test may mount.
-	d := startScoped(t, f.node, ListenerScopeOptions{}, true, os.Geteuid() == 0)
+	d := startScoped(t, f.node, ListenerScopeOptions{}, true, os.Geteuid() == 0, nil)
 	// ValidateVolumeCapabilities looks up the PersistentVolumes the
 	// provisioner side creates from the API server: nothing to await.
 	f.cache = d.cache

@@ -51,8 +51,8 @@ type Options struct {
 	Version string
 	// Reader reads Listeners, classes, Pods, Nodes and (controller)
 	// PersistentVolumes: a cache from NewCache wrapped in a FallbackReader,
-	// and for a node plugin in a ListenerScope (a PublishTracker, which
-	// the node service then tells which volume uses which Listener).
+	// and for a node plugin in a ListenerScope (a VolumeBinder, which the
+	// node service then tells which volume uses which Listener).
 	Reader client.Reader
 	// Live reads claims and volumes one at a time from the API server, on
 	// paths too rare to justify watching every claim and volume.
@@ -99,10 +99,6 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Tracing != nil {
 		interceptors = append([]grpc.UnaryServerInterceptor{opts.Tracing}, interceptors...)
 	}
-	if t, ok := opts.Reader.(PublishTracker); ok && opts.Node {
-		// The reader keeps Listeners for the volumes published here.
-		interceptors = append(interceptors, t.TrackPublishes)
-	}
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(s.grpc, &identityServer{name: opts.DriverName, version: opts.Version, controller: opts.Controller})
 	if opts.Controller {
@@ -110,6 +106,8 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.Node {
 		s.node = &nodeServer{nodeName: opts.NodeName, reader: opts.Reader, live: opts.Live, seal: opts.SealVolumes}
+		// The reader keeps Listeners for the volumes published here.
+		s.node.binder, _ = opts.Reader.(VolumeBinder)
 		csi.RegisterNodeServer(s.grpc, s.node)
 	}
 	return s, nil

@@ -10,15 +10,18 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// Wait says why a pod cannot be told its addresses yet: something the
-// reconciler, a load balancer or the node has not published. The CSI node
-// plugin answers Unavailable with it (kubelet retries), the pod reconciler
-// leaves the volume out of the pod's PodListeners until it changes.
+// Wait says why a pod cannot be told its addresses now: the volume may not
+// publish its Listener (Publishable), or something the reconciler, a load
+// balancer or the node has not published. The CSI node plugin answers
+// Unavailable with it (kubelet retries; a tree published before stays as
+// it is), and the pod reconciler keeps the volume's PodListeners entry as
+// it last wrote it (none for a new pod): PodListeners never holds
+// addresses the pod's tree would not.
 type Wait struct {
 	Reason string
-	// Fix is true when only a user can end the wait (the Listener's class
-	// does not exist and nothing was ever published for it): CSI answers
-	// FailedPrecondition rather than Unavailable.
+	// Fix is true when only a user can end the wait (the Listener names no
+	// class, or its class does not exist and nothing was ever published
+	// for it): CSI answers FailedPrecondition rather than Unavailable.
 	Fix bool
 }
 
@@ -42,18 +45,28 @@ func PodServiceType(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) v1alpha
 	return ""
 }
 
-// ForPod is what a pod of Listener l on node is told: the one rule behind
-// both the pod's address tree (CSI NodePublish) and its PodListeners entry
-// (and so the address-change signal). class is l's class, nil when it is
-// gone: the Service stays as last made, so the pod is told what the
-// Listener publishes, with the default address preference and no
-// hostname. node is the pod's node, needed only for NodePort
-// (PodServiceType). A NodePort pod gets its own node's address with the
-// Listener's node ports, any other pod every address of the Listener;
-// the class's DNS name comes first in both. The error is a *Wait when
-// something is not published yet: a type, addresses, node ports, a port
-// the Listener declares.
-func ForPod(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.Node) (v1alpha1.PodListener, error) {
+// ForPod is what the pod of v is told for its listener volume: the one
+// rule behind both the pod's address tree (CSI NodePublish) and its
+// PodListeners entry (and so the address-change signal). First whether the
+// volume may publish its Listener at all (Publishable), then the
+// addresses (forPod). The error is a *Wait when the pod must wait.
+func ForPod(v PodVolume) (v1alpha1.PodListener, error) {
+	if w := Publishable(v.Volume, v.Listener, v.Pod); w != nil {
+		return v1alpha1.PodListener{}, w
+	}
+	return forPod(v.Listener, v.Class, v.Node)
+}
+
+// forPod is the addresses a pod of Listener l on node is told.
+// class is l's class, nil when it is gone: the Service stays as last
+// made, so the pod is told what the Listener publishes, with the default
+// address preference and no hostname. node is the pod's node, needed only
+// for NodePort (PodServiceType). A NodePort pod gets its own node's
+// address with the Listener's node ports, any other pod every address of
+// the Listener; the class's DNS name comes first in both. The error is a
+// *Wait when something is not published yet: a type, addresses, node
+// ports, a port the Listener declares.
+func forPod(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, node *corev1.Node) (v1alpha1.PodListener, error) {
 	typ := PodServiceType(l, class)
 	spec := v1alpha1.ListenerClassSpec{ServiceType: typ}
 	if class != nil {

@@ -3,19 +3,27 @@ package agreement
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 // PodAddressShape is a Listener (with its status as the reconciler left
-// it), its class (nil: gone) and the pod's node (nil: none), and what the
-// pod is told: the addresses of its volume tree and of its PodListeners
-// entry, or that it waits (no tree, no entry).
+// it), its class (nil: gone), the pod's node (nil: none), the pod and its
+// volume, and what the pod is told: the addresses of its volume tree and
+// of its PodListeners entry, or that it waits (no tree, no entry).
 type PodAddressShape struct {
 	Name     string
 	Listener *v1alpha1.Listener
 	Class    *v1alpha1.ListenerClass
 	Node     *corev1.Node
+	// Pod is the pod (on PodNode), with the container ports it declares.
+	Pod *corev1.Pod
+	// PerClaim: the Listener is the volume's claim's own (listener-class),
+	// not a shared one (listener-name). ClaimUID is the claim's UID, as
+	// the volume records it; the volume is named PodVolume.
+	PerClaim bool
+	ClaimUID types.UID
 	Want     []v1alpha1.ListenerIngress // nil: the pod waits
 }
 
@@ -24,14 +32,35 @@ const (
 	PodListener = "broker-0"
 	PodNode     = "node-a"
 	PodClass    = "kafka-external"
+	// PodClaimUID is the UID of the pod's listener claim, PodVolume the
+	// name of its PersistentVolume (volumes.Name).
+	PodClaimUID = types.UID("claim-uid")
+	PodVolume   = "pvc-" + string(PodClaimUID)
 )
 
 // PodAddressShapes are the shapes of what a pod is told that the CSI node
 // plugin (csi) and PodListeners (reconcile) must both answer the same: each
 // service type, a class changed but not yet applied, a class gone, a node
 // without addresses, node ports not yet published, a hostname template, a
-// node address from the node's annotation, dual-stack Services.
+// node address from the node's annotation, dual-stack Services; and the
+// Listeners a volume may not publish (being deleted, of an earlier claim,
+// a status older than its spec, lacking a port the pod declares, no
+// class named) beside those it may (its own claim's, the Stackable
+// operator's owned by the volume).
 func PodAddressShapes() []PodAddressShape {
+	out := append(addressShapes(), publishableShapes()...)
+	for i := range out {
+		if out[i].Pod == nil {
+			out[i].Pod = addressPod()
+		}
+		if out[i].ClaimUID == "" {
+			out[i].ClaimUID = PodClaimUID
+		}
+	}
+	return out
+}
+
+func addressShapes() []PodAddressShape {
 	np := map[string]int32{"kafka": 31092}
 	ports := map[string]int32{"kafka": 9092}
 	nodeIP := []v1alpha1.ListenerIngress{{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}
@@ -77,15 +106,28 @@ func PodAddressShapes() []PodAddressShape {
 // conflicted is l as the reconciler leaves it when another Listener
 // publishes its hostname first.
 func conflicted(l *v1alpha1.Listener) *v1alpha1.Listener {
-	l.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionHostnamePublished, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHostnameConflict}}
+	l.Status.Conditions = append(l.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionHostnamePublished, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHostnameConflict})
 	return l
 }
 
+// podListener is a Listener of generation 1 whose status the reconciler
+// published for that generation (Ready).
 func podListener(typ v1alpha1.ServiceType, ings []v1alpha1.ListenerIngress, nodePorts map[string]int32) *v1alpha1.Listener {
 	return &v1alpha1.Listener{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: PodListener},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: PodListener, Generation: 1},
 		Spec:       v1alpha1.ListenerSpec{ClassName: ptr(PodClass), Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092, Protocol: corev1.ProtocolTCP}}},
-		Status:     v1alpha1.ListenerStatus{ServiceType: typ, IngressAddresses: ings, NodePorts: nodePorts},
+		Status: v1alpha1.ListenerStatus{ServiceType: typ, IngressAddresses: ings, NodePorts: nodePorts,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady, ObservedGeneration: 1}}},
+	}
+}
+
+// addressPod is the pod of the pod-address shapes: on PodNode, declaring
+// the port its Listener has, plus ports.
+func addressPod(ports ...corev1.ContainerPort) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: PodName, UID: "pod-uid"},
+		Spec: corev1.PodSpec{NodeName: PodNode, Containers: []corev1.Container{{Name: "kafka", Image: "kafka",
+			Ports: append([]corev1.ContainerPort{{Name: "kafka", ContainerPort: 9092}}, ports...)}}},
 	}
 }
 

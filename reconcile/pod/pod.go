@@ -118,9 +118,11 @@ func podsOfClaims(ctx context.Context, c client.Reader, namespace, claim string)
 
 // podVolumeListener is a listener volume of a pod and the Listener it uses.
 // statefulSetPod is the pod that Listener's Service selects by name (""
-// when it selects by the per-Listener label).
+// when it selects by the per-Listener label). claim is what the volume
+// records about its Listener (addresses.Publishable).
 type podVolumeListener struct {
 	volume, listener, statefulSetPod string
+	claim                            addresses.Volume
 }
 
 func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -146,11 +148,11 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if pod.Spec.NodeName == "" || podstate.Finished(pod) {
 		return ctrl.Result{}, nil
 	}
-	spec, err := r.podListenersSpec(ctx, pod, vols)
+	spec, waiting, err := r.podListenersSpec(ctx, pod, vols)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.writePodListeners(ctx, pod, spec, vols)
+	return r.writePodListeners(ctx, pod, spec, waiting, vols)
 }
 
 // podLabelsLacking lists the listener volumes of a pod and the labels it
@@ -189,12 +191,16 @@ func listenerVolumes(ctx context.Context, c client.Reader, pod *corev1.Pod) (vol
 		if err != nil {
 			return nil, false, err
 		}
-		name := claims.Bound(pvc, use, pv).Listener
-		if name == "" {
+		bound := claims.Bound(pvc, use, pv)
+		if bound.Listener == "" {
 			pending = true
 			continue
 		}
-		vols = append(vols, podVolumeListener{volume: vc.Volume, listener: name, statefulSetPod: statefulSetPod(ctx, c, pvc, name)})
+		vol := addresses.Volume{PerClaim: bound.Own, Claim: client.ObjectKeyFromObject(pvc), ClaimUID: pvc.UID, Name: pvc.Spec.VolumeName}
+		if pv != nil {
+			vol.Name = pv.Name
+		}
+		vols = append(vols, podVolumeListener{volume: vc.Volume, listener: bound.Listener, statefulSetPod: statefulSetPod(ctx, c, pvc, bound.Listener), claim: vol})
 	}
 	return vols, pending, nil
 }
@@ -220,48 +226,51 @@ func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string 
 }
 
 // podListenersSpec lists what the pod is told per listener volume, by the
-// rule its address tree follows too (addresses.ForPod). A volume whose
-// Listener is missing, or whose pod must still wait for addresses, is left
-// out until the Listener's status (or the node) brings the pod back.
-func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) (v1alpha1.PodListenersSpec, error) {
-	spec := v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{}}
+// rule its address tree follows too (addresses.ForPod), and the volumes
+// whose pod must wait (their Listener is missing, may not be published
+// yet, or has no addresses yet): those keep the entry last written
+// (writePodListeners), as the node plugin keeps the tree it last wrote,
+// until the Listener's status (or the node) brings the pod back.
+func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) (spec v1alpha1.PodListenersSpec, waiting []string, err error) {
+	spec = v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{}}
 	for _, v := range vols {
 		l := &v1alpha1.Listener{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.listener}, l); err != nil {
 			if apierrors.IsNotFound(err) {
+				waiting = append(waiting, v.volume)
 				continue
 			}
-			return spec, fmt.Errorf("get listener %s/%s of pod %s: %w", pod.Namespace, v.listener, pod.Name, err)
+			return spec, nil, fmt.Errorf("get listener %s/%s of pod %s: %w", pod.Namespace, v.listener, pod.Name, err)
 		}
-		class, err := r.classOf(ctx, l)
-		if err != nil {
-			return spec, err
+		pv := addresses.PodVolume{Pod: pod, Volume: v.claim, Listener: l}
+		if pv.Class, err = r.classOf(ctx, l); err != nil {
+			return spec, nil, err
 		}
-		var node *corev1.Node
-		if addresses.PodServiceType(l, class) == v1alpha1.ServiceTypeNodePort && pod.Spec.NodeName != "" {
-			node = &corev1.Node{}
-			if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node); apierrors.IsNotFound(err) {
-				node = nil
+		if addresses.PodServiceType(l, pv.Class) == v1alpha1.ServiceTypeNodePort && pod.Spec.NodeName != "" {
+			pv.Node = &corev1.Node{}
+			if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, pv.Node); apierrors.IsNotFound(err) {
+				pv.Node = nil
 			} else if err != nil {
-				return spec, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+				return spec, nil, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
 			}
 		}
-		pl, err := addresses.ForPod(l, class, node)
+		pl, err := addresses.ForPod(pv)
 		var w *addresses.Wait
 		switch {
 		case errors.As(err, &w):
+			waiting = append(waiting, v.volume)
 			continue
 		case err != nil:
-			return spec, err
+			return spec, nil, err
 		}
 		spec.Listeners[v.volume] = pl
 	}
-	return spec, nil
+	return spec, waiting, nil
 }
 
 // classOf is the Listener's class, nil when it names none or it is gone.
 func (r *podReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) (*v1alpha1.ListenerClass, error) {
-	if l.Spec.ClassName == nil {
+	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
 		return nil, nil
 	}
 	class := &v1alpha1.ListenerClass{}

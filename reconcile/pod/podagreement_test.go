@@ -4,11 +4,11 @@ import (
 	"reflect"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/internal/agreement"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -16,12 +16,12 @@ import (
 // TestPodAddressAgreement: the PodListeners entry the pod reconciler
 // computes for each shape of internal/agreement's pod-address table is what
 // the table says, which is what the node plugin writes into the volume too
-// (csi.TestPodAddressAgreement); a shape that waits has no entry. A small
-// unit test: the objects are read through a fake client.
+// (csi.TestPodAddressAgreement); a shape that waits has no entry (for a
+// new pod). A small unit test: the objects are read through a fake client.
 func TestPodAddressAgreement(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agreement.Namespace, Name: agreement.PodName}, Spec: corev1.PodSpec{NodeName: agreement.PodNode}}
 	for _, s := range agreement.PodAddressShapes() {
 		t.Run(s.Name, func(t *testing.T) {
+			pod := s.Pod
 			objs := []client.Object{s.Listener}
 			if s.Class != nil {
 				objs = append(objs, s.Class)
@@ -30,7 +30,8 @@ func TestPodAddressAgreement(t *testing.T) {
 				objs = append(objs, s.Node)
 			}
 			r := &podReconciler{client: fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...).Build()}
-			spec, err := r.podListenersSpec(t.Context(), pod, []podVolumeListener{{volume: "listener", listener: s.Listener.Name}})
+			vol := addresses.Volume{PerClaim: s.PerClaim, Claim: types.NamespacedName{Namespace: agreement.Namespace, Name: agreement.PodListener}, ClaimUID: s.ClaimUID, Name: agreement.PodVolume}
+			spec, _, err := r.podListenersSpec(t.Context(), pod, []podVolumeListener{{volume: "listener", listener: s.Listener.Name, claim: vol}})
 			if err != nil {
 				t.Fatal(err)
 			}

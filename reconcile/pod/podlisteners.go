@@ -37,6 +37,34 @@ func podListenersHash(spec v1alpha1.PodListenersSpec) (string, error) {
 	return digest.JSON(spec)
 }
 
+// writtenHash is the hash a PodListeners is written with for spec, the
+// entries computed for a pod, and waiting, the volumes whose entries are
+// kept as last written (podListenersSpec): the hash of spec alone when no
+// volume waits. A pod that keeps waiting so reads and writes nothing.
+func writtenHash(spec v1alpha1.PodListenersSpec, waiting []string) (string, error) {
+	if len(waiting) == 0 {
+		return podListenersHash(spec)
+	}
+	return digest.JSON(struct {
+		Spec    v1alpha1.PodListenersSpec `json:"spec"`
+		Waiting []string                  `json:"waiting"`
+	}{spec, waiting})
+}
+
+// keepWaiting is spec with the entries of the waiting volumes as old
+// holds them: what the pod's tree still holds.
+func keepWaiting(old, spec v1alpha1.PodListenersSpec, waiting []string) v1alpha1.PodListenersSpec {
+	for _, vol := range waiting {
+		if e, ok := old.Listeners[vol]; ok {
+			if spec.Listeners == nil {
+				spec.Listeners = map[string]v1alpha1.PodListener{}
+			}
+			spec.Listeners[vol] = e
+		}
+	}
+	return spec
+}
+
 // podListenersAnnotations are the annotations of a PodListeners written
 // with spec, computed as hash.
 func podListenersAnnotations(in map[string]string, hash string, spec v1alpha1.PodListenersSpec) map[string]string {
@@ -55,9 +83,11 @@ func podListenersAnnotations(in map[string]string, hash string, spec v1alpha1.Po
 	return out
 }
 
-func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, vols []podVolumeListener) (ctrl.Result, error) {
+// writePodListeners writes spec, with the entries of the waiting volumes
+// kept as last written (keepWaiting), into the pod's PodListeners.
+func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, waiting []string, vols []podVolumeListener) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: names.PodListenersName(pod.UID)}
-	hash, err := podListenersHash(spec)
+	hash, err := writtenHash(spec, waiting)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("hash podlisteners %s: %w", key, err)
 	}
@@ -80,7 +110,7 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 		// due (a PodDisruptionBudget refused the eviction before).
 		return r.signalAddressChanges(ctx, pod, existing, vols, nil)
 	}
-	spec, changed := recordAddressChanges(existing.Spec, spec) // addresschange.go
+	spec, changed := recordAddressChanges(existing.Spec, keepWaiting(existing.Spec, spec, waiting)) // addresschange.go
 	updated := existing.DeepCopy()
 	updated.Spec = spec
 	updated.Annotations = podListenersAnnotations(existing.Annotations, hash, spec)
