@@ -42,6 +42,10 @@ const (
 	// EventBindingKept says a bound claim's listener annotations changed
 	// (while the webhooks were down): the volume keeps its Listener.
 	EventBindingKept = "ListenerBindingKept"
+	// EventListenerRefused says the API server refused the controller's
+	// write of the claim's own Listener (an admission webhook or policy,
+	// a quota, the schema), with its message.
+	EventListenerRefused = "ListenerRefused"
 )
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=create;update
