@@ -47,18 +47,43 @@ func (v *workloadValidator) gatewayPortErrors(ctx context.Context, w *workloadVi
 			continue
 		}
 		seen[class] = true
-		var lc v1alpha1.ListenerClass
-		if err := v.lookup.get(ctx, types.NamespacedName{Name: class}, &lc); err != nil || lc.Spec.Gateway == nil {
-			continue // a missing class is validation.Claim's to report
+		errs = append(errs, v.classPortErrors(ctx, class, w.podSpec(kind), path, "the listener volume's own Listener")...)
+	}
+	return errs
+}
+
+// standaloneClaimPortErrors refuses a pod that mounts listener claims of
+// its own (standalone claims, own: claim name → class) of a gateway class
+// whose sections cannot route the pod's container ports, as
+// gatewayPortErrors refuses claim templates and ephemeral volumes: the
+// claim reconciler's write of those ports into the claim's Listener would
+// be refused, and the pod would wait. Only this pod's ports are judged:
+// the other pods that mount the claim are not read at admission.
+func (v *workloadValidator) standaloneClaimPortErrors(ctx context.Context, own []ownClaim, spec *podSpecView) field.ErrorList {
+	var errs field.ErrorList
+	for _, c := range own {
+		errs = append(errs, v.classPortErrors(ctx, c.class, spec, field.NewPath("spec", "containers"), fmt.Sprintf("the Listener of claim %q", c.claim))...)
+	}
+	return errs
+}
+
+// classPortErrors are the errors of the container ports of spec (at path)
+// as the ports of a Listener of class (named in the messages as listener):
+// what gateway.Bindings refuses. A class that does not exist or has no
+// gateway gives none (a missing class is validation.Claim's to report).
+func (v *workloadValidator) classPortErrors(ctx context.Context, class string, spec *podSpecView, path *field.Path, listener string) field.ErrorList {
+	var lc v1alpha1.ListenerClass
+	if err := v.lookup.get(ctx, types.NamespacedName{Name: class}, &lc); err != nil || lc.Spec.Gateway == nil {
+		return nil
+	}
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "listener"}, Spec: v1alpha1.ListenerSpec{Ports: ports.FromPods([]corev1.Pod{runningPod(spec)})}}
+	_, unrouted := gateway.Bindings(&lc, l)
+	var errs field.ErrorList
+	for _, e := range unrouted {
+		if e.Field == "metadata.name" {
+			continue // the route's name comes from the claim's, checked on the Listener
 		}
-		l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "listener"}, Spec: v1alpha1.ListenerSpec{Ports: ports.FromPods([]corev1.Pod{runningPod(w.podSpec(kind))})}}
-		_, unrouted := gateway.Bindings(&lc, l)
-		for _, e := range unrouted {
-			if e.Field == "metadata.name" {
-				continue // the route's name comes from the claim's, checked on the Listener
-			}
-			errs = append(errs, field.Invalid(path, e.BadValue, fmt.Sprintf("the container port %q becomes a port of the listener volume's own Listener: %s", fmt.Sprint(e.BadValue), e.Detail)))
-		}
+		errs = append(errs, field.Invalid(path, e.BadValue, fmt.Sprintf("the container port %q becomes a port of %s: %s", fmt.Sprint(e.BadValue), listener, e.Detail)))
 	}
 	return errs
 }

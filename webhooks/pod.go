@@ -69,8 +69,13 @@ type podVolumes struct {
 	named     int  // the volume named like the listener volume, or -1
 	hasNamed  bool // the volume named like the listener volume is taken for it
 	listeners []claims.PodListener
-	nodes     []string // the nodes pinned listener volumes live on
+	nodes     []string   // the nodes pinned listener volumes live on
+	own       []ownClaim // the standalone claims that get Listeners of their own
 }
+
+// ownClaim is a standalone listener claim a pod mounts that gets a
+// Listener of its own, of class.
+type ownClaim struct{ claim, class string }
 
 // listenerVolumes says which of a pod's volumes (by name) are listener
 // volumes. It is kept apart from podVolumes so that it stays on the
@@ -95,6 +100,9 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 			return resp
 		}
 		warnings = append(warnings, resp.Warnings...)
+	}
+	if errs := m.validator.standaloneClaimPortErrors(ctx, vs.own, &pod.Spec); len(errs) > 0 {
+		return invalid(req, errs) // gatewayports.go
 	}
 	var p patch
 	optedIn := pod.Metadata.Labels[v1alpha1.LabelEnabled] == "true"
@@ -164,6 +172,9 @@ func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeVi
 	}
 	if c.node != "" {
 		vs.nodes = append(vs.nodes, c.node)
+	}
+	if c.ownClass != "" {
+		vs.own = append(vs.own, ownClaim{claim: v.PersistentVolumeClaim.ClaimName, class: c.ownClass})
 	}
 }
 
@@ -266,11 +277,12 @@ var errNoClaimYet = errors.New("the claim does not exist yet")
 
 // podClaim is what the pod handler needs of a claim it mounts: whether it
 // is a listener claim, which Listener it belongs to, the StatefulSet pod
-// that Listener selects by name (if it does) and the node its volume is
-// pinned to, if any.
+// that Listener selects by name (if it does), the node its volume is
+// pinned to, if any, and the class of its Listener when the claim gets
+// one of its own (its ports are the pods' container ports).
 type podClaim struct {
-	listener, node, statefulSetPod string
-	ok                             bool
+	listener, node, statefulSetPod, ownClass string
+	ok                                       bool
 }
 
 // claim looks up the claim name in namespace.
@@ -292,6 +304,9 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (podClai
 	pv, err := m.volume(ctx, c.Spec.VolumeName)
 	// A bound volume keeps the Listener it was provisioned for.
 	out := podClaim{listener: claims.Bound(&c, use, pv).Listener, ok: true}
+	if use.Own && out.listener == use.Listener {
+		out.ownClass = use.Class
+	}
 	if out.listener != "" {
 		// The Listener, once it exists, decides how its Service selects
 		// (the reconciler makes it from the claim). Read from the cache

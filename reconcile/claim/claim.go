@@ -2,13 +2,16 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
 	"github.com/listener-operator/listener-operator/reconcile/internal/labelpatch"
 	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
 	"github.com/listener-operator/listener-operator/reconcile/internal/metrics"
+	"github.com/listener-operator/listener-operator/reconcile/internal/refused"
 	"github.com/listener-operator/listener-operator/reconcile/options"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +45,14 @@ const (
 	// EventBindingKept says a bound claim's listener annotations changed
 	// (while the webhooks were down): the volume keeps its Listener.
 	EventBindingKept = "ListenerBindingKept"
+	// EventListenerRefused says the API server refused the controller's
+	// write of the claim's own Listener (an admission webhook or policy,
+	// a quota, the schema), with its message.
+	EventListenerRefused = "ListenerRefused"
 )
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=create;update
+// +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=patch
 
@@ -57,7 +65,14 @@ type claimReconciler struct {
 	// cache holds only marked volumes, and the reconciler marks them.
 	live     client.Reader
 	recorder events.EventRecorder
+	// refusals tells the claim when the API server refuses a write of its
+	// Listener, and the Listener by ClaimApplied.
+	refusals refused.Reporter
 }
+
+// StatusFieldManager is the field manager of the ClaimApplied condition
+// the claim controller writes on a claim's own Listener.
+const StatusFieldManager = v1alpha1.FieldManager + "-claim"
 
 // ControllerName names the claim controller in metrics and logs.
 const ControllerName = "listener-claim"
@@ -65,7 +80,10 @@ const ControllerName = "listener-claim"
 // Setup registers the claim controller with mgr (the indexes of
 // lookup.AddIndexes registered).
 func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
-	r := &claimReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder}
+	r := &claimReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, refusals: refused.Reporter{
+		Client: mgr.GetClient(), Recorder: recorder, Reason: EventListenerRefused,
+		Condition: v1alpha1.ConditionClaimApplied, FieldManager: StatusFieldManager,
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.PersistentVolumeClaim{}).
@@ -117,6 +135,10 @@ func (r *claimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if o.portless {
 		r.warnPortless(pods, existing, pvc)
 	}
+	if o.action == actionNone {
+		// Nothing left to write: a refusal told earlier is over.
+		return ctrl.Result{}, r.refusals.Accepted(ctx, existing)
+	}
 	return r.carryOut(ctx, pvc, use, o)
 }
 
@@ -159,7 +181,14 @@ func (r *claimReconciler) updateListener(ctx context.Context, pvc *corev1.Persis
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
 		}
+		// o.listener still carries the status the cache read.
+		if _, werr := r.refusals.Report(ctx, pvc, o.listener, writeOf("update", updated.Name, updated.Spec.Ports), err); werr != nil {
+			err = errors.Join(err, fmt.Errorf("write condition %s: %w", v1alpha1.ConditionClaimApplied, werr))
+		}
 		return ctrl.Result{}, fmt.Errorf("update listener %s/%s for claim: %w", updated.Namespace, updated.Name, err)
+	}
+	if err := r.refusals.Accepted(ctx, updated); err != nil {
+		return ctrl.Result{}, err
 	}
 	if o.action == actionAdopt {
 		r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerAdopted, "Adopt", "Adopted Listener %s for this claim (handed over, or made by the Stackable operator)", updated.Name)
@@ -167,6 +196,16 @@ func (r *claimReconciler) updateListener(ctx context.Context, pvc *corev1.Persis
 	}
 	r.recorder.Eventf(pvc, updated, corev1.EventTypeNormal, EventListenerUpdated, "Update", "Updated Listener %s", updated.Name)
 	return ctrl.Result{}, nil
+}
+
+// writeOf names a write (verb: "update", "creation") of the claim's
+// Listener named name with ports, as a refusal tells it.
+func writeOf(verb, name string, ports []v1alpha1.ListenerPort) string {
+	names := make([]string, len(ports))
+	for i, p := range ports {
+		names[i] = fmt.Sprintf("%s (%d)", p.Name, p.Port)
+	}
+	return fmt.Sprintf("%s of Listener %s with the ports of the pods that mount this claim [%s]", verb, name, strings.Join(names, ", "))
 }
 
 // warnPortless tells the running pods of pvc that never declared a port
@@ -194,6 +233,8 @@ func (r *claimReconciler) createListener(ctx context.Context, pvc *corev1.Persis
 		if apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
 		}
+		// No Listener to carry a condition: the claim is told.
+		_, _ = r.refusals.Report(ctx, pvc, nil, writeOf("creation", l.Name, ports), err)
 		return ctrl.Result{}, fmt.Errorf("create listener %s/%s for claim: %w", l.Namespace, l.Name, err)
 	}
 	r.recorder.Eventf(pvc, l, corev1.EventTypeNormal, EventListenerCreated, "Create", "Created Listener %s of class %s", l.Name, *l.Spec.ClassName)
