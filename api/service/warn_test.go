@@ -1,7 +1,9 @@
 package service
 
 import (
+	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +36,15 @@ func TestWarnNeverPicksTheNetwork(t *testing.T) {
 		"lb.example.com/pool":                                "private",
 	}
 	tests := []struct {
-		name     string
-		override string
-		labels   map[string]string
-		refused  []string
-		annsOut  map[string]string
-		labelOut string // the Service's pool.example.com/name label
+		name      string
+		override  string
+		labels    map[string]string
+		carried   Carried // what the Service carries now
+		refused   []string
+		leftOut   []string
+		tolerated []string
+		annsOut   map[string]string
+		labelOut  string // the Service's pool.example.com/name label
 	}{
 		{name: "the providers' network keys are exposure, in mode Warn too",
 			override: head + `{"service.beta.kubernetes.io/do-loadbalancer-network":"EXTERNAL","load-balancer.hetzner.cloud/disable-public-network":"false","oci.oraclecloud.com/load-balancer-type":"nlb"}}}`,
@@ -47,16 +52,27 @@ func TestWarnNeverPicksTheNetwork(t *testing.T) {
 				"spec.objectOverrides[0].metadata.annotations[oci.oraclecloud.com/load-balancer-type]",
 				"spec.objectOverrides[0].metadata.annotations[service.beta.kubernetes.io/do-loadbalancer-network]"},
 			annsOut: classOwn, labelOut: "private"},
-		{name: "a key off the allow-list never replaces the class's serviceAnnotations or serviceOverrides",
+		{name: "a key off the allow-list never replaces the class's serviceAnnotations or serviceOverrides, even where the Service carries it",
 			override: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"lb.example.com/network":"public","lb.example.com/pool":"public"},"labels":{"pool.example.com/name":"public"}}}`,
-			annsOut:  classOwn, labelOut: "private"},
+			carried:  Carried{Labels: map[string]bool{"pool.example.com/name": true}, Annotations: map[string]bool{"lb.example.com/network": true, "lb.example.com/pool": true}},
+			leftOut: []string{"spec.objectOverrides[0].metadata.annotations[lb.example.com/network]", "spec.objectOverrides[0].metadata.annotations[lb.example.com/pool]",
+				"spec.objectOverrides[0].metadata.labels[pool.example.com/name]"},
+			annsOut: classOwn, labelOut: "private"},
 		{name: "a Listener label off the allow-list never replaces the class's",
 			labels:  map[string]string{"pool.example.com/name": "public"},
+			carried: Carried{Labels: map[string]bool{"pool.example.com/name": true}},
+			leftOut: []string{"metadata.labels[pool.example.com/name]"},
 			annsOut: classOwn, labelOut: "private"},
 		{name: "a key off the allow-list is not added to a Service that does not carry it",
 			override: head + `{"lb.example.com/other":"x"}}}`,
 			labels:   map[string]string{"team.example.com/owner": "a"},
+			leftOut:  []string{"metadata.labels[team.example.com/owner]", "spec.objectOverrides[0].metadata.annotations[lb.example.com/other]"},
 			annsOut:  classOwn, labelOut: "private"},
+		{name: "a key off the allow-list that the Service carries stays, with a warning",
+			override:  head + `{"lb.example.com/other":"y"}}}`,
+			carried:   Carried{Annotations: map[string]bool{"lb.example.com/other": true}},
+			tolerated: []string{"spec.objectOverrides[0].metadata.annotations[lb.example.com/other]"},
+			annsOut:   withKey(classOwn, "lb.example.com/other", "y"), labelOut: "private"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,15 +81,23 @@ func TestWarnNeverPicksTheNetwork(t *testing.T) {
 				l = listener(tt.override)
 			}
 			l.Labels = tt.labels
-			res, err := Service(l, internal)
+			res, err := Service(l, internal, tt.carried)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := errFields(res.Refused); !reflect.DeepEqual(got, tt.refused) {
 				t.Errorf("refused %q\nwant    %q", got, tt.refused)
 			}
-			if len(res.Tolerated) > 0 {
-				t.Errorf("tolerated %v: nothing off the allow-list may reach this Service", errFields(res.Tolerated))
+			if got := errFields(res.LeftOut); !reflect.DeepEqual(got, tt.leftOut) {
+				t.Errorf("left out %q\nwant     %q", got, tt.leftOut)
+			}
+			if got := errFields(res.Tolerated); !reflect.DeepEqual(got, tt.tolerated) {
+				t.Errorf("tolerated %q, want %q", got, tt.tolerated)
+			}
+			for _, e := range append(res.LeftOut, res.Tolerated...) {
+				if !strings.Contains(e.Detail, internal.Name) {
+					t.Errorf("%q does not name the class", e.Detail)
+				}
 			}
 			svc := typed(t, res.Service)
 			if !reflect.DeepEqual(svc.Annotations, tt.annsOut) {
@@ -87,4 +111,10 @@ func TestWarnNeverPicksTheNetwork(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	out[k] = v
+	return out
 }
