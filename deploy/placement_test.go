@@ -1,8 +1,9 @@
 package deploy
 
 import (
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,7 +57,7 @@ func TestStackablePlacementPlacesEveryWorkload(t *testing.T) {
 					t.Errorf("no %s in the render", want)
 				}
 			}
-			for _, kind := range sortedKeys(specs) {
+			for _, kind := range slices.Sorted(maps.Keys(specs)) {
 				tc.want(t, kind, specs[kind])
 			}
 		})
@@ -87,13 +88,4 @@ func workloads(t *testing.T, o objects) map[string]map[string]any {
 		out[u.GetKind()+"/"+u.GetName()] = spec
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
