@@ -81,8 +81,8 @@ func fuzzCarried(class *v1alpha1.ListenerClass) Carried {
 	if class.Spec.EffectiveTenantMetadataMode() != v1alpha1.TenantMetadataWarn {
 		return Carried{}
 	}
-	return Carried{Labels: map[string]bool{"team.example.com/a": true, "tier": true},
-		Annotations: map[string]bool{"docs.example.com/u": true, "lb.example.com/network": true}}
+	return Carried{Labels: map[string]string{"team.example.com/a": "", "tier": ""},
+		Annotations: map[string]string{"docs.example.com/u": "", "lb.example.com/network": ""}}
 }
 
 func fuzzListener(nports int, labels map[string]string, overrides ...string) *v1alpha1.Listener {
@@ -146,7 +146,8 @@ func tenantMaySet(class *v1alpha1.ListenerClass, carried Carried, kind, key stri
 	if !strings.Contains(key, "/") {
 		return true
 	}
-	if class.Spec.EffectiveTenantMetadataMode() == v1alpha1.TenantMetadataWarn && map[string]map[string]bool{"labels": carried.Labels, "annotations": carried.Annotations}[kind][key] {
+	_, isCarried := map[string]map[string]string{"labels": carried.Labels, "annotations": carried.Annotations}[kind][key]
+	if class.Spec.EffectiveTenantMetadataMode() == v1alpha1.TenantMetadataWarn && isCarried {
 		if _, own := class.Spec.ServiceAnnotations[key]; !own || kind != "annotations" {
 			return true
 		}

@@ -72,11 +72,14 @@ type tenantRule struct {
 	carried Carried
 }
 
-// Carried are the label and annotation keys a Listener's Service carries
-// now (CarriedBy): mode Warn keeps a key off the allow-list only there.
-// The zero value carries nothing (a Service not made yet).
+// Carried are the labels and annotations a Listener's Service carries now
+// (CarriedBy), of which only the keys count: mode Warn keeps a key off the
+// allow-list only there. The zero value carries nothing (a Service not
+// made yet). The maps are read, never written: CarriedBy hands over the
+// Service's own, so that a reconcile of a class in mode Enforce, which
+// never asks, copies nothing.
 type Carried struct {
-	Labels, Annotations map[string]bool
+	Labels, Annotations map[string]string
 }
 
 // CarriedBy are the keys svc carries, when it is the Service of l (l
@@ -86,21 +89,16 @@ func CarriedBy(l *v1alpha1.Listener, svc *corev1.Service) Carried {
 	if svc == nil || !metav1.IsControlledBy(svc, l) {
 		return Carried{}
 	}
-	c := Carried{Labels: map[string]bool{}, Annotations: map[string]bool{}}
-	for k := range svc.Labels {
-		c.Labels[k] = true
-	}
-	for k := range svc.Annotations {
-		c.Annotations[k] = true
-	}
-	return c
+	return Carried{Labels: svc.Labels, Annotations: svc.Annotations}
 }
 
 func (c Carried) has(kind, key string) bool {
+	m := c.Annotations
 	if kind == kindLabels {
-		return c.Labels[key]
+		m = c.Labels
 	}
-	return c.Annotations[key]
+	_, ok := m[key]
+	return ok
 }
 
 // tenantRuleOf is the rule of class, whose serviceOverrides decoded to
