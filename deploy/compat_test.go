@@ -138,17 +138,18 @@ func TestHelmOlderSpellings(t *testing.T) {
 			return check{"podAnnotations on both CSI pods", a1 + a2, "bb"}
 		}},
 		{[]string{"nodeSelector.pool=infra"}, func(t *testing.T, ctl, node, dep *unstructured.Unstructured) check {
-			return check{"nodeSelector on both CSI pods, not the operator", []any{podSpec(t, ctl)["nodeSelector"], podSpec(t, node)["nodeSelector"], podSpec(t, dep)["nodeSelector"]},
-				[]any{map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}, map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}, map[string]any{"kubernetes.io/os": "linux"}}}
+			want := map[string]any{"kubernetes.io/os": "linux", "pool": "infra"}
+			return check{"nodeSelector on both CSI pods and the operator", []any{podSpec(t, ctl)["nodeSelector"], podSpec(t, node)["nodeSelector"], podSpec(t, dep)["nodeSelector"]}, []any{want, want, want}}
 		}},
-		{[]string{"tolerations[0].key=gpu", "tolerations[0].operator=Exists"}, func(t *testing.T, ctl, node, _ *unstructured.Unstructured) check {
+		{[]string{"tolerations[0].key=gpu", "tolerations[0].operator=Exists"}, func(t *testing.T, ctl, node, dep *unstructured.Unstructured) check {
 			want := []any{map[string]any{"key": "gpu", "operator": "Exists"}}
-			return check{"tolerations replace both CSI pods'", []any{podSpec(t, ctl)["tolerations"], podSpec(t, node)["tolerations"]}, []any{want, want}}
+			return check{"tolerations replace both CSI pods' and the operator's", []any{podSpec(t, ctl)["tolerations"], podSpec(t, node)["tolerations"], podSpec(t, dep)["tolerations"]}, []any{want, want, want}}
 		}},
-		{[]string{"affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1", "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=zone"}, func(t *testing.T, ctl, node, _ *unstructured.Unstructured) check {
+		{[]string{"affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1", "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=zone"}, func(t *testing.T, ctl, node, dep *unstructured.Unstructured) check {
 			_, ok1 := podSpec(t, ctl)["affinity"].(map[string]any)["podAffinity"]
 			_, ok2 := podSpec(t, node)["affinity"].(map[string]any)["podAffinity"]
-			return check{"affinity on both CSI pods", ok1 && ok2, true}
+			_, ok3 := podSpec(t, dep)["affinity"].(map[string]any)["podAffinity"]
+			return check{"affinity on both CSI pods and the operator", []bool{ok1, ok2, ok3}, []bool{true, true, true}}
 		}},
 		{[]string{"podSecurityContext.fsGroup=7"}, func(t *testing.T, ctl, node, _ *unstructured.Unstructured) check {
 			return check{"podSecurityContext merged into both CSI pods'", []any{podSpec(t, ctl)["securityContext"].(map[string]any)["fsGroup"], podSpec(t, ctl)["securityContext"].(map[string]any)["runAsNonRoot"], podSpec(t, node)["securityContext"].(map[string]any)["fsGroup"]}, []any{int64(7), true, int64(7)}}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -40,12 +41,16 @@ func (v *listenerValidator) Handle(ctx context.Context, req admission.Request) a
 	if err != nil {
 		return lookupFailed(err)
 	}
+	carried, err := v.carried(ctx, l, class, old != nil)
+	if err != nil {
+		return lookupFailed(err)
+	}
 	// One rule with the reconciler: the Service that results from the
 	// class and everything the tenant wrote keeps what the class decides.
-	errs, metadataWarnings := validation.ListenerAgainstClass(l, class)
+	errs, metadataWarnings := validation.ListenerAgainstClass(l, class, carried)
 	errs = append(validation.Listener(l, classes), errs...)
 	if old != nil {
-		oldErrs, _ := validation.ListenerAgainstClass(old, class)
+		oldErrs, _ := validation.ListenerAgainstClass(old, class, carried)
 		errs = ratchet(errs, append(validation.Listener(old, classes), oldErrs...))
 	}
 	others, err := v.relations(ctx, req, l, old)
@@ -88,6 +93,25 @@ func (v *listenerValidator) classes(ctx context.Context, l *v1alpha1.Listener) (
 		return classes, nil, nil
 	}
 	return nil, nil, err
+}
+
+// carried are the keys l's Service carries now, which a class in mode
+// Warn keeps (service.CarriedBy): read live (the webhooks' cache holds no
+// Services), and only for an update of a Listener of such a class; a
+// Listener being created has no Service of its own yet.
+func (v *listenerValidator) carried(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, update bool) (service.Carried, error) {
+	if !update || class == nil || class.Spec.EffectiveTenantMetadataMode() != v1alpha1.TenantMetadataWarn {
+		return service.Carried{}, nil
+	}
+	var svc corev1.Service
+	err := v.lookup.live.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: names.ServiceName(l.Name)}, &svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return service.Carried{}, nil
+	case err != nil:
+		return service.Carried{}, fmt.Errorf("get Service of Listener %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	return service.CarriedBy(l, &svc), nil
 }
 
 // relations are the errors of l (old: as stored, nil on CREATE) with

@@ -57,6 +57,7 @@ func (v *classValidator) Handle(ctx context.Context, req admission.Request) admi
 		return invalid(req, errs)
 	}
 	warnings = append(warnings, v.overlappingRanges(ctx, &lc)...)
+	warnings = append(warnings, v.overlappingTemplates(ctx, &lc, old)...)
 	return admission.Allowed("").WithWarnings(append(validation.ListenerClassWarnings(&lc), warnings...)...)
 }
 
@@ -71,6 +72,20 @@ func (v *classValidator) overlappingRanges(ctx context.Context, lc *v1alpha1.Lis
 		return []string{fmt.Sprintf("could not check spec.nodePortRange against the other classes' ranges (%v); list them with: kubectl get listenerclasses -o wide", err)}
 	}
 	return validation.OverlappingRanges(lc, classes.Items)
+}
+
+// overlappingTemplates warns about other classes whose hostname templates
+// can give another Listener a name lc's gives one of its own, when lc is
+// new or its template changes. A failed read only costs the warning.
+func (v *classValidator) overlappingTemplates(ctx context.Context, lc, old *v1alpha1.ListenerClass) []string {
+	if lc.Spec.Hostname == nil || old != nil && old.Spec.Hostname != nil && old.Spec.Hostname.Template == lc.Spec.Hostname.Template {
+		return nil
+	}
+	var classes v1alpha1.ListenerClassList
+	if err := v.lookup.cache.List(ctx, &classes); err != nil {
+		return []string{fmt.Sprintf("could not check spec.hostname.template against the other classes' templates (%v); list them with: kubectl get listenerclasses -o wide", err)}
+	}
+	return validation.HostnameOverlaps(lc, old, classes.Items)
 }
 
 // users counts, per namespace, the Listeners and claims that refer to the

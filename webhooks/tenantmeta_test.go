@@ -34,8 +34,8 @@ spec:
   className: external-unstable
   ports: [{name: http, port: 80}]
   objectOverrides:
-  - {apiVersion: v1, kind: Service, metadata: {name: nlb, annotations: {oci.oraclecloud.com/load-balancer-type: nlb}}}`, true, []string{
-			`spec.objectOverrides[0].metadata.annotations[oci.oraclecloud.com/load-balancer-type]: Forbidden: metadata.annotations[oci.oraclecloud.com/load-balancer-type] is not on the annotations ListenerClass "external-unstable" allows tenants to set`,
+  - {apiVersion: v1, kind: Service, metadata: {name: nlb, annotations: {lb.example.com/tier: premium}}}`, true, []string{
+			`spec.objectOverrides[0].metadata.annotations[lb.example.com/tier]: Forbidden: metadata.annotations[lb.example.com/tier] is not on the annotations ListenerClass "external-unstable" allows tenants to set`,
 			`spec.tenantMetadata.annotations of the class`,
 		}},
 		{"ports added by an override: refused", `

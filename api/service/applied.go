@@ -9,12 +9,12 @@ import (
 	"github.com/listener-operator/listener-operator/internal/digest"
 )
 
-// Desired is the Service the operator applies for Listener l of class: the
-// one rule (Service), then the DNS name host the class gives the Listener
-// as its external-dns hostname annotation ("" sets none), then the hash of
-// all of it (StampHash). The error means the class itself is broken.
-func Desired(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host string) (*unstructured.Unstructured, Result, error) {
-	res, err := Service(l, class)
+// Desired is the Service the operator applies for Listener l of class,
+// whose Service carries carried now: the one rule (Service), then the DNS
+// name host the class gives the Listener as its external-dns hostname
+// annotation ("" sets none), then the hash of all of it (StampHash). The error means the class itself is broken.
+func Desired(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host string, carried Carried) (*unstructured.Unstructured, Result, error) {
+	res, err := Service(l, class, carried)
 	if err != nil {
 		return nil, Result{}, err
 	}

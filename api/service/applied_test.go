@@ -31,7 +31,7 @@ func TestDesired(t *testing.T) {
 		return sum
 	}
 	for _, host := range []string{"", "web.shop.example.com"} {
-		u, res, err := Desired(l, class, host)
+		u, res, err := Desired(l, class, host, Carried{})
 		if err != nil || len(res.Refused) > 0 {
 			t.Fatalf("Desired(%q): %v, refused %v", host, err, res.Refused)
 		}
@@ -39,7 +39,7 @@ func TestDesired(t *testing.T) {
 		if got, ok := ann[v1alpha1.AnnotationExternalDNSHostname]; got != host || ok != (host != "") {
 			t.Errorf("Desired(%q): hostname annotation %q (set: %v)", host, got, ok)
 		}
-		plain, err := Service(l, class)
+		plain, err := Service(l, class, Carried{})
 		if err != nil {
 			t.Fatal(err)
 		}

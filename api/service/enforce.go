@@ -10,9 +10,10 @@ import (
 
 // enforce resets, in obj, every field an override at path p may not change
 // to what it was before the Listener's overrides (base), and returns a
-// refusal for each; in mode Warn, keys off the allow-list stay and are
-// returned as tolerated.
-func enforce(obj, base map[string]any, rule tenantRule, p *field.Path) (refused, tolerated field.ErrorList) {
+// refusal for each; in mode Warn, keys off the allow-list that the Service
+// carries already stay and are returned as tolerated, the others are reset
+// too and returned as left out (warnLeavesOut).
+func enforce(obj, base map[string]any, rule tenantRule, p *field.Path) (refused, leftOut, tolerated field.ErrorList) {
 	spec := child(obj, "spec")
 	made := child(base, "spec")
 	for _, key := range sortedKeys(SpecFields) {
@@ -43,16 +44,17 @@ func enforce(obj, base map[string]any, rule tenantRule, p *field.Path) (refused,
 		}
 	}
 	for _, kind := range []string{kindAnnotations, kindLabels} {
-		r, t := checkKeys(meta, madeMeta, kind, rule, p)
-		refused, tolerated = append(refused, r...), append(tolerated, t...)
+		r, l, t := checkKeys(meta, madeMeta, kind, rule, p)
+		refused, leftOut, tolerated = append(refused, r...), append(leftOut, l...), append(tolerated, t...)
 	}
-	return refused, tolerated
+	return refused, leftOut, tolerated
 }
 
 // checkKeys holds every key of the annotations or labels (kind) that an
 // override changed, added or removed to what it was before the overrides,
-// unless the class allows tenants to set it.
-func checkKeys(meta, made map[string]any, kind string, rule tenantRule, p *field.Path) (refused, tolerated field.ErrorList) {
+// unless the class allows tenants to set it (or, in mode Warn, the
+// Service carries it already).
+func checkKeys(meta, made map[string]any, kind string, rule tenantRule, p *field.Path) (refused, leftOut, tolerated field.ErrorList) {
 	have, _ := meta[kind].(map[string]any)
 	want, _ := made[kind].(map[string]any)
 	keys := map[string]bool{}
@@ -70,14 +72,18 @@ func checkKeys(meta, made map[string]any, kind string, rule tenantRule, p *field
 		}
 		v := rule.judge(kind, k)
 		path := p.Child("metadata", kind).Key(k)
+		kept, why := rule.tolerates(kind, k, v)
 		switch {
 		case v == keyAllowed:
 			continue
-		case rule.copies(v):
+		case kept:
 			tolerated = append(tolerated, field.Forbidden(path, tolerance(kind, k, rule)))
 			continue
+		case why != "":
+			leftOut = append(leftOut, field.Forbidden(path, fmt.Sprintf("metadata.%s[%s] of the objectOverrides does not reach the Service: it %s (the Listener is admitted: ListenerClass %q is in spec.tenantMetadata.mode: Warn); remove it from the Listener's objectOverrides", kind, k, why, rule.class)))
+		default:
+			refused = append(refused, field.Forbidden(path, keyRefusal(kind, k, v, rule)))
 		}
-		refused = append(refused, field.Forbidden(path, keyRefusal(kind, k, v, rule)))
 		if have == nil {
 			have = map[string]any{}
 		} else {
@@ -90,7 +96,7 @@ func checkKeys(meta, made map[string]any, kind string, rule tenantRule, p *field
 		}
 		meta[kind] = have
 	}
-	return refused, tolerated
+	return refused, leftOut, tolerated
 }
 
 // keyRefusal is the message of an override's key that the class does not
@@ -132,15 +138,19 @@ func addTenantLabels(obj map[string]any, labels map[string]string, rule tenantRu
 	for _, k := range sortedKeys(labels) {
 		v := rule.judge(kindLabels, k)
 		path := field.NewPath("metadata", "labels").Key(k)
+		kept, why := rule.tolerates(kindLabels, k, v)
+		if why == "" {
+			why = rule.why(kindLabels, v)
+		}
 		switch {
 		case v == keyOperators:
 			continue
 		case v == keyAllowed:
-		case rule.copies(v):
+		case kept:
 			tolerated = append(tolerated, field.Forbidden(path, tolerance(kindLabels, k, rule)))
 		default:
 			leftOut = append(leftOut, field.Forbidden(path, fmt.Sprintf(
-				"the Listener's label %s does not reach its Service: it %s (it stays on the Listener; to set it on the Service, use a key the class allows)", k, rule.why(kindLabels, v))))
+				"the Listener's label %s does not reach its Service: it %s (it stays on the Listener; to set it on the Service, use a key the class allows)", k, why)))
 			continue
 		}
 		into[k] = labels[k]

@@ -98,10 +98,26 @@ var ExposureAnnotations = []string{
 	"networking.gke.io/internal-load-balancer-allow-global-access",
 	"networking.gke.io/internal-load-balancer-subnet",
 	"networking.gke.io/load-balancer-ip-addresses",
-	// Other clouds
+	// Oracle (OCI load balancers and network load balancers)
 	"service.beta.kubernetes.io/oci-load-balancer-internal",
-	"service.beta.kubernetes.io/openstack-internal-load-balancer",
+	"service.beta.kubernetes.io/oci-load-balancer-subnet1",
+	"service.beta.kubernetes.io/oci-load-balancer-subnet2",
+	"oci.oraclecloud.com/load-balancer-type", // lb or nlb
+	"oci.oraclecloud.com/oci-network-security-groups",
+	"oci-network-load-balancer.oraclecloud.com/internal",
+	"oci-network-load-balancer.oraclecloud.com/subnet",
+	"oci-network-load-balancer.oraclecloud.com/oci-network-security-groups",
+	// DigitalOcean
 	"service.beta.kubernetes.io/do-loadbalancer-type",
+	"service.beta.kubernetes.io/do-loadbalancer-network", // INTERNAL or EXTERNAL
+	// Hetzner Cloud
+	"load-balancer.hetzner.cloud/disable-public-network",
+	"load-balancer.hetzner.cloud/disable-private-ingress",
+	"load-balancer.hetzner.cloud/use-private-ip",
+	"load-balancer.hetzner.cloud/network-zone",
+	"load-balancer.hetzner.cloud/ipv6-disabled",
+	// Other clouds
+	"service.beta.kubernetes.io/openstack-internal-load-balancer",
 	"service.kubernetes.io/ibm-load-balancer-cloud-provider-ip-type",
 	// MetalLB
 	"metallb.universe.tf/address-pool",

@@ -34,20 +34,21 @@ func FuzzTenantInputs(f *testing.F) {
 			labels = nil
 		}
 		for _, class := range fuzzClasses() {
+			carried := fuzzCarried(class)
 			l := fuzzListener(int(nports%8)+1, labels, o1, o2)
-			res, err := Service(l, class)
+			res, err := Service(l, class, carried)
 			if err != nil {
 				t.Fatal(err)
 			}
 			bare := fuzzListener(int(nports%8)+1, nil)
-			base, err := Service(bare, class)
+			base, err := Service(bare, class, carried)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, want := typed(t, res.Service), typed(t, base.Service)
 			assertExposure(t, got, want)
-			assertTenantKeys(t, class, "labels", got.Labels, want.Labels)
-			assertTenantKeys(t, class, "annotations", got.Annotations, want.Annotations)
+			assertTenantKeys(t, class, carried, "labels", got.Labels, want.Labels)
+			assertTenantKeys(t, class, carried, "annotations", got.Annotations, want.Annotations)
 			assertDeclaredPorts(t, l, got)
 		}
 	})
@@ -67,9 +68,21 @@ func fuzzClasses() []*v1alpha1.ListenerClass {
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "warn"}, Spec: v1alpha1.ListenerClassSpec{
 			ServiceType: v1alpha1.ServiceTypeClusterIP, LockedServiceFields: []string{"metadata.labels[tier]"},
-			TenantMetadata: &v1alpha1.TenantMetadataPolicy{Mode: v1alpha1.TenantMetadataWarn},
+			ServiceAnnotations: map[string]string{"lb.example.com/network": "internal"},
+			TenantMetadata:     &v1alpha1.TenantMetadataPolicy{Mode: v1alpha1.TenantMetadataWarn},
 		}},
 	}
+}
+
+// fuzzCarried is what the Service of a Listener of class carries already:
+// for the class in mode Warn, some keys off the allow-list (and the one
+// the class sets itself, which Warn must not hand to a tenant).
+func fuzzCarried(class *v1alpha1.ListenerClass) Carried {
+	if class.Spec.EffectiveTenantMetadataMode() != v1alpha1.TenantMetadataWarn {
+		return Carried{}
+	}
+	return Carried{Labels: map[string]string{"team.example.com/a": "", "tier": ""},
+		Annotations: map[string]string{"docs.example.com/u": "", "lb.example.com/network": ""}}
 }
 
 func fuzzListener(nports int, labels map[string]string, overrides ...string) *v1alpha1.Listener {
@@ -99,26 +112,27 @@ func assertExposure(t *testing.T, got, want *corev1.Service) {
 
 // assertTenantKeys: a key whose value is not what the class alone makes
 // is one a tenant may set: not the operator's label, not exposure, not
-// locked, and (mode Enforce) unprefixed, a workload key, or matched by the
-// class's patterns.
-func assertTenantKeys(t *testing.T, class *v1alpha1.ListenerClass, kind string, got, want map[string]string) {
+// locked, and unprefixed, a workload key, or matched by the class's
+// patterns; in mode Warn also one the Service carries already, unless the
+// class sets it itself.
+func assertTenantKeys(t *testing.T, class *v1alpha1.ListenerClass, carried Carried, kind string, got, want map[string]string) {
 	t.Helper()
 	for k, v := range got {
 		if w, ok := want[k]; ok && w == v {
 			continue
 		}
-		if !tenantMaySet(class, kind, k) {
+		if !tenantMaySet(class, carried, kind, k) {
 			t.Errorf("metadata.%s[%s] = %q reached the Service of class %s (the class makes %q)", kind, k, v, class.Name, want[k])
 		}
 	}
 	for k, w := range want {
-		if _, ok := got[k]; !ok && !tenantMaySet(class, kind, k) {
+		if _, ok := got[k]; !ok && !tenantMaySet(class, carried, kind, k) {
 			t.Errorf("metadata.%s[%s] = %q of class %s was removed", kind, k, w, class.Name)
 		}
 	}
 }
 
-func tenantMaySet(class *v1alpha1.ListenerClass, kind, key string) bool {
+func tenantMaySet(class *v1alpha1.ListenerClass, carried Carried, kind, key string) bool {
 	lockedAs := map[string]string{"labels": "metadata.labels[" + key + "]", "annotations": "metadata.annotations[" + key + "]"}[kind]
 	for _, f := range class.Spec.LockedServiceFields {
 		if f == lockedAs {
@@ -129,8 +143,14 @@ func tenantMaySet(class *v1alpha1.ListenerClass, kind, key string) bool {
 		kind == "annotations" && IsExposureAnnotation(key) {
 		return false
 	}
-	if class.Spec.EffectiveTenantMetadataMode() == v1alpha1.TenantMetadataWarn || !strings.Contains(key, "/") {
+	if !strings.Contains(key, "/") {
 		return true
+	}
+	_, isCarried := map[string]map[string]string{"labels": carried.Labels, "annotations": carried.Annotations}[kind][key]
+	if class.Spec.EffectiveTenantMetadataMode() == v1alpha1.TenantMetadataWarn && isCarried {
+		if _, own := class.Spec.ServiceAnnotations[key]; !own || kind != "annotations" {
+			return true
+		}
 	}
 	patterns := append([]string{}, WorkloadKeys...)
 	if tm := class.Spec.TenantMetadata; tm != nil {

@@ -42,7 +42,7 @@ func TestClassNetworkFieldsAreExposure(t *testing.T) {
 				l = listener(tt.override)
 			}
 			l.Labels = tt.labels
-			res, err := Service(l, class)
+			res, err := Service(l, class, Carried{})
 			if err != nil {
 				t.Fatal(err)
 			}

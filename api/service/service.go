@@ -41,10 +41,14 @@ type Result struct {
 	// from its claim) that do not reach the Service: exposure and locked
 	// keys, and, in mode Enforce, keys off the allow-list. Helm, Argo CD,
 	// Flux and the StatefulSet controller put their own labels there, so
-	// these are warned about, never refused.
+	// these are warned about, never refused. In mode Warn, also the keys
+	// off the allow-list, of the labels or the objectOverrides, that Warn
+	// does not keep: ones the class sets itself, and ones the Service does
+	// not carry already (tenantRule.warnLeavesOut).
 	LeftOut field.ErrorList
 	// Tolerated are the keys off the allow-list that reach the Service
-	// only because the class's spec.tenantMetadata.mode is Warn.
+	// only because the class's spec.tenantMetadata.mode is Warn and the
+	// Service carries them already.
 	Tolerated field.ErrorList
 }
 
@@ -64,8 +68,9 @@ func Fields(refused field.ErrorList) []string {
 
 var overridesPath = field.NewPath("spec", "objectOverrides")
 
-// Service turns a ListenerClass and a Listener into the Service that
-// results. Merge order, lowest to highest: the generated fields with the
+// Service turns a ListenerClass and a Listener, whose Service carries
+// carried now (CarriedBy; the zero value before it exists), into the
+// Service that results. Merge order, lowest to highest: the generated fields with the
 // Listener's labels that the class allows, the class's serviceAnnotations,
 // the class's serviceOverrides, the Listener's objectOverrides that target
 // this Service. What an override may not change (exposure, locked and
@@ -73,19 +78,23 @@ var overridesPath = field.NewPath("spec", "objectOverrides")
 // then reset to what it was before the Listener's overrides, and every
 // reset is a Refused error. The error is the class's own: its
 // serviceOverrides do not decode (the class webhook refuses that).
-func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error) {
+func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, carried Carried) (Result, error) {
 	svcName := names.ServiceName(l.Name)
-	rule := tenantRuleOf(class, lockedOf(class))
+	var classPatch map[string]any
+	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
+		var errs field.ErrorList
+		classPatch, errs = Decode(class.Spec.ServiceOverrides.Raw, true, field.NewPath("spec", "serviceOverrides"))
+		if len(errs) > 0 {
+			return Result{}, fmt.Errorf("ListenerClass %s: %w", class.Name, errs.ToAggregate())
+		}
+	}
+	rule := tenantRuleOf(class, lockedOf(class), classPatch, carried)
 	obj := generated(l, class, svcName)
 	declared := sliceOf(obj["spec"].(map[string]any)["ports"])
 	var res Result
 	res.LeftOut, res.Tolerated = addTenantLabels(obj, l.Labels, rule)
-	if class.Spec.ServiceOverrides != nil && len(class.Spec.ServiceOverrides.Raw) > 0 {
-		patch, errs := Decode(class.Spec.ServiceOverrides.Raw, true, field.NewPath("spec", "serviceOverrides"))
-		if len(errs) > 0 {
-			return Result{}, fmt.Errorf("ListenerClass %s: %w", class.Name, errs.ToAggregate())
-		}
-		obj = MergePatch(obj, patch).(map[string]any)
+	if classPatch != nil {
+		obj = MergePatch(obj, classPatch).(map[string]any)
 	}
 	// What the Listener's overrides start from: the reference every field
 	// they may not change is held to.
@@ -105,8 +114,9 @@ func Service(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (Result, error
 			continue
 		}
 		obj = MergePatch(obj, patch).(map[string]any)
-		refused, tolerated := enforce(obj, base, rule, p)
+		refused, leftOut, tolerated := enforce(obj, base, rule, p)
 		res.Refused = append(res.Refused, refused...)
+		res.LeftOut = append(res.LeftOut, leftOut...)
 		res.Tolerated = append(res.Tolerated, tolerated...)
 	}
 	// By construction, whatever any override said: the Service's ports are

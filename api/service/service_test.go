@@ -167,7 +167,7 @@ func TestService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Service(listener(tt.override...), tt.class)
+			res, err := Service(listener(tt.override...), tt.class, Carried{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +216,7 @@ func wantNoExternalIPs(t *testing.T, svc *corev1.Service) {
 func assertPolicy(t *testing.T, class *v1alpha1.ListenerClass, res Result) {
 	t.Helper()
 	bare := listener()
-	base, err := Service(bare, class)
+	base, err := Service(bare, class, Carried{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func FuzzService(f *testing.F) {
 	}}}
 	f.Fuzz(func(t *testing.T, o string) {
 		for _, class := range classes {
-			res, err := Service(listener(o), class)
+			res, err := Service(listener(o), class, Carried{})
 			if err != nil {
 				t.Fatal(err)
 			}

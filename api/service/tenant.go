@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -55,21 +57,83 @@ const (
 )
 
 // tenantRule is the allow-list of one class for the metadata tenants
-// write, with the keys the class locks.
+// write, with the keys the class locks, the keys it sets itself, and (for
+// mode Warn) the keys the Listener's Service carries now.
 type tenantRule struct {
 	class       string
 	mode        v1alpha1.TenantMetadataMode
 	labels      []string // the class's patterns, besides WorkloadKeys
 	annotations []string
 	locked      locked
+	// own are the keys the class sets itself (spec.serviceAnnotations, the
+	// metadata of spec.serviceOverrides), by kind: a key off the allow-list
+	// never replaces one of them, in any mode.
+	own     map[string]map[string]bool
+	carried Carried
 }
 
-func tenantRuleOf(class *v1alpha1.ListenerClass, lk locked) tenantRule {
-	r := tenantRule{class: class.Name, mode: class.Spec.EffectiveTenantMetadataMode(), locked: lk}
+// Carried are the labels and annotations a Listener's Service carries now
+// (CarriedBy), of which only the keys count: mode Warn keeps a key off the
+// allow-list only there. The zero value carries nothing (a Service not
+// made yet). The maps are read, never written: CarriedBy hands over the
+// Service's own, so that a reconcile of a class in mode Enforce, which
+// never asks, copies nothing.
+type Carried struct {
+	Labels, Annotations map[string]string
+}
+
+// CarriedBy are the keys svc carries, when it is the Service of l (l
+// controls it); none when svc is nil or another object's (a Service of a
+// Listener deleted and recreated under the same name, a foreign one).
+func CarriedBy(l *v1alpha1.Listener, svc *corev1.Service) Carried {
+	if svc == nil || !metav1.IsControlledBy(svc, l) {
+		return Carried{}
+	}
+	return Carried{Labels: svc.Labels, Annotations: svc.Annotations}
+}
+
+func (c Carried) has(kind, key string) bool {
+	m := c.Annotations
+	if kind == kindLabels {
+		m = c.Labels
+	}
+	_, ok := m[key]
+	return ok
+}
+
+// tenantRuleOf is the rule of class, whose serviceOverrides decoded to
+// overrides (nil: none), for a Service that carries carried now.
+func tenantRuleOf(class *v1alpha1.ListenerClass, lk locked, overrides map[string]any, carried Carried) tenantRule {
+	r := tenantRule{class: class.Name, mode: class.Spec.EffectiveTenantMetadataMode(), locked: lk, carried: carried,
+		own: map[string]map[string]bool{kindLabels: {}, kindAnnotations: {}}}
 	if tm := class.Spec.TenantMetadata; tm != nil {
 		r.labels, r.annotations = tm.Labels, tm.Annotations
 	}
+	for k := range class.Spec.ServiceAnnotations {
+		r.own[kindAnnotations][k] = true
+	}
+	meta, _ := overrides["metadata"].(map[string]any)
+	for _, kind := range []string{kindLabels, kindAnnotations} {
+		keys, _ := meta[kind].(map[string]any)
+		for k := range keys {
+			r.own[kind][k] = true // null too: the class removes it
+		}
+	}
 	return r
+}
+
+// warnLeavesOut says why mode Warn does not keep key (of kind), which is
+// off the allow-list: "" when it keeps it. Warn is a mode to migrate with:
+// it keeps what a Service carries already, never adds a key, and never
+// lets one replace what the class sets itself.
+func (r tenantRule) warnLeavesOut(kind, key string) string {
+	switch {
+	case r.own[kind][key]:
+		return fmt.Sprintf("is set by ListenerClass %q itself (spec.serviceAnnotations or spec.serviceOverrides), and a key off the allow-list never replaces what the class sets, in any mode", r.class)
+	case !r.carried.has(kind, key):
+		return fmt.Sprintf("%s, and the Service does not carry it: mode Warn keeps such a key only on a Service that carries it already, never adds one", r.why(kind, keyUnlisted))
+	}
+	return ""
 }
 
 // judge says whether a tenant may set key among the Service's labels or
@@ -91,9 +155,15 @@ func (r tenantRule) judge(kind, key string) keyVerdict {
 	return keyUnlisted
 }
 
-// copies reports whether a key of verdict v reaches the Service.
-func (r tenantRule) copies(v keyVerdict) bool {
-	return v == keyAllowed || v == keyUnlisted && r.mode == v1alpha1.TenantMetadataWarn
+// tolerates reports whether key (of kind, verdict v) reaches the Service
+// only because the class is in mode Warn, and, when Warn leaves it out,
+// why (warnLeavesOut).
+func (r tenantRule) tolerates(kind, key string, v keyVerdict) (bool, string) {
+	if v != keyUnlisted || r.mode != v1alpha1.TenantMetadataWarn {
+		return false, ""
+	}
+	why := r.warnLeavesOut(kind, key)
+	return why == "", why
 }
 
 // why is the reason a key of verdict v is not (or, in Warn mode, should
@@ -181,5 +251,11 @@ func ExposurePatternWarning(kind, p string) string {
 // Service, for an admission warning before the Listener exists.
 func TenantLabels(class *v1alpha1.ListenerClass, labels map[string]string) (leftOut, tolerated field.ErrorList) {
 	obj := map[string]any{"metadata": map[string]any{"labels": map[string]any{}}}
-	return addTenantLabels(obj, labels, tenantRuleOf(class, lockedOf(class)))
+	var overrides map[string]any
+	if o := class.Spec.ServiceOverrides; o != nil && len(o.Raw) > 0 {
+		overrides, _ = Decode(o.Raw, true, field.NewPath("spec", "serviceOverrides"))
+	}
+	// The Listener and its Service are made later: its Service carries
+	// nothing yet.
+	return addTenantLabels(obj, labels, tenantRuleOf(class, lockedOf(class), overrides, Carried{}))
 }

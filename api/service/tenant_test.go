@@ -50,6 +50,7 @@ func TestTenantMetadata(t *testing.T) {
 		labels    map[string]string
 		override  []string
 		refused   []string // fields, in order
+		carried   Carried  // what the Service carries now
 		leftOut   []string
 		tolerated []string
 		labelsOut map[string]string // the Service's labels besides the operator's three
@@ -93,8 +94,9 @@ func TestTenantMetadata(t *testing.T) {
 			leftOut:   []string{"metadata.labels[lbipam.cilium.io/pool]"},
 			labelsOut: map[string]string{"team.example.com/owner": "a", "cost-center.example.com/id": "42"},
 			annsOut:   map[string]string{"docs.example.com/url": "https://docs"}},
-		{name: "mode Warn copies keys off the list, with a warning, but never exposure",
+		{name: "mode Warn keeps keys off the list that the Service carries, with a warning, but never exposure",
 			class:     warn,
+			carried:   Carried{Labels: map[string]string{"team.example.com/owner": ""}, Annotations: map[string]string{"team.example.com/note": ""}},
 			labels:    map[string]string{"team.example.com/owner": "a", "service.kubernetes.io/headless": ""},
 			override:  []string{`{` + head + `,"annotations":{"team.example.com/note":"n","metallb.io/address-pool":"public"}}}`},
 			refused:   []string{"spec.objectOverrides[0].metadata.annotations[metallb.io/address-pool]"},
@@ -102,6 +104,12 @@ func TestTenantMetadata(t *testing.T) {
 			tolerated: []string{"metadata.labels[team.example.com/owner]", "spec.objectOverrides[0].metadata.annotations[team.example.com/note]"},
 			labelsOut: map[string]string{"team.example.com/owner": "a"},
 			annsOut:   map[string]string{"team.example.com/note": "n"}},
+		{name: "mode Warn adds no key off the list to a Service that does not carry it",
+			class:    warn,
+			carried:  Carried{Annotations: map[string]string{"team.example.com/note": ""}},
+			labels:   map[string]string{"team.example.com/owner": "a"},
+			override: []string{`{` + head + `,"annotations":{"team.example.com/new":"n"}}}`},
+			leftOut:  []string{"metadata.labels[team.example.com/owner]", "spec.objectOverrides[0].metadata.annotations[team.example.com/new]"}},
 		{name: "part 4: an override cannot add ports (150 node ports from a 1-port Listener)",
 			class:    nodePort,
 			override: []string{`{` + head + `},"spec":{"ports":[{"name":"http","port":80},` + strings.Join(manyPorts, ",") + `]}}`},
@@ -121,7 +129,7 @@ func TestTenantMetadata(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := listener(tt.override...)
 			l.Labels = tt.labels
-			res, err := Service(l, tt.class)
+			res, err := Service(l, tt.class, tt.carried)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,14 +168,14 @@ func TestTenantMetadata(t *testing.T) {
 // TestRefusalsSayHowToAllow: a key off the allow-list names the class and
 // the field an administrator adds it to.
 func TestRefusalsSayHowToAllow(t *testing.T) {
-	res, err := Service(listener(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"oci.oraclecloud.com/load-balancer-type":"nlb"}}}`), clusterInternal())
+	res, err := Service(listener(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","annotations":{"lb.example.com/tier":"premium"}}}`), clusterInternal(), Carried{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Refused) != 1 {
 		t.Fatalf("refused %v", res.Refused)
 	}
-	for _, want := range []string{"oci.oraclecloud.com/load-balancer-type", `ListenerClass "cluster-internal"`, "spec.tenantMetadata.annotations", "remove it"} {
+	for _, want := range []string{"lb.example.com/tier", `ListenerClass "cluster-internal"`, "spec.tenantMetadata.annotations", "remove it"} {
 		if !strings.Contains(res.Refused[0].Error(), want) {
 			t.Errorf("%q does not say %q", res.Refused[0].Error(), want)
 		}

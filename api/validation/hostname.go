@@ -1,6 +1,11 @@
 package validation
 
 import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
@@ -51,4 +56,55 @@ func HostnameOneToOne(lc, old *v1alpha1.ListenerClass) (field.ErrorList, []strin
 		errs[i] = field.Invalid(path, p.Template, msg)
 	}
 	return errs, nil
+}
+
+// HostnameOverlaps warns, when lc is new, gets spec.hostname or changes
+// its template (old: before an update, nil on create), about each of the
+// other classes whose template can give another Listener a name lc's
+// template gives one of its own (addresses.TemplatesOverlap), naming the
+// class, its template and two such Listeners: classes are cluster-scoped,
+// and the example names no real object. The reconciler publishes such a
+// name for one Listener only (HostnameConflict on the other), so this is a
+// warning, not a refusal.
+func HostnameOverlaps(lc, old *v1alpha1.ListenerClass, others []v1alpha1.ListenerClass) []string {
+	p := lc.Spec.Hostname
+	if p == nil || len(addresses.TemplateProblems(p)) > 0 ||
+		old != nil && old.Spec.Hostname != nil && old.Spec.Hostname.Template == p.Template {
+		return nil
+	}
+	others = slices.Clone(others)
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	var warnings []string
+	for i := range others {
+		o := &others[i]
+		if o.Name == lc.Name || o.Spec.Hostname == nil || len(addresses.TemplateProblems(o.Spec.Hostname)) > 0 {
+			continue
+		}
+		ov, ok := addresses.TemplatesOverlap(p, o.Spec.Hostname)
+		if !ok {
+			continue
+		}
+		example := "(the templates meet as patterns)"
+		if ov.Host != "" {
+			example = fmt.Sprintf("%s of this class and %s of ListenerClass %q both get %q", listenerPhrase(ov.A), listenerPhrase(ov.B), o.Name, ov.Host)
+		}
+		warnings = append(warnings, fmt.Sprintf("spec.hostname.template: ListenerClass %q (template %q) can give another Listener the same name: %s; "+
+			"the operator publishes such a name for the first Listener that has it only, and reports HostnameConflict on the other (docs/reconcile.md, \"Two Listeners, one name\"); "+
+			"to keep the names apart, give the classes templates that cannot meet (e.g. under different zones)",
+			o.Name, o.Spec.Hostname.Template, example))
+	}
+	return warnings
+}
+
+// listenerPhrase names a Listener of an overlap example; an empty field
+// is any.
+func listenerPhrase(l types.NamespacedName) string {
+	name, ns := fmt.Sprintf("Listener %q", l.Name), fmt.Sprintf("in namespace %q", l.Namespace)
+	if l.Name == "" {
+		name = "any Listener"
+	}
+	if l.Namespace == "" {
+		ns = "in any namespace"
+	}
+	return name + " " + ns
 }

@@ -61,20 +61,22 @@ func tenantMetadataWarnings(lc *v1alpha1.ListenerClass) []string {
 }
 
 // ListenerAgainstClass is the one rule, for the webhook, on what a
-// Listener of class (nil when it does not exist) puts on its Service. The
-// errors refuse the Listener: each objectOverrides item must decode
+// Listener of class (nil when it does not exist) puts on its Service,
+// which carries carried now (service.CarriedBy; what mode Warn may keep).
+// The errors refuse the Listener: each objectOverrides item must decode
 // strictly and name apiVersion and kind, and, with a class, the Service
 // that results keeps what the class decides. The warnings say which of its
-// own labels (or its claim's) stay off the Service, or reach it only
-// because the class is in mode Warn. The reconciler applies the same
-// service.Service (TestTenantInputAgreement).
-func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (field.ErrorList, []string) {
+// own labels (or its claim's), and in mode Warn which keys of its
+// overrides, stay off the Service, or reach it only because the class is
+// in mode Warn. The reconciler applies the same service.Service
+// (TestTenantInputAgreement).
+func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, carried service.Carried) (field.ErrorList, []string) {
 	errs := overridesDecode(l, class == nil)
 	if class == nil {
 		service.SortErrors(errs)
 		return errs, nil
 	}
-	res, err := service.Service(l, class)
+	res, err := service.Service(l, class, carried)
 	if err != nil {
 		// The class's own overrides are broken: its webhook refuses
 		// that, and the reconciler reports it on every Listener.
@@ -86,6 +88,10 @@ func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (
 	service.SortErrors(errs)
 	var warnings []string
 	for _, e := range res.LeftOut {
+		if len(e.Field) > len(overridesPrefix) && e.Field[:len(overridesPrefix)] == overridesPrefix {
+			warnings = append(warnings, fmt.Sprintf("%s: %s", e.Field, e.Detail))
+			continue
+		}
 		warnings = append(warnings, e.Detail)
 	}
 	for _, e := range res.Tolerated {
@@ -93,6 +99,10 @@ func ListenerAgainstClass(l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (
 	}
 	return errs, warnings
 }
+
+// overridesPrefix starts the field of a finding about a Listener's
+// objectOverrides, which its warning names (a label's names itself).
+const overridesPrefix = "spec.objectOverrides"
 
 // overridesDecode checks that each objectOverrides item decodes (reported
 // here only without a class: with one, service.Service reports it) and

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -331,7 +332,7 @@ func TestListenerOverrides(t *testing.T) {
 			`spec.objectOverrides[0]: Invalid value: "\"x\"": must be a JSON object, a partial object such as {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "..."}, "spec": {...}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, _ := ListenerAgainstClass(override(tc.override), tc.class)
+			errs, _ := ListenerAgainstClass(override(tc.override), tc.class, service.Carried{})
 			check(t, errs, tc.want)
 		})
 	}

@@ -108,7 +108,7 @@ func TestHostnameBeatsOverrides(t *testing.T) {
 	}}
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "dns"}, Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
 		Hostname: &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.example.com"}}}
-	svc, _, err := desiredService(l, class, addresses.Hostname(&class.Spec, l.Name, l.Namespace))
+	svc, _, err := desiredService(l, class, addresses.Hostname(&class.Spec, l.Name, l.Namespace), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,11 +126,11 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	// The class is policy, and one rule (service.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
 	// of the Service, so exposure is never more than the class gives.
-	hc, err := r.hostnameClaimOf(ctx, l, class) // hostnameconflict.go
+	hc, current, err := r.serviceInputs(ctx, l, class) // service.go
 	if err != nil {
 		return outcome{}, err
 	}
-	want, found, err := desiredService(l, class, serviceHostname(class, hc))
+	want, found, err := desiredService(l, class, serviceHostname(class, hc), current)
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}

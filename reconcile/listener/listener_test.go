@@ -71,7 +71,7 @@ func TestListenerGetsServiceAndClusterIPStatus(t *testing.T) {
 	}
 
 	// What the controller wrote is what it wants: a resync writes nothing.
-	want2, _, err := desiredService(l, hostClass, "")
+	want2, _, err := desiredService(l, hostClass, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -26,14 +28,29 @@ const (
 // partial object the operator applies: only the fields it owns
 // (service.Desired, the one rule the webhook checks too). The parts of the
 // Listener's overrides the class does not allow are left out and returned
-// as refused. host is the DNS name it announces (hostname.go; "" none). The
-// error means the class itself is broken.
-func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host string) (*unstructured.Unstructured, serviceFindings, error) {
-	u, res, err := service.Desired(l, class, host)
+// as refused. host is the DNS name it announces (hostname.go; "" none);
+// current is its Service as it is now (nil: none yet), whose keys a class
+// in mode Warn may keep (service.CarriedBy). The error means the class
+// itself is broken.
+func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host string, current *corev1.Service) (*unstructured.Unstructured, serviceFindings, error) {
+	u, res, err := service.Desired(l, class, host, service.CarriedBy(l, current))
 	if err != nil {
 		return nil, serviceFindings{}, err
 	}
 	return u, serviceFindings{refused: res.Refused, leftOut: res.LeftOut, tolerated: res.Tolerated}, nil
+}
+
+// serviceInputs are what l's Service is made from besides l and its
+// class: the DNS name the class gives it (hostnameconflict.go), and its
+// Service as it is now (nil: none yet), whose keys a class in mode Warn
+// may keep.
+func (r *listenerReconciler) serviceInputs(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (hostnameClaim, *corev1.Service, error) {
+	hc, err := r.hostnameClaimOf(ctx, l, class)
+	if err != nil {
+		return hostnameClaim{}, nil, err
+	}
+	current, err := r.existingService(ctx, l.Namespace, names.ServiceName(l.Name))
+	return hc, current, err
 }
 
 // covers reports whether every field of want is present in have with the

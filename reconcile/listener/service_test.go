@@ -74,7 +74,7 @@ func TestDesiredService(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(l)
 			}
-			u, _, err := desiredService(l, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lc"}, Spec: tt.class}, "")
+			u, _, err := desiredService(l, &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "lc"}, Spec: tt.class}, "", nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -109,7 +109,7 @@ func TestServiceUpToDate(t *testing.T) {
 		Spec:       v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "http", Port: 80}}},
 	}
 	class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceAnnotations: map[string]string{"a": "1"}}}
-	want, _, err := desiredService(l, class, "")
+	want, _, err := desiredService(l, class, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestDesiredServiceSurvivesOddOverrides(t *testing.T) {
 	} {
 		l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
 		class := &v1alpha1.ListenerClass{Spec: v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP, ServiceOverrides: &runtime.RawExtension{Raw: []byte(o)}}}
-		u, _, err := desiredService(l, class, "")
+		u, _, err := desiredService(l, class, "", nil)
 		if err != nil {
 			continue
 		}

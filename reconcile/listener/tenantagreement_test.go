@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -44,8 +45,8 @@ func TestTenantInputAgreement(t *testing.T) {
 				if tc.override != "" {
 					l.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: []byte(tc.override)}}
 				}
-				errs, warnings := validation.ListenerAgainstClass(l, class)
-				_, found, err := desiredService(l, class, "")
+				errs, warnings := validation.ListenerAgainstClass(l, class, service.Carried{})
+				_, found, err := desiredService(l, class, "", nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -249,7 +249,7 @@ func (r *takeoverReconciler) pending(ctx context.Context, key types.NamespacedNa
 	if err := r.client.Get(ctx, types.NamespacedName{Name: *l.Spec.ClassName}, class); err != nil {
 		return nil, nil, nil, client.IgnoreNotFound(err) // the Listener controller says why
 	}
-	want, _, err := service.Desired(l, class, "") // only its selector counts here
+	want, _, err := service.Desired(l, class, "", service.Carried{}) // only its selector counts here
 	if err != nil {
 		return nil, nil, nil, nil // the Listener controller says why
 	}

@@ -9,9 +9,12 @@ Their values files install unchanged (deploy/testdata/stackable-*.yaml):
   csiProvisioner.image/resources -> csiProvisioner.externalProvisioner,
   csiNodeDriverRegistrar -> csiNodeDriver.nodeDriverRegistrar,
   node.driver -> csiNodeDriver.nodeService, and the top-level podAnnotations,
-  podSecurityContext, securityContext, nodeSelector, tolerations, affinity
-  to both CSI workloads (their only pods). The operator's own Deployment
-  (webhooks, reconcilers) is new here and takes only operator.*.
+  podSecurityContext, securityContext to both CSI workloads (their only
+  pods). Their top-level placement keys (nodeSelector, tolerations,
+  affinity) place every workload of this chart: both CSI workloads, the
+  operator's own Deployment (webhooks, reconcilers), which is new here, and
+  the `helm test` pod (listener-operator.legacyPlacement), as "run the
+  operator on these nodes" means to a user of those values.
 An older spelling, when set, is merged over the newer one as if it had
 been written there (maps deep-merged, lists replaced).
 */}}
@@ -35,14 +38,12 @@ root"); the explicit uid wins, as in their chart. Arguments: (list podSC contain
 {{- end }}
 {{- end }}
 
-{{/* listener-operator.legacyPod folds the 25.7 pod-level keys into a component's values ($c, changed in place). Arguments: (list $ $c "containerKey"). */}}
-{{- define "listener-operator.legacyPod" -}}
-{{- $root := index . 0 }}{{ $c := index . 1 }}{{ $ctr := index $c (index . 2) }}
-{{- range $k := list "podAnnotations" "podSecurityContext" "nodeSelector" }}
-{{- $old := (include "listener-operator.legacy" (list $root $k) | fromYaml).v }}
+{{/* listener-operator.legacyPlacement folds the 25.7 top-level placement keys (nodeSelector merged, tolerations and affinity replaced) into a workload's values ($c, changed in place). Arguments: (list $ $c). */}}
+{{- define "listener-operator.legacyPlacement" -}}
+{{- $root := index . 0 }}{{ $c := index . 1 }}
+{{- $old := (include "listener-operator.legacy" (list $root "nodeSelector") | fromYaml).v }}
 {{- if $old }}
-{{- $_ := set $c $k (mergeOverwrite (deepCopy (default dict (get $c $k))) $old) }}
-{{- end }}
+{{- $_ := set $c "nodeSelector" (mergeOverwrite (deepCopy (default dict (get $c "nodeSelector"))) $old) }}
 {{- end }}
 {{- range $k := list "tolerations" "affinity" }}
 {{- $old := (include "listener-operator.legacy" (list $root $k) | fromYaml).v }}
@@ -50,6 +51,18 @@ root"); the explicit uid wins, as in their chart. Arguments: (list podSC contain
 {{- $_ := set $c $k $old }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* listener-operator.legacyPod folds the 25.7 pod-level keys into a component's values ($c, changed in place). Arguments: (list $ $c "containerKey"). */}}
+{{- define "listener-operator.legacyPod" -}}
+{{- $root := index . 0 }}{{ $c := index . 1 }}{{ $ctr := index $c (index . 2) }}
+{{- range $k := list "podAnnotations" "podSecurityContext" }}
+{{- $old := (include "listener-operator.legacy" (list $root $k) | fromYaml).v }}
+{{- if $old }}
+{{- $_ := set $c $k (mergeOverwrite (deepCopy (default dict (get $c $k))) $old) }}
+{{- end }}
+{{- end }}
+{{- include "listener-operator.legacyPlacement" (list $root $c) }}
 {{- $sc := (include "listener-operator.legacy" (list $root "securityContext") | fromYaml).v }}
 {{- if $sc }}
 {{- $_ := set $ctr "securityContext" (mergeOverwrite (deepCopy (default dict $ctr.securityContext)) $sc) }}
