@@ -134,7 +134,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
-	svc, end, err := r.ensureService(ctx, l, class, want, found)
+	svc, end, err := r.ensureService(ctx, l, class, want, found, current)
 	if err != nil || end.ends() {
 		return end, err
 	}
@@ -208,14 +208,11 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 // ensureService makes the Listener's Service what want says (creating,
 // applying, deleting stale ones) and returns it. A problem the user has to
 // fix, or a cache found behind, ends the reconcile (the outcome returned;
-// the zero outcome when it goes on).
-func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, found serviceFindings) (*corev1.Service, outcome, error) {
+// the zero outcome when it goes on). svc is the Service of want's name as
+// the cache has it now (nil: none), read once per reconcile (serviceInputs).
+func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, found serviceFindings, svc *corev1.Service) (*corev1.Service, outcome, error) {
 	svcName := want.GetName()
 	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
-		return nil, outcome{}, err
-	}
-	svc, err := r.existingService(ctx, l.Namespace, svcName)
-	if err != nil {
 		return nil, outcome{}, err
 	}
 	if svc != nil && !metav1.IsControlledBy(svc, l) {
@@ -232,11 +229,12 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			return svc, outcome{}, err
 		}
 	}
+	var err error
 	created := svc == nil
 	if created {
 		svc, err = r.createStickyService(ctx, l, class, want) // nodeports.go
 		if apierrors.IsAlreadyExists(err) {
-			svc, err = r.serviceOutsideCache(ctx, l, want) // servicecache.go
+			svc, err = r.serviceOutsideCache(ctx, l, want) // foreignservice.go
 			created = false
 		}
 	} else {
