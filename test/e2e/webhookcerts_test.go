@@ -243,18 +243,26 @@ func readyz(ctx context.Context, p corev1.Pod) (string, error) {
 	return fmt.Sprintf("%d %s", resp.StatusCode, body), err
 }
 
-// scaleCertManager sets both cert-manager Deployments' replicas and, when
-// up, waits until they run.
+// scaleCertManager sets both cert-manager Deployments' replicas and waits
+// until they run (up) or their pods are gone (0).
 func scaleCertManager(t *testing.T, ctx context.Context, replicas int) {
 	t.Helper()
 	for _, d := range []string{"cert-manager", "cert-manager-cainjector"} {
 		k8s.kubectlOK(t, ctx, "", "scale", "-n", certManagerNS, "deployment/"+d, fmt.Sprintf("--replicas=%d", replicas))
 		if replicas > 0 {
 			k8s.kubectlOK(t, ctx, "", "rollout", "status", "-n", certManagerNS, "deployment/"+d, "--timeout=3m")
-		} else {
-			k8s.kubectlOK(t, ctx, "", "wait", "--for=delete", "pod", "-n", certManagerNS, "-l", "app.kubernetes.io/name="+map[string]string{"cert-manager": "cert-manager", "cert-manager-cainjector": "cainjector"}[d], "--timeout=2m")
 		}
 	}
+	if replicas > 0 {
+		return
+	}
+	eventually(t, ctx, 2*time.Minute, "cert-manager's pods are gone", func(ctx context.Context) (bool, string) {
+		var pods corev1.PodList
+		if err := k8s.client.List(ctx, &pods, client.InNamespace(certManagerNS)); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods left", len(pods.Items))
+	})
 }
 
 // shortDuration is the serving certificate's lifetime in
