@@ -71,7 +71,8 @@ verify: generate manifests bundle ## Check that generated files are committed, g
 	@# The end-to-end tests build only with their tag.
 	go vet -tags e2e ./test/...
 	go vet -tags gateway ./hack/gateway/
-	cd hack/certmanager && go vet ./...
+	@# hack/certmanager: vet, and the controllers its binary registers (only the tested issuers).
+	cd hack/certmanager && go vet ./... && go test -count=1 ./...
 	@# The cert-manager the e2e cluster runs is the version of the API types the operator is built with.
 	@ours=$$(go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager); built=$$(cd hack/certmanager && go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager); \
 	  [ "$$ours" = "$$built" ] || { echo "hack/certmanager/go.mod builds cert-manager $$built, go.mod's API types are $$ours: make them equal"; exit 1; }
