@@ -159,7 +159,13 @@ func TestRenderedManifestsHaveAWorkingInstall(t *testing.T) {
 						}
 					}
 				} else {
-					o.get(t, "Certificate", namespace, "listener-operator-ca")
+					ca := o.get(t, "Certificate", namespace, "listener-operator-ca")
+					// A re-issued CA must keep its key: the serving
+					// certificate signed before verifies against the new
+					// caBundle (cert-manager >= 1.18 defaults to Always).
+					if got, _, _ := unstructured.NestedString(ca.Object, "spec", "privateKey", "rotationPolicy"); got != "Never" {
+						t.Errorf("CA Certificate privateKey.rotationPolicy = %q, want Never (a re-issued CA would refuse admissions)", got)
+					}
 					o.get(t, "Issuer", namespace, "listener-operator-ca")
 					o.get(t, "Issuer", namespace, "listener-operator-selfsigned")
 					if got := str(t, serving, "spec", "issuerRef", "name"); got != "listener-operator-ca" {
