@@ -8,8 +8,8 @@ const (
 	// reason WriteRefused, with the API server's message (an admission
 	// webhook's or policy's denial, a quota, the schema) while the write is
 	// refused, and the claim gets a Warning event with the same message.
-	// Absent otherwise. The claim controller writes it under
-	// FieldManager + "-claim" (reconcile/conditions).
+	// Absent otherwise. The claim controller writes it
+	// (ClaimStatusWriter in statusowners.go).
 	ConditionClaimApplied = "ClaimApplied"
 
 	ReasonWriteRefused = "WriteRefused"

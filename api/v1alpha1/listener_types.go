@@ -126,8 +126,10 @@ type ListenerStatus struct {
 	// Conditions report whether the Listener is served ("Ready"), how its
 	// class's features fared ("NodePortsKept", "NodePortsInRange",
 	// "HostnamePublished", "TenantMetadataAllowed", "CertificateManaged")
-	// and whether the nodes its volumes are pinned to are there
-	// ("PinnedNodesAvailable"). Each type has one writer (statusowners.go).
+	// whether the nodes its volumes are pinned to are there
+	// ("PinnedNodesAvailable"), and whether the operator's last write of a
+	// claim's own Listener was accepted ("ClaimApplied"). Each type has one
+	// writer (statusowners.go).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Three controllers write a Listener's status, each its own part, with a
+// Four controllers write a Listener's status, each its own part, with a
 // server-side apply under a field manager of its own, so that none
 // overwrites another's fields or has to retry on another's write. The
 // table below says which part is whose; the writers derive what they own
@@ -20,6 +20,9 @@ const (
 	CertificateStatusWriter StatusWriter = "listener-certificate"
 	// NodeLossStatusWriter is the node-loss controller (reconcile/nodeloss).
 	NodeLossStatusWriter StatusWriter = "pinned-node-loss"
+	// ClaimStatusWriter is the claim controller (reconcile/claim), which
+	// says when the API server refused its write of a claim's own Listener.
+	ClaimStatusWriter StatusWriter = "listener-claim"
 )
 
 // FieldManager is the field manager w applies its part of the status
@@ -32,6 +35,8 @@ func (w StatusWriter) FieldManager() string {
 		return FieldManager + "-certificate"
 	case NodeLossStatusWriter:
 		return FieldManager + "-node-loss"
+	case ClaimStatusWriter:
+		return FieldManager + "-claim"
 	}
 	return ""
 }
@@ -54,6 +59,7 @@ func statusOwners() []statusPart {
 		{condition: ConditionTenantMetadataAllowed, writer: ListenerStatusWriter},
 		{condition: ConditionCertificateManaged, writer: CertificateStatusWriter},
 		{condition: ConditionPinnedNodesAvailable, writer: NodeLossStatusWriter},
+		{condition: ConditionClaimApplied, writer: ClaimStatusWriter},
 		{field: "serviceName", writer: ListenerStatusWriter},
 		{field: "serviceType", writer: ListenerStatusWriter},
 		{field: "className", writer: ListenerStatusWriter},

@@ -70,19 +70,15 @@ type claimReconciler struct {
 	refusals refused.Reporter
 }
 
-// StatusFieldManager is the field manager of the ClaimApplied condition
-// the claim controller writes on a claim's own Listener.
-const StatusFieldManager = v1alpha1.FieldManager + "-claim"
-
 // ControllerName names the claim controller in metrics and logs.
-const ControllerName = "listener-claim"
+const ControllerName = string(v1alpha1.ClaimStatusWriter)
 
 // Setup registers the claim controller with mgr (the indexes of
 // lookup.AddIndexes registered).
 func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
 	r := &claimReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, refusals: refused.Reporter{
 		Client: mgr.GetClient(), Recorder: recorder, Reason: EventListenerRefused,
-		Condition: v1alpha1.ConditionClaimApplied, FieldManager: StatusFieldManager,
+		Condition: v1alpha1.ConditionClaimApplied, Writer: v1alpha1.ClaimStatusWriter,
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -13,7 +13,7 @@
 //     and the Listener it was provisioned for (a label patch), all under the
 //     operator's field manager (v1alpha1.FieldManager);
 //   - tells the claim (event ListenerRefused) and the Listener (condition
-//     ClaimApplied, alone, under StatusFieldManager) when the API server
+//     ClaimApplied, alone, as v1alpha1.ClaimStatusWriter) when the API server
 //     refuses its write of the Listener (reconcile/internal/refused);
 //   - never changes which pod a Listener selects by name once made, never
 //     moves a bound volume to another Listener, and never takes a Listener

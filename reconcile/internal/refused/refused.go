@@ -60,9 +60,10 @@ type Reporter struct {
 	Recorder events.EventRecorder
 	// Reason is the events' reason.
 	Reason string
-	// Condition is the type of the condition written on a Listener, under
-	// FieldManager.
-	Condition, FieldManager string
+	// Condition is the type of the condition written on a Listener, by
+	// Writer (the status-ownership table must give it that type).
+	Condition string
+	Writer    v1alpha1.StatusWriter
 	// Now is the clock of the condition's lastTransitionTime (nil:
 	// time.Now).
 	Now func() time.Time
@@ -92,7 +93,7 @@ func (r Reporter) Report(ctx context.Context, regarding runtime.Object, l *v1alp
 		old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
 		return true, nil
 	}
-	if _, err := conditions.Apply(ctx, r.Client, l, &cond, r.FieldManager, r.now()); err != nil {
+	if _, err := conditions.For(r.Writer).ApplyCondition(ctx, r.Client, l, &cond, r.now()); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}
 	return true, nil
@@ -104,7 +105,7 @@ func (r Reporter) Accepted(ctx context.Context, l *v1alpha1.Listener) error {
 	if l == nil || meta.FindStatusCondition(l.Status.Conditions, r.Condition) == nil {
 		return nil
 	}
-	_, err := conditions.Apply(ctx, r.Client, l, nil, r.FieldManager, r.now())
+	_, err := conditions.For(r.Writer).ApplyCondition(ctx, r.Client, l, nil, r.now())
 	return client.IgnoreNotFound(err)
 }
 
