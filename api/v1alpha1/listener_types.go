@@ -125,7 +125,7 @@ type ListenerStatus struct {
 
 	// Conditions report whether the Listener is served ("Ready"), how its
 	// class's features fared ("NodePortsKept", "NodePortsInRange",
-	// "HostnamePublished", "TenantMetadataAllowed", "CertificateManaged")
+	// "HostnamePublished", "TenantMetadataAllowed", "CertificateManaged"),
 	// whether the nodes its volumes are pinned to are there
 	// ("PinnedNodesAvailable"), and whether the operator's last write of a
 	// claim's own Listener was accepted ("ClaimApplied"). Each type has one
