@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/listener-operator/listener-operator/reconcile/internal/claimlistener"
+	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -87,25 +88,12 @@ func (r *listenerReconciler) refusedSelection(ctx context.Context, l *v1alpha1.L
 
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 
-// indexSelectedStatefulSet indexes Listeners by the StatefulSet whose pod
-// they select by name (their statefulset-pod annotation).
-const indexSelectedStatefulSet = "listener.selectedStatefulSet"
-
-// selectedStatefulSet is the value of indexSelectedStatefulSet.
-func selectedStatefulSet(o client.Object) []string {
-	pod, ok := o.GetAnnotations()[v1alpha1.AnnotationStatefulSetPod]
-	if sts := claims.StatefulSetOfPod(pod); ok && sts != "" {
-		return []string{sts}
-	}
-	return nil
-}
-
 // listenersSelectingPodsOf are the Listeners of namespace that select a pod
 // of StatefulSet sts by name: a StatefulSet of that name made or deleted
 // changes their verdict.
 func listenersSelectingPodsOf(ctx context.Context, c client.Reader, namespace, sts string) []ctrl.Request {
 	var ls v1alpha1.ListenerList
-	if err := c.List(ctx, &ls, client.InNamespace(namespace), client.MatchingFields{indexSelectedStatefulSet: sts}); err != nil {
+	if err := c.List(ctx, &ls, client.InNamespace(namespace), client.MatchingFields{lookup.IndexListenerSelectedStatefulSet: sts}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list listeners selecting pods by name", "namespace", namespace, "statefulset", sts)
 		return nil
 	}

@@ -33,9 +33,6 @@ const ControllerName = string(v1alpha1.ListenerStatusWriter)
 func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder) error {
 	r := &listenerReconciler{client: mgr.GetClient(), live: mgr.GetAPIReader(), recorder: recorder, opts: opts, gatewayAPI: &gatewayAPIState{}}
 	c := mgr.GetClient()
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Listener{}, indexSelectedStatefulSet, selectedStatefulSet); err != nil {
-		return err
-	}
 	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Status writes (ours) do not change the generation; labels are

@@ -45,6 +45,10 @@ const (
 	// (names.PodSelectorLabel, without its prefix), only where it is
 	// shortened (not the Listener's own name), which few names are.
 	IndexListenerPodLabel = "listener.podSelectorLabel"
+	// IndexListenerSelectedStatefulSet: Listeners by the StatefulSet whose
+	// pod they select by name (their statefulset-pod annotation): a
+	// StatefulSet of that name made or deleted changes their verdict.
+	IndexListenerSelectedStatefulSet = "listener.selectedStatefulSet"
 	// IndexPodNode: pods by the node they are bound to.
 	IndexPodNode = "pod.node"
 	// IndexClaimListener: PersistentVolumeClaims by the Listener they use.
@@ -96,6 +100,13 @@ func Indexes() []caches.Index {
 		// Only shortened labels (the Listener controller's name collisions).
 		{Object: &v1alpha1.Listener{}, Field: IndexListenerPodLabel, Values: func(o client.Object) []string {
 			return shortenedPodLabel(o.GetName())
+		}},
+		{Object: &v1alpha1.Listener{}, Field: IndexListenerSelectedStatefulSet, Values: func(o client.Object) []string {
+			pod, ok := o.GetAnnotations()[v1alpha1.AnnotationStatefulSetPod]
+			if sts := claims.StatefulSetOfPod(pod); ok && sts != "" {
+				return []string{sts}
+			}
+			return nil
 		}},
 		// Only Services under another name than their Listener's Service
 		// name (ServicesOfListener reads that one by name).
