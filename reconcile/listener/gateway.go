@@ -79,14 +79,20 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 	if err := r.deleteStaleRoutes(ctx, l, withPredecessors(keep, l, bindings)); err != nil {
 		return nil, verdict{}, err
 	}
-	for _, b := range bindings {
+	// Every route is made before any is judged, so that one the Gateway's
+	// controller has not accepted yet does not hold back the others.
+	routes := make([]*gwv1.TLSRoute, len(bindings))
+	for i, b := range bindings {
 		route, v, err := r.ensureRoute(ctx, l, gateway.Route(l, b, host, svc.Name))
 		if err != nil || !v.none() {
 			return nil, v, err
 		}
+		routes[i] = route
+	}
+	for i, b := range bindings {
 		for _, p := range b.Parents {
-			if a := gateway.Attached(route, p); !a.Attached {
-				return nil, notAttached(route, p, a, l.Namespace), nil
+			if a := gateway.Attached(routes[i], p); !a.Attached {
+				return nil, notAttached(routes[i], p, a, l.Namespace), nil
 			}
 		}
 	}

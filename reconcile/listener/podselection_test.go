@@ -159,10 +159,19 @@ func TestReplacedStatefulSetSelectsNoPodByName(t *testing.T) {
 	testenv.Create(t, ctx, c, other)
 
 	const why = `StatefulSet "db" has no listener claim template "listener"`
-	got := reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonInvalid)
-	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, why) {
-		t.Errorf("Ready message %q lacks %q", msg, why)
-	}
+	// While no StatefulSet db existed the Listener was Invalid already,
+	// for that reason: wait for the verdict on the new one.
+	got := &v1alpha1.Listener{}
+	testenv.Converges(t, "Listener Invalid for the replaced StatefulSet", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: l.Name}, got); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Reason != v1alpha1.ReasonInvalid || !strings.Contains(ready.Message, why) {
+			return fmt.Errorf("Ready %+v, want reason %s with %q", ready, v1alpha1.ReasonInvalid, why)
+		}
+		return nil
+	})
 	testenv.Converges(t, "the Service that selected db-0 by name gone", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: l.Name}, &corev1.Service{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Service %s: %v", l.Name, err)
