@@ -334,4 +334,4 @@ e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings i
 	$(MAKE) --no-print-directory cert-manager-tools # cert-manager's controller and cainjector (cold: ~7 min)
 	NODES=$(or $(NODES),2) CLUSTER_DOMAIN=$(or $(CLUSTER_DOMAIN),e2e.listeners.test) $(CLUSTER) up
 	CERT_MODE=$(or $(CERT_MODE),cert-manager) $(CLUSTER) deploy
-	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh
+	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 45m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh
