@@ -16,6 +16,9 @@ import (
 	cmscheme "github.com/cert-manager/cert-manager/pkg/api"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,8 +45,16 @@ func run(ctx context.Context) error {
 	// The user agent's first word is the field manager of what cainjector
 	// applies; empty, every apply is refused ("fieldManager: Required value").
 	cfg.UserAgent = "cert-manager-cainjector/v1.21.2"
+	// cert-manager's own scheme has only its kinds; the injectors also read
+	// Secrets and write webhook configurations (and CRDs, not enabled here).
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, cmscheme.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:  cmscheme.Scheme,
+		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Secrets are watched by their metadata only; their data is read
 		// when injected, not cached.
