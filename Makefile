@@ -71,6 +71,11 @@ verify: generate manifests bundle ## Check that generated files are committed, g
 	@# The end-to-end tests build only with their tag.
 	go vet -tags e2e ./test/...
 	go vet -tags gateway ./hack/gateway/
+	@# hack/certmanager: vet, and the controllers its binary registers (only the tested issuers).
+	cd hack/certmanager && go vet ./... && go test -count=1 ./...
+	@# The cert-manager the e2e cluster runs is the version of the API types the operator is built with.
+	@ours=$$(go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager); built=$$(cd hack/certmanager && go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager); \
+	  [ "$$ours" = "$$built" ] || { echo "hack/certmanager/go.mod builds cert-manager $$built, go.mod's API types are $$ours: make them equal"; exit 1; }
 	@echo "verify: ok"
 
 ##@ Test
@@ -187,6 +192,15 @@ gateway-tools: ## Build Traefik into bin/tools/traefik and copy the Gateway API 
 gateway-smoke: k8s-binaries gateway-tools ## Run Traefik against an envtest kube-apiserver: GatewayClass, Gateway and TLSRoute statuses, SNI passthrough (bin/gateway-smoke.txt).
 	go test -count=1 -v -tags gateway -timeout 10m ./hack/gateway/ 2>&1 | tee $(BIN)/gateway-smoke.log
 
+# cert-manager's controller and cainjector (issue 47), built from its
+# released module with mains of our own (hack/certmanager; the version is the
+# one of the API types in go.mod, checked by make verify), and its CRDs,
+# copied into bin/cert-manager-crds. Only the CA and self-signed issuers are
+# built. The e2e cluster runs them (CERT_MODE=cert-manager).
+.PHONY: cert-manager-tools
+cert-manager-tools: ## Build cert-manager's controller and cainjector into bin/tools and copy its CRDs into bin/cert-manager-crds, once (cold: ~7 min on 2 cores).
+	@hack/certmanager/build.sh
+
 HELM_CHART := deploy/helm/listener-operator
 .PHONY: helm-sync
 helm-sync: $(DEPLOY_TOOLS) ## Copy the generated CRDs, RBAC and webhook configurations from config/ into the Helm chart.
@@ -210,6 +224,13 @@ clean: ## Remove built binaries (keeps the cached control plane).
 
 CLUSTER := hack/cluster/cluster.sh
 
+# The operator's webhook certificate mode on the cluster: cert-manager (the
+# default install, config/default, with cert-manager built by
+# cert-manager-tools and run in-cluster) or self-signed (config/selfsigned).
+# make e2e and make demo default to cert-manager; the other cluster targets
+# to self-signed.
+CERT_MODE ?=
+
 # Nodes of the local cluster: `make cluster-up NODES=3` (or NODES=3 make …).
 # cluster-up and demo default to 1, e2e to 2 (the cross-node scenarios need two).
 # The cluster is dual-stack (IPv4 first, then IPv6); IP_FAMILIES=ipv4 leaves
@@ -226,8 +247,8 @@ cluster-down: ## Stop the local cluster and restore the host (processes, mounts,
 	$(CLUSTER) down
 
 .PHONY: demo
-demo: ## One command for newcomers: cluster, operator, examples/, and what the pods see.
-	NODES=$(or $(NODES),1) $(CLUSTER) demo
+demo: ## One command for newcomers: cluster, cert-manager, operator, examples/, and what the pods see (CERT_MODE=self-signed: without cert-manager).
+	NODES=$(or $(NODES),1) CERT_MODE=$(or $(CERT_MODE),cert-manager) $(CLUSTER) demo
 
 # kwok, for the fake nodes of `make scale` (pinned in hack/kwok/go.mod).
 KWOK := $(TOOLS_BIN)/kwok
@@ -305,11 +326,12 @@ bench-address: ## Time until a pod reads its address, on 2 real nodes, against t
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -tags e2e -run '^$$' -bench BenchmarkTimeToAddress -benchtime 1x -timeout 30m ./test/e2e/ 2>&1 | tee $(BIN)/bench-address.txt; rc=$${PIPESTATUS[0]}; $(CLUSTER) down; exit $$rc
 
 .PHONY: e2e
-e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up and deploys the operator first).
+e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up, installs cert-manager and deploys the operator first; CERT_MODE=self-signed without cert-manager).
 	cd hack/cluster && go test -count=1 ./...
 	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
 	CHROMIUM=1 $(MAKE) --no-print-directory monitoring-tools # prometheus and chromium for TestHelmInstallUpgradeUninstall/monitoring
 	$(MAKE) --no-print-directory gateway-tools # Traefik and the Gateway API CRDs for TestGatewayClassOnRealNodes (cold: ~5 min)
+	$(MAKE) --no-print-directory cert-manager-tools # cert-manager's controller and cainjector (cold: ~7 min)
 	NODES=$(or $(NODES),2) CLUSTER_DOMAIN=$(or $(CLUSTER_DOMAIN),e2e.listeners.test) $(CLUSTER) up
-	$(CLUSTER) deploy
-	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 30m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh
+	CERT_MODE=$(or $(CERT_MODE),cert-manager) $(CLUSTER) deploy
+	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 45m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

@@ -6,7 +6,7 @@
 # internet: images are built locally (hack/cluster/images) and imported into
 # every node's containerd.
 #
-# usage: [NODES=n] [IP_FAMILIES=ipv4|dual] [CLUSTER_DOMAIN=d] hack/cluster/cluster.sh up|down|status|images|render|deploy|undeploy|demo
+# usage: [NODES=n] [IP_FAMILIES=ipv4|dual] [CLUSTER_DOMAIN=d] [CERT_MODE=self-signed|cert-manager] hack/cluster/cluster.sh up|down|status|images|render|deploy|undeploy|demo
 #        hack/cluster/cluster.sh stop-node|start-node <node name>
 #
 # State lives under .work/cluster (git-ignored). `down` restores the host: it
@@ -44,12 +44,13 @@
 #   namespaces.sh  node names and addresses; network and mount namespaces, cgroups
 #   node.sh        per node containerd, kubelet and kube-proxy; start/stop a node
 #   up.sh          control plane, up, status
+#   certmanager.sh cert-manager (CERT_MODE=cert-manager): build, images, install
 #   operator.sh    deploy, undeploy, demo, tag-image
 #   down.sh        teardown
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-for part in settings processes build pki host namespaces node up operator down; do
+for part in settings processes build pki host namespaces node up certmanager operator down; do
   # shellcheck source=/dev/null
   source "$here/$part.sh"
 done

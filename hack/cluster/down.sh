@@ -37,7 +37,7 @@ down() {
   local d
   for d in $(cgroup_dirs); do rmdir "$d" 2>/dev/null || true; done
   restore_host
-  rm -f "$work/ip-families"
+  rm -f "$work/ip-families" "$work/cert-mode"
   # Runtime state goes; built images and certificates stay for a fast next up.
   rm -rf "$work/etcd" "$work/containerd" "$KUBELET_DIR" "$work/cni" "$work/pod-logs" "$work/pids" 2>/dev/null || true
   local left

@@ -2,7 +2,7 @@
 # Sourced first by hack/cluster/cluster.sh: where the cluster lives, its
 # addresses and images, every setting a user can change by environment
 # variable (NODES, IP_FAMILIES, CLUSTER_DOMAIN, CLUSTER_DNS, CLUSTER_WORK,
-# K8S_VERSION), and the helpers every other file uses (say, die, kc, dual).
+# K8S_VERSION, CERT_MODE), and the helpers every other file uses (say, die, kc, dual).
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
@@ -93,6 +93,13 @@ IMG_DEMO=localhost/listener-demo:dev
 # the pinned version so test/e2e/testdata/gateway says what it runs.
 TRAEFIK_BIN=$root/bin/tools/traefik
 IMG_TRAEFIK=localhost/traefik:$(sed -n 's/^TRAEFIK_VERSION=//p' "$root/hack/gateway/versions")
+
+# cert-manager (CERT_MODE=cert-manager: certmanager.sh), packed from
+# bin/tools (make cert-manager-tools) and tagged with the version that
+# hack/certmanager/go.mod pins.
+CERT_MANAGER_VERSION=$(sed -n 's|^\s*github.com/cert-manager/cert-manager \(v[^ ]*\).*|\1|p' "$root/hack/certmanager/go.mod" | head -1)
+IMG_CM_CONTROLLER=localhost/cert-manager-controller:$CERT_MANAGER_VERSION
+IMG_CM_CAINJECTOR=localhost/cert-manager-cainjector:$CERT_MANAGER_VERSION
 
 # sysctls changed by this script, kubelet or kube-proxy; restored by `down`.
 SYSCTLS=(net.ipv4.ip_forward net.ipv6.conf.all.forwarding net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables

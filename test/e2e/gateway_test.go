@@ -38,26 +38,25 @@ const (
 // TestGatewayClassOnRealNodes: three brokers behind one Gateway. Each
 // replica of an opted-in StatefulSet of a gateway class reads its own name
 // and the Gateway's port from its volume, serves TLS with a certificate for
-// that name (the test signer stands in for cert-manager), and a client
+// that name (issued by the cluster's cert-manager from a CA ClusterIssuer),
+// and a client
 // outside the cluster reaches each replica by name through the Gateway's
 // one address. A replica deleted comes back under the same name. A
 // namespace the Gateway does not admit gets a Listener that says so.
 func TestGatewayClassOnRealNodes(t *testing.T) {
 	ctx := t.Context()
+	requireCertManager(t, ctx)
 	installGateway(t)
-	installCertManagerCRDs(t, ctx)
-	const class, issuer = "e2e-gateway", "e2e-gateway-signer"
+	roots := ensureListenerCA(t, ctx, certManagerClient(t))
+	const class = "e2e-gateway"
 	ensureClass(t, ctx, listenerClass(class, v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeClusterIP,
 		Hostname:    &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}." + gatewayDomain},
 		Gateway:     &v1alpha1.ListenerGateway{ParentRefs: []v1alpha1.GatewayParentRef{{Name: "shared", Namespace: "gateway-system", SectionName: "tls"}}},
-		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Kind: v1alpha1.IssuerKindClusterIssuer, Name: issuer}},
+		Certificate: &v1alpha1.ListenerCertificate{IssuerRef: v1alpha1.ListenerCertificateIssuer{Kind: v1alpha1.IssuerKindClusterIssuer, Name: listenerCA}},
 	}))
 	ns := namespace(t, ctx, "e2e-gw")
 	labelNamespace(t, ctx, ns, "gateway-access", "allowed")
-	signer := startSigner(t, ctx, certManagerClient(t), ns, issuer)
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(signer.caPEM)
 
 	const replicas = 3
 	if err := k8s.client.Create(ctx, brokerStatefulSet(ns, class, replicas)); err != nil {
@@ -119,7 +118,7 @@ func TestGatewayClassOnRealNodes(t *testing.T) {
 // brokerStatefulSet is a Kafka-like StatefulSet of a gateway class: each
 // replica serves HTTPS on its port "tls" with the certificate of its own
 // Listener (listener-<pod>: the Secret listener-<pod>-listener-tls,
-// projected at /tls/listener-<pod>; optional, since the signer writes it
+// projected at /tls/listener-<pod>; optional, since cert-manager writes it
 // after the Listener has its name).
 func brokerStatefulSet(ns, class string, replicas int32) *appsv1.StatefulSet {
 	sts := demoStatefulSet(ns, "broker", class, replicas)
@@ -142,8 +141,8 @@ func brokerStatefulSet(ns, class string, replicas int32) *appsv1.StatefulSet {
 }
 
 // answersTLS waits until a TLS connection to the Gateway's address with
-// server name host verifies a certificate for host (signed by the test
-// signer: the pod's own, passed through untouched) and an HTTP request on
+// server name host verifies a certificate for host (issued by the
+// cluster's cert-manager: the pod's own, passed through untouched) and an HTTP request on
 // it is answered by pod.
 func answersTLS(t *testing.T, ctx context.Context, roots *x509.CertPool, host, pod string) {
 	t.Helper()

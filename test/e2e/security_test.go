@@ -178,8 +178,10 @@ func TestForgedReviewLeaksNoNames(t *testing.T) {
 var forgedCount = regexp.MustCompile(`is still used by [1-9][0-9]* Listeners? in [1-9][0-9]* namespaces?; `)
 
 // TestManagerRolesAreNarrow asks the API server, as the manager's service
-// account, what it may do: patch its own webhook configurations (this
-// cluster runs the self-signed mode) and nothing else of the kind; delete
+// account, what it may do: in the self-signed mode patch its own webhook
+// configurations and update its certificate Secret, in the cert-manager
+// mode neither (cainjector writes the caBundle) but read its serving
+// Certificate; no other webhook configuration in either; delete
 // listener claims but not other claims, nor running pods (the
 // listener-operator-deletes policy); mark listener claims but not label
 // other claims (the listener-operator-claim-labels policy); create only
@@ -187,17 +189,22 @@ var forgedCount = regexp.MustCompile(`is still used by [1-9][0-9]* Listeners? in
 func TestManagerRolesAreNarrow(t *testing.T) {
 	ctx := t.Context()
 	as := "--as=system:serviceaccount:" + operatorNamespace + ":listener-operator"
+	selfSigned, certManager := "yes", "no"
+	if operatorCertMode(t, ctx) == certModeCertManager {
+		selfSigned, certManager = "no", "yes"
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"patch", "validatingwebhookconfigurations/listener-operator-validating"}, "yes"},
-		{[]string{"patch", "mutatingwebhookconfigurations/listener-operator-mutating"}, "yes"},
+		{[]string{"patch", "validatingwebhookconfigurations/listener-operator-validating"}, selfSigned},
+		{[]string{"patch", "mutatingwebhookconfigurations/listener-operator-mutating"}, selfSigned},
 		{[]string{"patch", "validatingwebhookconfigurations/another"}, "no"},
 		{[]string{"create", "validatingwebhookconfigurations"}, "no"},
 		{[]string{"get", "secrets/another", "-n", operatorNamespace}, "no"},
-		{[]string{"update", "secrets/listener-operator-webhook-cert", "-n", operatorNamespace}, "yes"},
-		{[]string{"get", "certificates.cert-manager.io/listener-operator-serving-cert", "-n", operatorNamespace}, "no"},
+		{[]string{"update", "secrets/listener-operator-webhook-cert", "-n", operatorNamespace}, selfSigned},
+		{[]string{"get", "certificates.cert-manager.io/listener-operator-serving-cert", "-n", operatorNamespace}, certManager},
+		{[]string{"get", "certificates.cert-manager.io/another", "-n", operatorNamespace}, "no"},
 		{[]string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -249,6 +256,9 @@ func TestManagerRolesAreNarrow(t *testing.T) {
 // replicas may serve either).
 func TestCARotationRefusesNothing(t *testing.T) {
 	ctx := t.Context()
+	if m := operatorCertMode(t, ctx); m != "self-signed" {
+		t.Skipf("the operator runs --cert-mode=%s: the CA is cert-manager's (TestCertManagerCARotationRefusesNothing); this test is the self-signed mode's (make e2e CERT_MODE=self-signed)", m)
+	}
 	ns := namespace(t, ctx, "ca")
 	class := listenerClass("ca-rotation", v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
 	ensureClass(t, ctx, class)
