@@ -137,7 +137,11 @@ func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what s
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, msg := cond(ctx)
-		last = msg
+		// The poll that the deadline cuts short says only that; keep
+		// what the one before saw.
+		if ctx.Err() == nil || last == "" {
+			last = msg
+		}
 		return ok, nil
 	})
 	if err != nil {

@@ -204,7 +204,11 @@ func TestManagerRolesAreNarrow(t *testing.T) {
 		{[]string{"get", "secrets/another", "-n", operatorNamespace}, "no"},
 		{[]string{"update", "secrets/listener-operator-webhook-cert", "-n", operatorNamespace}, selfSigned},
 		{[]string{"get", "certificates.cert-manager.io/listener-operator-serving-cert", "-n", operatorNamespace}, certManager},
-		{[]string{"get", "certificates.cert-manager.io/another", "-n", operatorNamespace}, "no"},
+		// Other Certificates: the manager makes the Listener certificates
+		// (spec.certificate) in every namespace, so it may get them; it
+		// may neither sign nor force an issuance itself.
+		{[]string{"create", "certificaterequests.cert-manager.io", "-n", operatorNamespace}, "no"},
+		{[]string{"update", "certificates.cert-manager.io/another", "--subresource=status", "-n", operatorNamespace}, "no"},
 		{[]string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

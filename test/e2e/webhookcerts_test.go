@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -65,11 +66,38 @@ func TestWebhookCertificateFromCertManager(t *testing.T) {
 	}
 	for kind, bundles := range caBundles(t, ctx) {
 		for i, b := range bundles {
-			if !bytes.Equal(bytes.TrimSpace(b), bytes.TrimSpace(caPEM)) {
-				t.Errorf("%s webhook %d has a caBundle that is not the CA's ca.crt (cainjector)", kind, i)
+			if err := bundleOfCA(b, ca); err != nil {
+				t.Errorf("%s webhook %d: %v (cainjector)", kind, i, err)
 			}
 		}
 	}
+}
+
+// bundleOfCA says whether a caBundle, as cainjector writes it, holds ca and
+// nothing but certificates of the CA Certificate. cainjector (cert-manager
+// v1.21, CAInjectorMerging, GA) appends a re-issued CA to the caBundle and
+// keeps the previous one until it expires, so a bundle may hold several.
+func bundleOfCA(bundle []byte, ca *x509.Certificate) error {
+	var found bool
+	var n int
+	for rest := bundle; ; n++ {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return fmt.Errorf("caBundle certificate %d: %v", n, err)
+		}
+		if !c.IsCA || c.Subject.CommonName != ca.Subject.CommonName {
+			return fmt.Errorf("caBundle certificate %d is %q (CA %v), not a certificate of the CA %q", n, c.Subject, c.IsCA, ca.Subject)
+		}
+		found = found || bytes.Equal(c.Raw, ca.Raw)
+	}
+	if !found {
+		return fmt.Errorf("the caBundle's %d certificates do not include the CA's ca.crt (serial %s)", n, ca.SerialNumber)
+	}
+	return nil
 }
 
 // caBundles is the caBundle of every webhook of both configurations.
@@ -175,13 +203,15 @@ func TestCertManagerRenewalRefusesNothing(t *testing.T) {
 }
 
 // TestCertManagerCARotationRefusesNothing: the CA Certificate is re-issued
-// by cert-manager; cainjector puts the new CA certificate into every
+// by cert-manager; cainjector adds the new CA certificate to every
 // caBundle while the replicas still serve the certificate signed before;
-// no request is refused. That holds because the CA keeps its key
-// (privateKey.rotationPolicy: Never in config/certmanager): with
-// cert-manager's default since 1.18 (Always) the caBundle would hold only
-// a new key and every admission would fail until the serving certificate
-// is renewed.
+// no request is refused, and the re-issued CA has the same key
+// (privateKey.rotationPolicy: Never in config/certmanager; cert-manager's
+// default since 1.18 is Always). cainjector v1.21 keeps the previous CA in
+// the caBundle next to the new one (CAInjectorMerging), so admissions hold
+// with either policy on this version; the kept key is what makes the
+// serving Secret's ca.crt, which still names the previous CA, verify the
+// new chain too.
 func TestCertManagerCARotationRefusesNothing(t *testing.T) {
 	ctx := t.Context()
 	requireCertManager(t, ctx)
@@ -207,8 +237,8 @@ func TestCertManagerCARotationRefusesNothing(t *testing.T) {
 		}
 		for kind, bundles := range caBundles(t, ctx) {
 			for i, b := range bundles {
-				if !bytes.Equal(bytes.TrimSpace(b), bytes.TrimSpace(newPEM)) {
-					return false, fmt.Sprintf("%s webhook %d has not got the new CA", kind, i)
+				if err := bundleOfCA(b, ca); err != nil {
+					return false, fmt.Sprintf("%s webhook %d: %v", kind, i, err)
 				}
 			}
 		}
