@@ -237,6 +237,8 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			svc, err = r.serviceOutsideCache(ctx, l, want) // foreignservice.go
 			created = false
 		}
+	} else if nodePortRange(class) != nil {
+		svc, err = r.writeInRange(ctx, l, class, want, svc) // noderange.go
 	} else {
 		svc, err = r.applyService(ctx, l, want, svc)
 	}
@@ -244,7 +246,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 		if v, ok := asForeignService(err); ok {
 			return nil, judged(v), nil
 		}
-		if o, ok := rangeExhausted(err); ok { // noderange.go
+		if o, ok := rangeShort(err); ok { // noderange.go
 			return nil, o, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
