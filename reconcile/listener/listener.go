@@ -75,6 +75,9 @@ type listenerReconciler struct {
 	written ownWrites
 	// gatewayAPI says whether the Gateway API's watches run (gatewayapi.go).
 	gatewayAPI *gatewayAPIState
+	// ranges serialises the writes in each class's node port range
+	// (rangewrites.go).
+	ranges rangeWrites
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

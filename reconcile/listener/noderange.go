@@ -167,7 +167,9 @@ func rangeShort(err error) (outcome, bool) {
 // a Listener of the class took it a moment ago is then seen held, and the
 // Listener is not told its ports were taken. A port still refused after
 // nodePortRetries rounds is another Service's: it is given up for the
-// next free one, with NodePortsTaken (noteNodePorts). The error is a
+// next free one, with NodePortsTaken (noteNodePorts). One Listener of a
+// class writes at a time, seeing the ports given a moment ago that the
+// cache does not show yet (rangeWrites). The error is a
 // *nodeports.Exhausted or *nodeports.ShareExceeded (rangeShort) when the
 // range, or the namespace's share of it, has no room.
 func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, current *corev1.Service) (*corev1.Service, error) {
@@ -175,6 +177,9 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 	if len(need) == 0 {
 		return r.writeService(ctx, l, want, current)
 	}
+	cw := r.ranges.lock(class.Name) // rangewrites.go
+	defer cw.mu.Unlock()
+	key := client.ObjectKeyFromObject(l)
 	refused := map[int32]bool{}
 	var taken []string
 	for round := 0; ; round++ {
@@ -182,6 +187,7 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 		if err != nil {
 			return nil, err
 		}
+		cw.holdGiven(ask.Held, key, time.Now())
 		for p := range refused {
 			if _, ok := ask.Held[p]; !ok {
 				ask.Held[p] = ""
@@ -198,6 +204,9 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 		idx := refusedNodePorts(err)
 		refusedNames := service.RequestedAt(req, idx)
 		if err == nil || len(refusedNames) == 0 {
+			if err == nil {
+				cw.gave(svc, key, time.Now())
+			}
 			if err == nil && len(taken) > 0 {
 				r.noteNodePorts(l, svc, taken, &ask.Range)
 			}

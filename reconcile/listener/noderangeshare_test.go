@@ -204,3 +204,43 @@ func TestNodePortRangePortAdded(t *testing.T) {
 	}
 	nodePortsAre(t, c, ns, "web", got)
 }
+
+// TestNodePortRangeShareAtOnce: Listeners of one namespace made at once,
+// each asking for a block of its own, hold no more than the namespace's
+// share together: the reconciles of one class's range write one at a time
+// and see the ports given a moment ago that the cache does not show yet.
+func TestNodePortRangeShareAtOnce(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	rng := v1alpha1.NodePortRange{From: 30052, To: 30059, PerNamespace: ptr.To(int32(4))}
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort, NodePortRange: &rng})
+	var replicas []*v1alpha1.Listener
+	for i := range 4 {
+		replicas = append(replicas, replicaListener(t, c, ns, fmt.Sprintf("data-kafka-%d", i), class.Name))
+	}
+	for _, l := range replicas {
+		testenv.Create(t, ctx, c, l)
+	}
+	served, refused := 0, 0
+	testenv.Converges(t, "every replica judged", func() error {
+		served, refused = 0, 0
+		for _, l := range replicas {
+			got := &v1alpha1.Listener{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(l), got); err != nil {
+				return err
+			}
+			switch reason, _ := reconciletest.ReadyReason(got); {
+			case reason == v1alpha1.ReasonNodePortShareExceeded:
+				refused++
+			case meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNodePortsInRange) != nil:
+				served++
+			default:
+				return fmt.Errorf("%s: Ready reason %q", l.Name, reason)
+			}
+		}
+		return nil
+	})
+	if served != 2 || refused != 2 {
+		t.Errorf("%d replicas got a Service and %d were refused, want 2 and 2 (a share of 4 ports, 2 a replica)", served, refused)
+	}
+}
