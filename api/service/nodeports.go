@@ -11,14 +11,13 @@ import (
 )
 
 // ForCreation is the Service to create anew for a Listener of class that
-// recorded the node ports in recorded (its status.nodePorts), or, for a
-// class with a node port range, was given them there (api/nodeports): when
-// the class keeps node ports (sticky node ports) or has a range, want
-// asking for them
+// recorded the node ports in recorded (its status.nodePorts): when the
+// class keeps node ports (sticky node ports), want asking for them
 // (RequestNodePorts), and the names it asks for; otherwise want itself and
-// none.
+// none. A class with a node port range asks its range instead
+// (api/nodeports, then RequestNodePorts).
 func ForCreation(want *unstructured.Unstructured, class *v1alpha1.ListenerClass, recorded map[string]int32) (*unstructured.Unstructured, []string) {
-	if !class.Spec.HasStickyNodePorts() && class.Spec.NodePortRange == nil || len(recorded) == 0 {
+	if !class.Spec.HasStickyNodePorts() || len(recorded) == 0 {
 		return want, nil
 	}
 	req, asked := RequestNodePorts(want, recorded)
