@@ -259,7 +259,7 @@ var catalogue = []catalogueRow{
 	{what: "ListenerClass whose node port share per namespace is 0", object: f(catClass, "cat-lc8", `{"serviceType":"NodePort","nodePortRange":{"from":31000,"to":31009,"perNamespace":0}}`),
 		want: `denied: spec.nodePortRange.perNamespace: Invalid value: 0: spec.nodePortRange.perNamespace in body should be greater than or equal to 1`},
 	{what: "ListenerClass whose node port share per namespace exceeds its range", object: f(catClass, "cat-lc9", `{"serviceType":"LoadBalancer","nodePortRange":{"from":31000,"to":31009,"perNamespace":11}}`),
-		want: `denied: spec.nodePortRange: Invalid value: "object": perNamespace must not exceed the number of ports of the range (to - from + 1): it is the most ports one namespace may hold of it`},
+		want: `denied: spec.nodePortRange.perNamespace: Invalid value: perNamespace must not exceed the number of ports of the range (to - from + 1): it is the most ports one namespace may hold of it`},
 	{what: "ListenerClass whose node port share exceeds its range, past the schema (an older CRD)", path: PathValidateClass,
 		object: review("ListenerClass", "listeners.stackable.tech", "v1alpha1", "CREATE", f(catClass, "cat-lc10", `{"serviceType":"NodePort","nodePortRange":{"from":31000,"to":31009,"perNamespace":11}}`), ""),
 		want:   `denied: spec.nodePortRange.perNamespace: Invalid value: 11: write a number of ports between 1 and 10 (the size of range 31000-31009): it is the most ports one namespace may hold of the range; remove it for no bound`},

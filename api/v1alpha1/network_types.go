@@ -42,7 +42,7 @@ const AnnotationNodeAddress = "listeners.stackable.tech/address"
 // node ports from, so that a firewall can be opened before deploy and a
 // rebuilt cluster gets the same ports back.
 // +kubebuilder:validation:XValidation:rule="self.from <= self.to",message="from must not be greater than to"
-// +kubebuilder:validation:XValidation:rule="!has(self.perNamespace) || self.perNamespace <= self.to - self.from + 1",message="perNamespace must not exceed the number of ports of the range (to - from + 1): it is the most ports one namespace may hold of it"
+// +kubebuilder:validation:XValidation:rule="!has(self.perNamespace) || self.perNamespace <= self.to - self.from + 1",fieldPath=".perNamespace",message="perNamespace must not exceed the number of ports of the range (to - from + 1): it is the most ports one namespace may hold of it"
 type NodePortRange struct {
 	// From is the first node port of the range.
 	// +kubebuilder:validation:Minimum=1
