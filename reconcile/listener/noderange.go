@@ -36,20 +36,21 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 	return nil
 }
 
-// rangeAskOf reads what l's Service asks of its class's range
-// (api/nodeports), from the cache: the node ports held (each by the
+// rangeAskOf reads what l's Service, as want says it, asks of its class's
+// range (api/nodeports), from the cache: the node ports held (each by the
 // namespace of the Listener of the class that holds it: its Service's, or
 // the ones it recorded in status.nodePorts, which only NodePort Listeners
-// publish) and l's replica. own is l's Service when it exists (need: the
-// ports added to it, which take the first free block, its ports held);
-// nil for a Service made anew (need: all of l's ports; its old ones are
-// not held).
-func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, own *corev1.Service, need []string) (*nodeports.Ask, error) {
+// publish) and l's replica. own is l's Service when it exists: the ports
+// added to it ask, taking the first free block; the ports it keeps count
+// for l's namespace, and the ones want drops are held for no namespace
+// (the API server frees them with the write). For a Service made anew
+// (own nil) every port asks, and l's old ones are not held.
+func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, own *corev1.Service, want *unstructured.Unstructured) (*nodeports.Ask, error) {
 	var others v1alpha1.ListenerList
 	if err := r.client.List(ctx, &others, client.MatchingFields{lookup.IndexListenerClass: class.Name}); err != nil {
 		return nil, fmt.Errorf("list Listeners of class %s: %w", class.Name, err)
 	}
-	a := &nodeports.Ask{Class: class.Name, Range: *class.Spec.NodePortRange, Namespace: l.Namespace, Ports: need, Replica: -1, Held: map[int32]string{}}
+	a := &nodeports.Ask{Class: class.Name, Range: *class.Spec.NodePortRange, Namespace: l.Namespace, Ports: service.WithoutNodePort(want, own), Replica: -1, Held: map[int32]string{}}
 	for i := range others.Items {
 		o := &others.Items[i]
 		if o.Namespace == l.Namespace && o.Name == l.Name {
@@ -65,7 +66,14 @@ func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listene
 		hold(a.Held, svc, o.Namespace)
 	}
 	if own != nil {
-		hold(a.Held, own, l.Namespace)
+		keeps := service.WithoutNodePort(want, nil) // every port of want
+		for _, p := range own.Spec.Ports {
+			if p.NodePort != 0 && slices.Contains(keeps, p.Name) {
+				a.Held[p.NodePort] = l.Namespace
+			} else if p.NodePort != 0 {
+				a.Held[p.NodePort] = ""
+			}
+		}
 		return a, nil
 	}
 	pods, err := r.podNamesOf(ctx, l)
@@ -183,7 +191,7 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 	refused := map[int32]bool{}
 	var taken []string
 	for round := 0; ; round++ {
-		ask, err := r.rangeAskOf(ctx, l, class, current, need)
+		ask, err := r.rangeAskOf(ctx, l, class, current, want)
 		if err != nil {
 			return nil, err
 		}

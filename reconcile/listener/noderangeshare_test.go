@@ -127,6 +127,25 @@ func TestNodePortRangeShare(t *testing.T) {
 	if got := inRange(t, c, ns, "x1", rng, 3); fmt.Sprint(got) != fmt.Sprint(x1) {
 		t.Errorf("the Service of a Listener beyond its share changed its node ports: %v → %v", x1, got)
 	}
+
+	// At the share, a port renamed (c, d → e) fits: the port the Service
+	// drops counts for no one, and is not given again in the same write.
+	setPorts(t, c, ns, "x1", reconciletest.Port("a", 1), reconciletest.Port("b", 2), reconciletest.Port("e", 5))
+	svc := reconciletest.GetService(t, ctx, c, ns, "x1", func(s *corev1.Service) error {
+		if got := nodePortsOf(s); len(got) != 3 || !rng.Contains(got["e"]) {
+			return fmt.Errorf("node ports %v, want a, b and e in range %s", got, rng)
+		}
+		return nil
+	})
+	if got := nodePortsOf(svc); got["a"] != x1["a"] || got["b"] != x1["b"] || got["e"] == x1["c"] {
+		t.Errorf("node ports %v after c was renamed e in %v", got, x1)
+	}
+	reconciletest.WaitStatus(t, ctx, c, ns, "x1", func(l *v1alpha1.Listener) error {
+		if reason, _ := reconciletest.ReadyReason(l); reason == v1alpha1.ReasonNodePortShareExceeded {
+			return fmt.Errorf("Ready reason %s", reason)
+		}
+		return nil
+	})
 }
 
 // shareMessage checks the Ready message of a Listener beyond its share: it
@@ -142,12 +161,23 @@ func shareMessage(t *testing.T, l *v1alpha1.Listener, other, want string) {
 // addPorts adds ports to Listener name's spec.ports.
 func addPorts(t *testing.T, c client.Client, ns, name string, ports ...v1alpha1.ListenerPort) {
 	t.Helper()
-	testenv.Converges(t, "add ports to "+name, func() error {
+	changePorts(t, c, ns, name, func(had []v1alpha1.ListenerPort) []v1alpha1.ListenerPort { return append(had, ports...) })
+}
+
+// setPorts sets Listener name's spec.ports.
+func setPorts(t *testing.T, c client.Client, ns, name string, ports ...v1alpha1.ListenerPort) {
+	t.Helper()
+	changePorts(t, c, ns, name, func([]v1alpha1.ListenerPort) []v1alpha1.ListenerPort { return ports })
+}
+
+func changePorts(t *testing.T, c client.Client, ns, name string, change func([]v1alpha1.ListenerPort) []v1alpha1.ListenerPort) {
+	t.Helper()
+	testenv.Converges(t, "change the ports of "+name, func() error {
 		l := &v1alpha1.Listener{}
 		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, l); err != nil {
 			return err
 		}
-		l.Spec.Ports = append(l.Spec.Ports, ports...)
+		l.Spec.Ports = change(l.Spec.Ports)
 		return c.Update(t.Context(), l)
 	})
 }
