@@ -26,8 +26,9 @@ type Ask struct {
 	// when none.
 	Replica int
 	// Held are the node ports that are not free, each with the namespace
-	// of the Listener that holds it; "" when no Listener of the class
-	// does (another Service has it: the API server refused it).
+	// of the Listener that holds it; "" when it counts for no namespace's
+	// share (another Service has it: the API server refused it; or the
+	// Listener's own Service drops it with this write).
 	Held map[int32]string
 }
 

@@ -45,10 +45,10 @@ func refusedNodePorts(err error) []int {
 	return idx
 }
 
-// createStickyService creates the Listener's Service anew asking for node
-// ports (service.ForCreation): in its class's node port range, its block
-// there (writeInRange, noderange.go); otherwise, when the class keeps node
-// ports, the ones the Listener recorded. A recorded port the API server
+// createStickyService creates the Listener's Service anew: for a class
+// with a node port range, its block there (writeInRange, noderange.go);
+// otherwise, when the class keeps node ports, asking for the ones the
+// Listener recorded (service.ForCreation). A recorded port the API server
 // refuses is asked for again for a moment, then given up for one the API
 // server picks. The Listener then gets an event and the NodePortsKept
 // condition False (in l's status in memory: the status write that
