@@ -256,6 +256,13 @@ var catalogue = []catalogueRow{
 		want: `denied: spec.lockedServiceFields[0]: Invalid value: "spec.nope": write "spec.<field>"`},
 	{what: "ListenerClass whose overrides change the type", object: f(catClass, "cat-lc2", `{"serviceType":"NodePort","serviceOverrides":{"spec":{"type":"LoadBalancer"}}}`),
 		want: `denied: spec.serviceOverrides.spec.type: Forbidden: would change the Service type from NodePort to LoadBalancer behind the operator's back; set spec.serviceType: LoadBalancer instead`},
+	{what: "ListenerClass whose node port share per namespace is 0", object: f(catClass, "cat-lc8", `{"serviceType":"NodePort","nodePortRange":{"from":31000,"to":31009,"perNamespace":0}}`),
+		want: `denied: spec.nodePortRange.perNamespace: Invalid value: 0: spec.nodePortRange.perNamespace in body should be greater than or equal to 1`},
+	{what: "ListenerClass whose node port share per namespace exceeds its range", object: f(catClass, "cat-lc9", `{"serviceType":"LoadBalancer","nodePortRange":{"from":31000,"to":31009,"perNamespace":11}}`),
+		want: `denied: spec.nodePortRange.perNamespace: Invalid value: perNamespace must not exceed the number of ports of the range (to - from + 1): it is the most ports one namespace may hold of it`},
+	{what: "ListenerClass whose node port share exceeds its range, past the schema (an older CRD)", path: PathValidateClass,
+		object: review("ListenerClass", "listeners.stackable.tech", "v1alpha1", "CREATE", f(catClass, "cat-lc10", `{"serviceType":"NodePort","nodePortRange":{"from":31000,"to":31009,"perNamespace":11}}`), ""),
+		want:   `denied: spec.nodePortRange.perNamespace: Invalid value: 11: write a number of ports between 1 and 10 (the size of range 31000-31009): it is the most ports one namespace may hold of the range; remove it for no bound`},
 
 	// Requests the API server never sends, posted to the webhook server.
 	{what: "a Pod sent to the claim webhook", path: PathValidateClaim, object: review("Pod", "", "v1", "CREATE", f(catPod, "x", "", ""), ""),

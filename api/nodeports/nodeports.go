@@ -11,57 +11,100 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
+// Ask is what the Service of a Listener asks of its class's node port
+// range.
+type Ask struct {
+	// Class is the class's name, Range its range (and share).
+	Class string
+	Range v1alpha1.NodePortRange
+	// Namespace is the Listener's namespace.
+	Namespace string
+	// Ports are the names of the Listener's ports that need a node port,
+	// in spec.ports order.
+	Ports []string
+	// Replica is the StatefulSet ordinal the Listener serves (Replica), -1
+	// when none.
+	Replica int
+	// Held are the node ports that are not free, each with the namespace
+	// of the Listener that holds it; "" when it counts for no namespace's
+	// share (another Service has it: the API server refused it; or the
+	// Listener's own Service drops it with this write).
+	Held map[int32]string
+}
+
 // Exhausted says that a range has too few free node ports for a Listener.
+// It names no namespace but the Listener's own.
 type Exhausted struct {
 	Class string
 	Range v1alpha1.NodePortRange
-	// Used is how many ports of the range other Listeners hold; Wanted how
-	// many this one needs.
-	Used, Wanted int
+	// Used is how many ports of the range are held, Own how many of them
+	// the Listener's namespace holds; Wanted how many this one needs.
+	Used, Own, Wanted int
 }
 
 func (e *Exhausted) Error() string {
-	return fmt.Sprintf("node port range %s of ListenerClass %s is exhausted: %d of its %d ports are in use and this Listener needs %d; widen spec.nodePortRange of the class, or delete Listeners of it that are no longer used",
-		e.Range, e.Class, e.Used, e.Range.Size(), e.Wanted)
+	return fmt.Sprintf("node port range %s of ListenerClass %s is exhausted: %d of its %d ports are in use (%d of them by this namespace's Listeners) and this Listener needs %d; widen spec.nodePortRange of the class, or delete Listeners of it that are no longer used",
+		e.Range, e.Class, e.Used, e.Range.Size(), e.Own, e.Wanted)
 }
 
-// InRange is the node port each of ports (the Listener's port names, in
-// spec.ports order) asks for, for a Listener of class with range r:
+// ShareExceeded says that a Listener needs more node ports than its
+// namespace has left of the range's share (spec.nodePortRange.perNamespace).
+type ShareExceeded struct {
+	Class     string
+	Range     v1alpha1.NodePortRange
+	Namespace string
+	// Held is how many ports of the range the namespace holds, Wanted how
+	// many more this Listener needs.
+	Held, Wanted int
+}
+
+func (e *ShareExceeded) Error() string {
+	return fmt.Sprintf("namespace %s holds %d of the %d node ports of range %s that ListenerClass %s allows one namespace (spec.nodePortRange.perNamespace), and this Listener needs %d more; delete Listeners of the class in this namespace that are no longer used, or ask the cluster administrator to raise perNamespace",
+		e.Namespace, e.Held, *e.Range.PerNamespace, e.Range, e.Class, e.Wanted)
+}
+
+// NodePorts is the node port each of a.Ports asks for:
 //
 //   - replica i ≥ 0 (Replica) wants from + i×n + j for its port j, n ports
-//     a replica; a wanted port that is used, or beyond the range, goes to
+//     a replica; a wanted port that is held, or beyond the range, goes to
 //     the next free port of the range (from the start again after its end);
 //   - any other Listener (replica < 0) takes the first block of n free
 //     ports, aligned at from + k×n, else the first free ports.
 //
-// used are the node ports other Listeners hold (or the API server refused).
-// The error is an *Exhausted when the range has fewer than n free ports.
-func InRange(class string, r v1alpha1.NodePortRange, ports []string, replica int, used map[int32]bool) (map[string]int32, error) {
-	n := len(ports)
+// The error is a *ShareExceeded when the namespace's share of the range
+// has fewer than n ports left, an *Exhausted when the range has fewer than
+// n free ports. No port held is ever given: a full range takes nothing
+// from anyone.
+func (a *Ask) NodePorts() (map[string]int32, error) {
+	r, n := a.Range, len(a.Ports)
 	if n == 0 {
 		return nil, nil
 	}
-	free := 0
-	for p := r.From; p <= r.To && p > 0; p++ {
-		if !used[p] {
-			free++
+	used, own := 0, 0
+	for p, ns := range a.Held {
+		if r.Contains(p) {
+			used++
+			if ns == a.Namespace {
+				own++
+			}
 		}
 	}
-	if free < n {
-		return nil, &Exhausted{Class: class, Range: r, Used: r.Size() - free, Wanted: n}
+	if r.PerNamespace != nil && own+n > int(*r.PerNamespace) {
+		return nil, &ShareExceeded{Class: a.Class, Range: r, Namespace: a.Namespace, Held: own, Wanted: n}
 	}
-	start := -1
-	if replica >= 0 {
-		start = replica * n
-	} else {
-		start = firstFreeBlock(r, n, used)
+	if r.Size()-used < n {
+		return nil, &Exhausted{Class: a.Class, Range: r, Used: used, Own: own, Wanted: n}
 	}
-	taken := make(map[int32]bool, len(used)+n)
-	for p := range used {
+	start := a.Replica * n
+	if a.Replica < 0 {
+		start = firstFreeBlock(r, n, a.Held)
+	}
+	taken := make(map[int32]bool, len(a.Held)+n)
+	for p := range a.Held {
 		taken[p] = true
 	}
 	out := make(map[string]int32, n)
-	for j, name := range ports {
+	for j, name := range a.Ports {
 		p := nextFree(r, int64(start)+int64(j), taken)
 		taken[p] = true
 		out[name] = p
@@ -71,16 +114,16 @@ func InRange(class string, r v1alpha1.NodePortRange, ports []string, replica int
 
 // firstFreeBlock is the offset of the first aligned block of n ports that
 // are all free, else 0 (the ports are then the first free ones).
-func firstFreeBlock(r v1alpha1.NodePortRange, n int, used map[int32]bool) int {
+func firstFreeBlock(r v1alpha1.NodePortRange, n int, held map[int32]string) int {
 	for off := 0; off+n <= r.Size(); off += n {
-		ok := true
+		free := true
 		for j := range n {
-			if used[r.From+int32(off+j)] {
-				ok = false
+			if _, h := held[r.From+int32(off+j)]; h {
+				free = false
 				break
 			}
 		}
-		if ok {
+		if free {
 			return off
 		}
 	}

@@ -12,15 +12,23 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-func usedPorts(ports ...int32) map[int32]bool {
-	m := map[int32]bool{}
+// heldBy are ports held by namespace ns.
+func heldBy(ns string, ports ...int32) map[int32]string {
+	m := map[int32]string{}
 	for _, p := range ports {
-		m[p] = true
+		m[p] = ns
 	}
 	return m
 }
 
-func TestInRange(t *testing.T) {
+// usedPorts are ports another namespace's Listeners hold.
+func usedPorts(ports ...int32) map[int32]string { return heldBy("other", ports...) }
+
+func share(from, to, n int32) v1alpha1.NodePortRange {
+	return v1alpha1.NodePortRange{From: from, To: to, PerNamespace: &n}
+}
+
+func TestNodePorts(t *testing.T) {
 	r := v1alpha1.NodePortRange{From: 31000, To: 31009}
 	two := []string{"kafka", "metrics"}
 	tests := []struct {
@@ -28,7 +36,7 @@ func TestInRange(t *testing.T) {
 		r       v1alpha1.NodePortRange
 		ports   []string
 		replica int
-		used    map[int32]bool
+		used    map[int32]string
 		want    map[string]int32
 		wantErr string
 	}{
@@ -41,23 +49,35 @@ func TestInRange(t *testing.T) {
 		{"no replica, no whole block: first free ports", v1alpha1.NodePortRange{From: 31000, To: 31003}, two, -1, usedPorts(31000, 31003), map[string]int32{"kafka": 31001, "metrics": 31002}, ""},
 		{"no ports", r, nil, 0, nil, nil, ""},
 		{"exhausted", v1alpha1.NodePortRange{From: 31000, To: 31002}, two, 0, usedPorts(31000, 31002),
-			nil, "node port range 31000-31002 of ListenerClass kafka-a is exhausted: 2 of its 3 ports are in use and this Listener needs 2; widen spec.nodePortRange"},
+			nil, "node port range 31000-31002 of ListenerClass kafka-a is exhausted: 2 of its 3 ports are in use (0 of them by this namespace's Listeners) and this Listener needs 2; widen spec.nodePortRange"},
+		{"exhausted, counting the namespace's own", v1alpha1.NodePortRange{From: 31000, To: 31002}, two, 0, map[int32]string{31000: "team-a", 31001: "other", 31005: "team-a"},
+			nil, "2 of its 3 ports are in use (1 of them by this namespace's Listeners)"},
+		{"within the share", share(31000, 31009, 4), two, -1, heldBy("team-a", 31000, 31001), map[string]int32{"kafka": 31002, "metrics": 31003}, ""},
+		{"other namespaces' ports leave the share alone", share(31000, 31009, 2), two, -1, usedPorts(31000, 31001, 31002, 31003), map[string]int32{"kafka": 31004, "metrics": 31005}, ""},
+		{"beyond the share", share(31000, 31009, 3), two, -1, heldBy("team-a", 31000, 31001),
+			nil, "namespace team-a holds 2 of the 3 node ports of range 31000-31009 that ListenerClass kafka-a allows one namespace (spec.nodePortRange.perNamespace), and this Listener needs 2 more"},
+		{"ports outside the range count for no share", share(31000, 31009, 2), two, -1, heldBy("team-a", 30000, 30001), map[string]int32{"kafka": 31000, "metrics": 31001}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := InRange("kafka-a", tt.r, tt.ports, tt.replica, tt.used)
+			a := &Ask{Class: "kafka-a", Range: tt.r, Namespace: "team-a", Ports: tt.ports, Replica: tt.replica, Held: tt.used}
+			got, err := a.NodePorts()
 			if tt.wantErr != "" {
 				var ex *Exhausted
-				if !errors.As(err, &ex) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want an *Exhausted containing %q", err, tt.wantErr)
+				var sh *ShareExceeded
+				if !errors.As(err, &ex) && !errors.As(err, &sh) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an *Exhausted or *ShareExceeded containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "other") {
+					t.Errorf("err %q names another namespace", err)
 				}
 				return
 			}
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("InRange = %v, %v; want %v", got, err, tt.want)
+				t.Errorf("NodePorts = %v, %v; want %v", got, err, tt.want)
 			}
 			for name, p := range got {
-				if !tt.r.Contains(p) || tt.used[p] {
+				if _, held := tt.used[p]; !tt.r.Contains(p) || held {
 					t.Errorf("port %s got %d: outside the range or used", name, p)
 				}
 			}
@@ -73,11 +93,12 @@ func TestInRangeIsStable(t *testing.T) {
 	ports := []string{"a", "b", "c"}
 	seen := map[int32]int{}
 	for i := range 33 {
-		got, err := InRange("c", r, ports, i, nil)
+		a := &Ask{Class: "c", Range: r, Namespace: "ns", Ports: ports, Replica: i}
+		got, err := a.NodePorts()
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := InRange("c", r, ports, i, nil)
+		again, _ := a.NodePorts()
 		if !reflect.DeepEqual(got, again) {
 			t.Fatalf("replica %d: %v then %v", i, got, again)
 		}

@@ -4,20 +4,20 @@ import (
 	"iter"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 // ForCreation is the Service to create anew for a Listener of class that
-// recorded the node ports in recorded (its status.nodePorts), or, for a
-// class with a node port range, was given them there (api/nodeports): when
-// the class keeps node ports (sticky node ports) or has a range, want
-// asking for them
+// recorded the node ports in recorded (its status.nodePorts): when the
+// class keeps node ports (sticky node ports), want asking for them
 // (RequestNodePorts), and the names it asks for; otherwise want itself and
-// none.
+// none. A class with a node port range asks its range instead
+// (api/nodeports, then RequestNodePorts).
 func ForCreation(want *unstructured.Unstructured, class *v1alpha1.ListenerClass, recorded map[string]int32) (*unstructured.Unstructured, []string) {
-	if !class.Spec.HasStickyNodePorts() && class.Spec.NodePortRange == nil || len(recorded) == 0 {
+	if !class.Spec.HasStickyNodePorts() || len(recorded) == 0 {
 		return want, nil
 	}
 	req, asked := RequestNodePorts(want, recorded)
@@ -54,6 +54,28 @@ func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32
 	}
 	_ = unstructured.SetNestedSlice(out.Object, ports, "spec", "ports")
 	return out, asked
+}
+
+// WithoutNodePort names the ports of the desired Service want that have no
+// node port in current, the Service as it is (by name: the API server
+// keeps a port's node port by its name across updates): every port when
+// current is nil, the ports added to the Listener since otherwise.
+func WithoutNodePort(want *unstructured.Unstructured, current *corev1.Service) []string {
+	has := map[string]bool{}
+	if current != nil {
+		for _, p := range current.Spec.Ports {
+			has[p.Name] = p.NodePort != 0
+		}
+	}
+	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
+	var names []string
+	for _, p := range ports {
+		m, ok := p.(map[string]any)
+		if name, _ := m["name"].(string); ok && !has[name] {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // DropNodePorts removes the node port of the ports at idx that the operator

@@ -2,8 +2,10 @@ package service
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
@@ -67,6 +69,33 @@ func TestForCreation(t *testing.T) {
 			}
 			if len(asked) == 0 && got != want {
 				t.Error("asking for nothing, it should create want itself")
+			}
+		})
+	}
+}
+
+// TestWithoutNodePort: the ports of a desired Service that have no node
+// port in the Service as it is, by name.
+func TestWithoutNodePort(t *testing.T) {
+	want := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"ports": []any{
+		map[string]any{"name": "http", "port": int64(80)},
+		map[string]any{"name": "admin", "port": int64(81)},
+		map[string]any{"name": "metrics", "port": int64(82)},
+	}}}}
+	current := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+		{Name: "http", Port: 80, NodePort: 31000}, {Name: "metrics", Port: 82}, {Name: "gone", Port: 83, NodePort: 31001},
+	}}}
+	for _, tc := range []struct {
+		name    string
+		current *corev1.Service
+		want    []string
+	}{
+		{"made anew: every port", nil, []string{"http", "admin", "metrics"}},
+		{"an existing Service: the ports added, and one without a node port", current, []string{"admin", "metrics"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := WithoutNodePort(want, tc.current); !slices.Equal(got, tc.want) {
+				t.Errorf("WithoutNodePort = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -42,6 +42,7 @@ const AnnotationNodeAddress = "listeners.stackable.tech/address"
 // node ports from, so that a firewall can be opened before deploy and a
 // rebuilt cluster gets the same ports back.
 // +kubebuilder:validation:XValidation:rule="self.from <= self.to",message="from must not be greater than to"
+// +kubebuilder:validation:XValidation:rule="!has(self.perNamespace) || self.perNamespace <= self.to - self.from + 1",fieldPath=".perNamespace",message="perNamespace must not exceed the number of ports of the range (to - from + 1): it is the most ports one namespace may hold of it"
 type NodePortRange struct {
 	// From is the first node port of the range.
 	// +kubebuilder:validation:Minimum=1
@@ -53,6 +54,12 @@ type NodePortRange struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +required
 	To int32 `json:"to"`
+	// PerNamespace is the most node ports of the range that the Listeners
+	// of one namespace may hold together, so that one tenant cannot take a
+	// range several namespaces share. Unset: no bound.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	PerNamespace *int32 `json:"perNamespace,omitempty"`
 }
 
 // Size is how many node ports the range holds.
@@ -119,6 +126,11 @@ const (
 	// ReasonNodePortRangeExhausted: the range has no free port left for the
 	// Listener (also the Ready reason: no Service is made).
 	ReasonNodePortRangeExhausted = "NodePortRangeExhausted"
+	// ReasonNodePortShareExceeded: the Listener needs more node ports than
+	// its namespace has left of the range's spec.nodePortRange.perNamespace
+	// (the Ready reason: no Service is made, or its Service keeps the ports
+	// it has).
+	ReasonNodePortShareExceeded = "NodePortShareExceeded"
 
 	// EventNodeAddressInvalid: an entry of a node's AnnotationNodeAddress
 	// is neither an IP address nor a DNS name, or repeats a family; it is

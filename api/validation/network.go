@@ -26,6 +26,8 @@ func networkFields(s *v1alpha1.ListenerClassSpec, spec *field.Path) field.ErrorL
 			errs = append(errs, field.Invalid(p, r.String(), "write from and to between 1 and 65535, from not greater than to"))
 		case r.Size() > maxRangeSize:
 			errs = append(errs, field.Invalid(p, r.String(), fmt.Sprintf("holds %d ports, more than the %d a range may: a range is meant for one workload (a class per workload)", r.Size(), maxRangeSize)))
+		case r.PerNamespace != nil && (*r.PerNamespace < 1 || int(*r.PerNamespace) > r.Size()):
+			errs = append(errs, field.Invalid(p.Child("perNamespace"), *r.PerNamespace, fmt.Sprintf("write a number of ports between 1 and %d (the size of range %s): it is the most ports one namespace may hold of the range; remove it for no bound", r.Size(), r)))
 		}
 	}
 	fp := spec.Child("ipFamilies")

@@ -75,6 +75,9 @@ type listenerReconciler struct {
 	written ownWrites
 	// gatewayAPI says whether the Gateway API's watches run (gatewayapi.go).
 	gatewayAPI *gatewayAPIState
+	// ranges serialises the writes in each class's node port range
+	// (rangewrites.go).
+	ranges rangeWrites
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -237,6 +240,8 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			svc, err = r.serviceOutsideCache(ctx, l, want) // foreignservice.go
 			created = false
 		}
+	} else if nodePortRange(class) != nil {
+		svc, err = r.writeInRange(ctx, l, class, want, svc) // noderange.go
 	} else {
 		svc, err = r.applyService(ctx, l, want, svc)
 	}
@@ -244,7 +249,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 		if v, ok := asForeignService(err); ok {
 			return nil, judged(v), nil
 		}
-		if o, ok := rangeExhausted(err); ok { // noderange.go
+		if o, ok := rangeShort(err); ok { // noderange.go
 			return nil, o, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {

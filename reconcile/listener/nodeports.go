@@ -45,28 +45,19 @@ func refusedNodePorts(err error) []int {
 	return idx
 }
 
-// createStickyService creates the Listener's Service anew asking for node
-// ports (service.ForCreation): in its class's node port range, its block
-// there (noderange.go); otherwise, when the class keeps node ports, the ones
-// the Listener recorded. A requested port the API server refuses is asked
-// for again for a moment, then given up: in a range for the next free port
-// of the range, otherwise for one the API server picks. The Listener then
-// gets an event and the NodePortsKept condition False (in l's status in
-// memory: the status write that publishes the new ports carries it).
+// createStickyService creates the Listener's Service anew: for a class
+// with a node port range, its block there (writeInRange, noderange.go);
+// otherwise, when the class keeps node ports, asking for the ones the
+// Listener recorded (service.ForCreation). A recorded port the API server
+// refuses is asked for again for a moment, then given up for one the API
+// server picks. The Listener then gets an event and the NodePortsKept
+// condition False (in l's status in memory: the status write that
+// publishes the new ports carries it).
 func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured) (*corev1.Service, error) {
-	requested := l.Status.NodePorts
-	rng := nodePortRange(class)
-	var ask *rangeAsk
-	if rng != nil {
-		var err error
-		if ask, err = r.rangeAskOf(ctx, l, class); err != nil {
-			return nil, err
-		}
-		if requested, err = ask.nodePorts(); err != nil {
-			return nil, err
-		}
+	if nodePortRange(class) != nil {
+		return r.writeInRange(ctx, l, class, want, nil)
 	}
-	wanted := requested
+	requested := l.Status.NodePorts
 	req, asked := service.ForCreation(want, class, requested)
 	if len(asked) == 0 {
 		return r.createService(ctx, l, want)
@@ -77,8 +68,8 @@ func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha
 		svc, err := r.createService(ctx, l, req)
 		idx := refusedNodePorts(err)
 		if err == nil || len(idx) == 0 {
-			if err == nil && (rng == nil || len(taken) > 0) {
-				r.noteNodePorts(l, svc, wanted, taken, rng)
+			if err == nil {
+				r.noteNodePorts(l, svc, taken, nil)
 			}
 			return svc, err
 		}
@@ -87,32 +78,30 @@ func (r *listenerReconciler) createStickyService(ctx context.Context, l *v1alpha
 		// refused ports that are about to be free. Ask again for a moment
 		// before giving them up.
 		if refusals++; refusals <= nodePortRetries {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(nodePortRetryDelay):
+			if err := pause(ctx); err != nil {
+				return nil, err
 			}
 			continue
 		}
 		refusals = 0
-		// Each round marks at least one more port of the range used, so
-		// the range runs out (Exhausted) rather than loops.
-		if names := service.RequestedAt(req, idx); ask != nil && len(names) > 0 {
-			for _, name := range names {
-				ask.used[requested[name]] = true
-			}
-			if requested, err = ask.nodePorts(); err != nil {
-				return nil, err
-			}
-			taken = append(taken, names...)
-			req, asked = service.ForCreation(want, class, requested)
-			continue
-		}
 		dropped := service.DropNodePorts(req, idx, asked)
 		if len(dropped) == 0 {
 			return nil, err
 		}
-		taken = append(taken, dropped...)
+		for _, name := range dropped {
+			taken = append(taken, fmt.Sprintf("%s=%d", name, requested[name]))
+		}
+	}
+}
+
+// pause waits nodePortRetryDelay before a refused node port is asked for
+// again.
+func pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(nodePortRetryDelay):
+		return nil
 	}
 }
 
@@ -124,23 +113,19 @@ const (
 	nodePortRetryDelay = 200 * time.Millisecond
 )
 
-// noteNodePorts records on l (in memory) and by an event whether the new
-// Service got the node ports it asked for (wanted): the recorded ones, or
-// its block of node port range rng (nil: none).
-func (r *listenerReconciler) noteNodePorts(l *v1alpha1.Listener, svc *corev1.Service, wanted map[string]int32, taken []string, rng *v1alpha1.NodePortRange) {
+// noteNodePorts records on l (in memory) and by an event whether the
+// Service got the node ports it asked for: the recorded ones, or its place
+// in node port range rng (nil: none); taken are the ones it did not get
+// ("name=port").
+func (r *listenerReconciler) noteNodePorts(l *v1alpha1.Listener, svc *corev1.Service, taken []string, rng *v1alpha1.NodePortRange) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionNodePortsKept, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNodePortsKept,
 		Message: fmt.Sprintf("Service %s was created anew with the node ports recorded in status.nodePorts", svc.Name), ObservedGeneration: l.Generation}
 	if len(taken) > 0 {
-		slices.Sort(taken)
-		taken = slices.Compact(taken)
-		var was []string
-		for _, name := range taken {
-			was = append(was, fmt.Sprintf("%s=%d", name, wanted[name]))
-		}
+		was := slices.Compact(slices.Sorted(slices.Values(taken)))
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonNodePortsTaken
 		cond.Message = fmt.Sprintf("Service %s was created anew, but the recorded node ports %s are taken or out of range: it got new ones (clients must use the new status.nodePorts)", svc.Name, strings.Join(was, ", "))
 		if rng != nil {
-			cond.Message = fmt.Sprintf("Service %s was created, but the node ports %s of its place in range %s are taken by another Service: it got the next free ones of the range (see status.nodePorts)", svc.Name, strings.Join(was, ", "), rng)
+			cond.Message = fmt.Sprintf("Service %s asked for the node ports %s of its place in range %s, but another Service holds them: it got the next free ones of the range (kubectl get service %s)", svc.Name, strings.Join(was, ", "), rng, svc.Name)
 		}
 		r.recorder.Eventf(l, svc, corev1.EventTypeWarning, EventNodePortsTaken, "Create", "%s", cond.Message)
 	}

@@ -10,9 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/nodeports"
+	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
 	"github.com/listener-operator/listener-operator/reconcile/internal/lookup"
@@ -33,50 +36,64 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 	return nil
 }
 
-// rangeAsk is what a new Service of a Listener asks for in its class's node
-// port range, read once per creation: the Listener's ports, its replica,
-// and the ports that are not free (other Listeners of the class hold them,
-// or the API server refused them: another Service has them).
-type rangeAsk struct {
-	class   string
-	rng     v1alpha1.NodePortRange
-	ports   []string
-	replica int
-	used    map[int32]bool
-}
-
-// rangeAskOf reads what l's new Service asks for in its class's range.
-func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (*rangeAsk, error) {
+// rangeAskOf reads what l's Service, as want says it, asks of its class's
+// range (api/nodeports), from the cache: the node ports held (each by the
+// namespace of the Listener of the class that holds it: its Service's, or
+// the ones it recorded in status.nodePorts, which only NodePort Listeners
+// publish) and l's replica. own is l's Service when it exists: the ports
+// added to it ask, taking the first free block; the ports it keeps count
+// for l's namespace, and the ones want drops are held for no namespace
+// (the API server frees them with the write). For a Service made anew
+// (own nil) every port asks, and l's old ones are not held.
+func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, own *corev1.Service, want *unstructured.Unstructured) (*nodeports.Ask, error) {
 	var others v1alpha1.ListenerList
 	if err := r.client.List(ctx, &others, client.MatchingFields{lookup.IndexListenerClass: class.Name}); err != nil {
 		return nil, fmt.Errorf("list Listeners of class %s: %w", class.Name, err)
 	}
-	a := &rangeAsk{class: class.Name, rng: *class.Spec.NodePortRange, used: map[int32]bool{}}
+	a := &nodeports.Ask{Class: class.Name, Range: *class.Spec.NodePortRange, Namespace: l.Namespace, Ports: service.WithoutNodePort(want, own), Replica: -1, Held: map[int32]string{}}
 	for i := range others.Items {
 		o := &others.Items[i]
 		if o.Namespace == l.Namespace && o.Name == l.Name {
 			continue
 		}
 		for _, p := range o.Status.NodePorts {
-			a.used[p] = true
+			a.Held[p] = o.Namespace
 		}
+		svc, err := r.existingService(ctx, o.Namespace, names.ServiceName(o.Name))
+		if err != nil {
+			return nil, err
+		}
+		hold(a.Held, svc, o.Namespace)
+	}
+	if own != nil {
+		keeps := service.WithoutNodePort(want, nil) // every port of want
+		for _, p := range own.Spec.Ports {
+			if p.NodePort != 0 && slices.Contains(keeps, p.Name) {
+				a.Held[p.NodePort] = l.Namespace
+			} else if p.NodePort != 0 {
+				a.Held[p.NodePort] = ""
+			}
+		}
+		return a, nil
 	}
 	pods, err := r.podNamesOf(ctx, l)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range l.Spec.Ports {
-		a.ports = append(a.ports, p.Name)
-	}
-	a.replica = nodeports.Replica(l, pods)
+	a.Replica = nodeports.Replica(l, pods)
 	return a, nil
 }
 
-// nodePorts are the node ports to ask for (nodeports.InRange): the
-// replica's block, or the first free one. The error is a
-// *nodeports.Exhausted when the range has no room.
-func (a *rangeAsk) nodePorts() (map[string]int32, error) {
-	return nodeports.InRange(a.class, a.rng, a.ports, a.replica, a.used)
+// hold marks the node ports of svc (nil: none) as held by namespace ns.
+func hold(held map[int32]string, svc *corev1.Service, ns string) {
+	if svc == nil {
+		return
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			held[p.NodePort] = ns
+		}
+	}
 }
 
 // podNamesOf are the names of the pods that mount l's claims, sorted.
@@ -129,15 +146,97 @@ func rangeCondition(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, svc *co
 // Service, sends it no event.
 const rangeRecheck = 30 * time.Second
 
-// rangeExhausted is the outcome of a Service that could not be created
-// because its class's node port range has no room: not Ready, nothing
-// created, with the range, how full it is and the fix.
-func rangeExhausted(err error) (outcome, bool) {
+// rangeShort is the outcome of a Listener whose Service could not be
+// written because its class's node port range has no room for it, or its
+// namespace's share of the range none: not Ready, nothing written (a
+// Service made anew is not made, an existing one keeps its ports), with
+// the range, how full it is and the fix.
+func rangeShort(err error) (outcome, bool) {
 	var ex *nodeports.Exhausted
-	if !errors.As(err, &ex) {
+	var sh *nodeports.ShareExceeded
+	reason := v1alpha1.ReasonNodePortRangeExhausted
+	switch {
+	case errors.As(err, &sh):
+		reason = v1alpha1.ReasonNodePortShareExceeded
+	case !errors.As(err, &ex):
 		return outcome{}, false
 	}
-	o := judged(verdict{reason: v1alpha1.ReasonNodePortRangeExhausted, message: ex.Error()})
+	o := judged(verdict{reason: reason, message: err.Error()})
 	o.requeueAfter = rangeRecheck
 	return o, true
+}
+
+// writeInRange writes l's Service for a class whose Services take node
+// ports from a range (nodePortRange): creates it (current nil) or applies
+// want to current, asking in the range for the node port of each port
+// that has none yet (every port of a Service made anew; the ports added to
+// an existing one, whose other ports keep theirs). What is held is read
+// from the cache again each round: a port the API server refuses because
+// a Listener of the class took it a moment ago is then seen held, and the
+// Listener is not told its ports were taken. A port still refused after
+// nodePortRetries rounds is another Service's: it is given up for the
+// next free one, with NodePortsTaken (noteNodePorts). One Listener of a
+// class writes at a time, seeing the ports given a moment ago that the
+// cache does not show yet (rangeWrites). The error is a
+// *nodeports.Exhausted or *nodeports.ShareExceeded (rangeShort) when the
+// range, or the namespace's share of it, has no room.
+func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, current *corev1.Service) (*corev1.Service, error) {
+	need := service.WithoutNodePort(want, current)
+	if len(need) == 0 {
+		return r.writeService(ctx, l, want, current)
+	}
+	cw := r.ranges.lock(class.Name) // rangewrites.go
+	defer cw.mu.Unlock()
+	key := client.ObjectKeyFromObject(l)
+	refused := map[int32]bool{}
+	var taken []string
+	for round := 0; ; round++ {
+		ask, err := r.rangeAskOf(ctx, l, class, current, want)
+		if err != nil {
+			return nil, err
+		}
+		cw.holdGiven(ask.Held, key, time.Now())
+		for p := range refused {
+			if _, ok := ask.Held[p]; !ok {
+				ask.Held[p] = ""
+			}
+		}
+		ports, err := ask.NodePorts()
+		if err != nil && current != nil {
+			return nil, fmt.Errorf("%w; until then Service %s stays as it is, without %s", err, current.Name, strings.Join(need, ", "))
+		} else if err != nil {
+			return nil, err
+		}
+		req, _ := service.RequestNodePorts(want, ports)
+		svc, err := r.writeService(ctx, l, req, current)
+		idx := refusedNodePorts(err)
+		refusedNames := service.RequestedAt(req, idx)
+		if err == nil || len(refusedNames) == 0 {
+			if err == nil {
+				cw.gave(svc, key, time.Now())
+			}
+			if err == nil && len(taken) > 0 {
+				r.noteNodePorts(l, svc, taken, &ask.Range)
+			}
+			return svc, err
+		}
+		if round < nodePortRetries {
+			if err := pause(ctx); err != nil { // nodeports.go
+				return nil, err
+			}
+			continue
+		}
+		for _, name := range refusedNames {
+			refused[ports[name]] = true
+			taken = append(taken, fmt.Sprintf("%s=%d", name, ports[name]))
+		}
+	}
+}
+
+// writeService creates want (current nil) or applies it to current.
+func (r *listenerReconciler) writeService(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, current *corev1.Service) (*corev1.Service, error) {
+	if current == nil {
+		return r.createService(ctx, l, want)
+	}
+	return r.applyService(ctx, l, want, current)
 }

@@ -77,7 +77,7 @@ func TestNodePortRange(t *testing.T) {
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "late", class.Name, reconciletest.Port("a", 9092), reconciletest.Port("b", 9093)))
 	l = reconciletest.WaitReason(t, ctx, c, ns, "late", v1alpha1.ReasonNodePortRangeExhausted)
 	ready := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
-	want := "node port range 30010-30017 of ListenerClass " + class.Name + " is exhausted: 7 of its 8 ports are in use and this Listener needs 2; widen spec.nodePortRange"
+	want := "node port range 30010-30017 of ListenerClass " + class.Name + " is exhausted: 7 of its 8 ports are in use (6 of them by this namespace's Listeners) and this Listener needs 2; widen spec.nodePortRange"
 	if !strings.Contains(ready.Message, want) {
 		t.Errorf("Ready message %q, want %q", ready.Message, want)
 	}

@@ -77,6 +77,8 @@ func steadyRows(s *steadyEnv) []steadyRow {
 		{name: "NodePortsOutsideRange", setup: nodePortsOutsideRange, want: condition(v1alpha1.ConditionNodePortsInRange, v1alpha1.ReasonNodePortsOutsideRange, v1alpha1.ReasonReady)},
 		{name: "NodePortRangeExhausted", setup: listenerOf(v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort,
 			NodePortRange: &v1alpha1.NodePortRange{From: 30070, To: 30071}}, nil, reconciletest.Port("a", 1), reconciletest.Port("b", 2), reconciletest.Port("c", 3)), want: ready(v1alpha1.ReasonNodePortRangeExhausted)},
+		{name: "NodePortShareExceeded", setup: listenerOf(v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort,
+			NodePortRange: &v1alpha1.NodePortRange{From: 30067, To: 30069, PerNamespace: ptr.To(int32(1))}}, nil, reconciletest.Port("a", 1), reconciletest.Port("b", 2)), want: ready(v1alpha1.ReasonNodePortShareExceeded)},
 		{name: "GatewayNotFound", setup: gatewayListener(nil), want: ready(v1alpha1.ReasonGatewayNotFound)},
 		{name: "GatewayListenerInvalid", setup: gatewayListener(&gwv1.ListenerTLSConfig{Mode: ptr.To(gwv1.TLSModeTerminate),
 			CertificateRefs: []gwv1.SecretObjectReference{{Name: "gw-cert"}}}), want: ready(v1alpha1.ReasonGatewayListenerInvalid)},
