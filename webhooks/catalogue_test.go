@@ -1,28 +1,12 @@
 package webhooks
 
 import (
-	"bytes"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
-	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/api/service"
 )
 
 // catalogueRow is one malformed or hostile request and what its sender
@@ -31,12 +15,16 @@ import (
 // with dry-run (the webhooks have no side effects, so they are called as
 // for a real request). {ns} in objects is the test's namespace.
 type catalogueRow struct {
-	what   string
+	what string
+	// setup: objects (of any kind, namespaced ones in {ns}) created for
+	// real before the row, in order, and deleted after it (api rows); an
+	// object of the same kind and name as the row's is updated.
+	setup  []string
 	before string // api: an object created first; object is then an update of it
 	object string // api: the object; raw: the request body
 	path   string // raw: the handler path
-	// want is "denied: <text in the error>", "warning: <text>", "admitted"
-	// or "admitted: <text in the stored object>".
+	// want is "denied: <text in the error>", "warning: <text>", "admitted",
+	// "admitted, no warning" or "admitted: <text in the stored object>".
 	want string
 }
 
@@ -81,6 +69,33 @@ func deploy(kind, name, labels, ann, vols string) string {
 func review(kind, group, version, op, object, old string) string {
 	return string(reviewSeed(group, version, kind, strings.ToLower(kind)+"s", admissionv1.Operation(op), "{ns}", object, old))
 }
+
+// warnLB is a LoadBalancer class in tenant mode Warn whose own
+// annotations make an internal load balancer (DigitalOcean, Hetzner, OCI)
+// and set lb.example.com/tier, a key off the tenant allow-list.
+func warnLB(name string) string {
+	return f(catClass, name, `{"serviceType":"LoadBalancer","tenantMetadata":{"mode":"Warn"},"serviceAnnotations":{"service.beta.kubernetes.io/do-loadbalancer-network":"INTERNAL","load-balancer.hetzner.cloud/disable-public-network":"true","oci.oraclecloud.com/load-balancer-type":"lb","lb.example.com/tier":"internal"}}`)
+}
+
+// exposureKey is the refusal of an override's annotation key that is
+// exposure, on a Listener of class cat-warn1.
+func exposureKey(key string) string {
+	return strings.ReplaceAll(`spec.objectOverrides[0].metadata.annotations[KEY]: Forbidden: metadata.annotations[KEY] is an exposure annotation (it picks a load balancer's scheme, network or address pool) and is decided by ListenerClass "cat-warn1" (cluster policy), not by a Listener; remove it from the Listener's objectOverrides, or ask an administrator for a ListenerClass that sets it`, "KEY", key)
+}
+
+// allowList is how a refusal or warning names the annotations a tenant may
+// set: service.WorkloadKeys and the class's.
+var allowList = "(unprefixed keys, " + strings.Join(service.WorkloadKeys, ", ") + ", and the class's spec.tenantMetadata.annotations)"
+
+// gatewayClass is a gateway class routing ports tls and admin through
+// Gateway gw-system/shared (which need not exist).
+func gatewayClass(name string) string {
+	return f(catClass, name, `{"serviceType":"ClusterIP","hostname":{"template":"{listener}.{namespace}.catgw.test"},"gateway":{"parentRefs":[{"name":"shared","namespace":"gw-system","sectionName":"tls"},{"name":"shared","namespace":"gw-system","sectionName":"admin"}]}}`)
+}
+
+// long70 is a Listener name of 70 characters, dotted so that each DNS
+// label of its hostname stays under 63.
+var long70 = strings.Repeat("a", 35) + "." + strings.Repeat("b", 34)
 
 var long253 = strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 61)
 
@@ -264,6 +279,39 @@ var catalogue = []catalogueRow{
 		object: review("ListenerClass", "listeners.stackable.tech", "v1alpha1", "CREATE", f(catClass, "cat-lc10", `{"serviceType":"NodePort","nodePortRange":{"from":31000,"to":31009,"perNamespace":11}}`), ""),
 		want:   `denied: spec.nodePortRange.perNamespace: Invalid value: 11: write a number of ports between 1 and 10 (the size of range 31000-31009): it is the most ports one namespace may hold of the range; remove it for no bound`},
 
+	// Where features meet (issue 48): the shapes answered at admission.
+	{what: "Listener override picking the network of a Warn class's internal load balancer (issue 48 shape 1)", setup: []string{warnLB("cat-warn1")},
+		object: f(catListen, "w1", `{"className":"cat-warn1","ports":[{"name":"http","port":80}],"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"w1","annotations":{"service.beta.kubernetes.io/do-loadbalancer-network":"EXTERNAL","load-balancer.hetzner.cloud/disable-public-network":"false","oci.oraclecloud.com/load-balancer-type":"nlb"}}}]}`),
+		want: `denied: Listener.listeners.stackable.tech "w1" is invalid: [` + exposureKey("load-balancer.hetzner.cloud/disable-public-network") + ", " +
+			exposureKey("oci.oraclecloud.com/load-balancer-type") + ", " + exposureKey("service.beta.kubernetes.io/do-loadbalancer-network") + "]"},
+	{what: "Listener override replacing a key off the allow-list that its Warn class sets", setup: []string{warnLB("cat-warn2")},
+		object: f(catListen, "w2", `{"className":"cat-warn2","ports":[{"name":"http","port":80}],"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"w2","annotations":{"lb.example.com/tier":"public"}}}]}`),
+		want:   `warning: spec.objectOverrides[0].metadata.annotations[lb.example.com/tier]: metadata.annotations[lb.example.com/tier] of the objectOverrides does not reach the Service: it is set by ListenerClass "cat-warn2" itself (spec.serviceAnnotations or spec.serviceOverrides), and a key off the allow-list never replaces what the class sets, in any mode (the Listener is admitted: ListenerClass "cat-warn2" is in spec.tenantMetadata.mode: Warn); remove it from the Listener's objectOverrides`},
+	{what: "new Listener's override adding a key off the allow-list in mode Warn", setup: []string{warnLB("cat-warn3")},
+		object: f(catListen, "w3", `{"className":"cat-warn3","ports":[{"name":"http","port":80}],"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"w3","annotations":{"lb.example.com/owner":"team-a"}}}]}`),
+		want: `warning: spec.objectOverrides[0].metadata.annotations[lb.example.com/owner]: metadata.annotations[lb.example.com/owner] of the objectOverrides does not reach the Service: it is not on the annotations ListenerClass "cat-warn3" allows tenants to set ` + allowList +
+			`, and the Service does not carry it: mode Warn keeps such a key only on a Service that carries it already, never adds one; an administrator allows it by adding the key, or a "<prefix>/*" pattern, to spec.tenantMetadata.annotations of the class (the Listener is admitted: ListenerClass "cat-warn3" is in spec.tenantMetadata.mode: Warn); remove it from the Listener's objectOverrides`},
+	{what: "Listener override changing a key off the allow-list that its Service carries, in mode Warn", setup: []string{warnLB("cat-warn4"),
+		f(catListen, "w4", `{"className":"cat-warn4","ports":[{"name":"http","port":80}],"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"w4","annotations":{"lb.example.com/owner":"team-a"}}}]}`),
+		`{"apiVersion":"v1","kind":"Service","metadata":{"name":"w4","namespace":"{ns}","annotations":{"lb.example.com/owner":"team-a"},"ownerReferences":[{"apiVersion":"listeners.stackable.tech/v1alpha1","kind":"Listener","name":"w4","uid":"{uid:w4}","controller":true}]},"spec":{"ports":[{"name":"http","port":80}]}}`},
+		object: f(catListen, "w4", `{"className":"cat-warn4","ports":[{"name":"http","port":80}],"objectOverrides":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"w4","annotations":{"lb.example.com/owner":"team-b"}}}]}`),
+		want: `warning: spec.objectOverrides[0].metadata.annotations[lb.example.com/owner]: metadata.annotations[lb.example.com/owner] reaches the Service only because ListenerClass "cat-warn4" is in spec.tenantMetadata.mode: Warn; it is not on the annotations ListenerClass "cat-warn4" allows tenants to set ` + allowList +
+			`; an administrator allows it by adding the key, or a "<prefix>/*" pattern, to spec.tenantMetadata.annotations of the class`},
+	{what: "ListenerClass whose hostname template renders names another class's renders (issue 48 shape 3)", setup: []string{f(catClass, "cat-tpl-a", `{"serviceType":"ClusterIP","hostname":{"template":"{listener}.{namespace}.cat.test"}}`)},
+		object: f(catClass, "cat-tpl-b", `{"serviceType":"ClusterIP","hostname":{"template":"{namespace}.{listener}.cat.test"}}`),
+		want:   `warning: spec.hostname.template: ListenerClass "cat-tpl-a" (template "{listener}.{namespace}.cat.test") can give another Listener the same name: Listener "b" in namespace "c" of this class and Listener "c" in namespace "b" of ListenerClass "cat-tpl-a" both get "c.b.cat.test"; the operator publishes such a name for the first Listener that has it only, and reports HostnameConflict on the other (docs/reconcile.md, "Two Listeners, one name"); to keep the names apart, give the classes templates that cannot meet (e.g. under different zones)`},
+	{what: "gateway class before the Gateway API is installed", object: gatewayClass("cat-gw0"),
+		want: `denied: ListenerClass.listeners.stackable.tech "cat-gw0" is invalid: spec.gateway: Invalid value: "shared": the Gateway API (gateway.networking.k8s.io/v1 Gateway and TLSRoute) is not installed in this cluster, so no Listener of this class could be routed; install its CRDs and a Gateway controller first, or remove spec.gateway`},
+	{what: "gateway Listener web-tls beside Listener web with port tls (issue 48 shape 4)", setup: []string{gatewayClass("cat-gw1"), f(catListen, "web", `{"className":"cat-gw1","ports":[{"name":"tls","port":9093},{"name":"admin","port":9094}]}`)},
+		object: f(catListen, "web-tls", `{"className":"cat-gw1","ports":[{"name":"tls","port":9093}]}`),
+		want:   `admitted, no warning`}, // its route is web-tls.tls; web's are web.tls and web.admin (names.RouteName)
+	{what: "gateway Listener whose name is longer than a label value (issue 48 shape 5)", setup: []string{gatewayClass("cat-gw2")},
+		object: f(catListen, long70, `{"className":"cat-gw2","ports":[{"name":"tls","port":9093}]}`),
+		want:   `warning: the name "` + long70 + `" is not a DNS-1035 label, so the Listener's Service is named "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-063c8acce6"; a lower-case name starting with a letter, without dots, keeps them equal`}, // its routes' Listener label is shortened with a hash (names.ListenerLabelValue)
+	{what: "pod mounting a standalone claim of a gateway class, with a port no section routes (issue 48 shape 6)", setup: []string{gatewayClass("cat-gw3"), f(catClaim, "broker", f(classAnn, "cat-gw3"), "")},
+		object: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"broker","namespace":"{ns}"},"spec":{"containers":[{"name":"broker","image":"x","ports":[{"name":"tls","containerPort":9093},{"name":"metrics","containerPort":9404}]}],"volumes":[{"name":"listener","persistentVolumeClaim":{"claimName":"broker"}}]}}`,
+		want:   `denied: Pod "broker" is invalid: spec.containers: Invalid value: "metrics": the container port "metrics" becomes a port of the Listener of claim "broker": ListenerClass cat-gw3 routes ports through the Gateway listeners (sections) "tls" (Gateway gw-system/shared), "admin" (Gateway gw-system/shared), and none is named "metrics", so this port cannot be routed; name each port after a section, or remove the port`},
+
 	// Requests the API server never sends, posted to the webhook server.
 	{what: "a Pod sent to the claim webhook", path: PathValidateClaim, object: review("Pod", "", "v1", "CREATE", f(catPod, "x", "", ""), ""),
 		want: `denied: this webhook judges PersistentVolumeClaim, not "Pod"`},
@@ -281,199 +329,4 @@ var catalogue = []catalogueRow{
 		want: `denied: decode StatefulSet`},
 	{what: "a Listener whose ports are a string", path: PathValidateListener, object: review("Listener", "listeners.stackable.tech", "v1alpha1", "CREATE", `{"metadata":{"name":"x"},"spec":{"ports":"80"}}`, ""),
 		want: `denied: decode Listener`},
-}
-
-// TestBadInputCatalogue runs the catalogue (docs/webhooks.md, "Bad
-// input"); the table there is rendered from it (-update rewrites it).
-func TestBadInputCatalogue(t *testing.T) {
-	e := testenv.Require(t, env)
-	ns := namespace(t, nil)
-	var (
-		mu       sync.Mutex
-		warnings []string
-	)
-	cfg := rest.CopyConfig(e.Config)
-	cfg.WarningHandler = warningFunc(func(msg string) {
-		mu.Lock()
-		warnings = append(warnings, msg)
-		mu.Unlock()
-	})
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpClient := webhookClient(t)
-	for _, row := range catalogue {
-		t.Run(row.what, func(t *testing.T) {
-			object := strings.ReplaceAll(row.object, "{ns}", ns)
-			want := strings.ReplaceAll(row.want, "{ns}", ns)
-			var got string
-			if row.path != "" {
-				got = postReview(t, httpClient, row.path, object)
-			} else {
-				mu.Lock()
-				warnings = nil
-				mu.Unlock()
-				got = throughAPIServer(t, e, dyn, ns, strings.ReplaceAll(row.before, "{ns}", ns), object)
-				mu.Lock()
-				for _, w := range warnings {
-					got += "\nwarning: " + w
-				}
-				mu.Unlock()
-			}
-			ok := false
-			switch {
-			case strings.HasPrefix(want, "admitted: "):
-				ok = strings.HasPrefix(got, "admitted") && strings.Contains(got, strings.TrimPrefix(want, "admitted: "))
-			case want == "admitted":
-				ok = strings.HasPrefix(got, "admitted")
-			case strings.HasPrefix(want, "warning: "):
-				ok = strings.HasPrefix(got, "admitted") && strings.Contains(got, "\nwarning: ") && strings.Contains(got, strings.TrimPrefix(want, "warning: "))
-			default:
-				ok = strings.HasPrefix(got, "denied: ") && strings.Contains(got, strings.TrimPrefix(want, "denied: "))
-			}
-			if !ok {
-				t.Errorf("got:\n%s\nwant: %s", got, want)
-			}
-		})
-	}
-	checkCatalogueDoc(t)
-}
-
-type warningFunc func(string)
-
-func (f warningFunc) HandleWarningHeader(code int, _ string, msg string) {
-	if code == 299 {
-		f(msg)
-	}
-}
-
-// throughAPIServer creates (or, with before, updates) object with dry-run
-// and renders the outcome.
-func throughAPIServer(t *testing.T, e *testenv.Env, dyn dynamic.Interface, ns, before, object string) string {
-	var u unstructured.Unstructured
-	if err := json.Unmarshal([]byte(object), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	m, err := e.Client.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r dynamic.ResourceInterface = dyn.Resource(m.Resource)
-	if u.GetNamespace() != "" {
-		r = dyn.Resource(m.Resource).Namespace(ns)
-	}
-	dry := []string{metav1.DryRunAll}
-	var out *unstructured.Unstructured
-	if before != "" {
-		var b unstructured.Unstructured
-		if err := json.Unmarshal([]byte(before), &b.Object); err != nil {
-			t.Fatal(err)
-		}
-		created, err := r.Create(t.Context(), &b, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create the object to update: %v", err)
-		}
-		u.SetResourceVersion(created.GetResourceVersion())
-		out, err = r.Update(t.Context(), &u, metav1.UpdateOptions{DryRun: dry})
-		if err != nil {
-			return "denied: " + err.Error()
-		}
-	} else {
-		out, err = r.Create(t.Context(), &u, metav1.CreateOptions{DryRun: dry})
-		if err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				t.Fatal(err)
-			}
-			return "denied: " + err.Error()
-		}
-	}
-	b, _ := json.Marshal(out.Object)
-	return "admitted " + string(b)
-}
-
-// webhookClient trusts the test webhook server's certificate.
-func webhookClient(t *testing.T) *http.Client {
-	wo := &env.Environment.WebhookInstallOptions
-	pool := x509.NewCertPool()
-	ca, err := os.ReadFile(filepath.Join(wo.LocalServingCertDir, "tls.crt"))
-	if err == nil {
-		pool.AppendCertsFromPEM(ca)
-	}
-	if len(wo.LocalServingCAData) > 0 {
-		pool.AppendCertsFromPEM(wo.LocalServingCAData)
-	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: wo.LocalServingHost}}}
-}
-
-// postReview posts body to the webhook server's path and renders the answer.
-func postReview(t *testing.T, c *http.Client, path, body string) string {
-	wo := &env.Environment.WebhookInstallOptions
-	url := "https://" + net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort)) + path
-	resp, err := c.Post(url, "application/json", bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
-		t.Fatalf("answer is not an AdmissionReview (HTTP %d): %v", resp.StatusCode, err)
-	}
-	if !out.Response.Allowed {
-		msg := ""
-		if out.Response.Result != nil {
-			msg = fmt.Sprintf("%s (code %d)", out.Response.Result.Message, out.Response.Result.Code)
-		}
-		return "denied: " + msg
-	}
-	return "admitted " + string(out.Response.Patch)
-}
-
-// catalogueDoc renders the catalogue as the table in docs/webhooks.md.
-func catalogueDoc() string {
-	var b strings.Builder
-	b.WriteString("| # | Request | Sent | Outcome |\n|---|---|---|---|\n")
-	for i, r := range catalogue {
-		sent := "API server, dry-run create"
-		switch {
-		case r.path != "":
-			sent = "straight to `" + r.path + "`"
-		case r.before != "":
-			sent = "API server, dry-run update"
-		}
-		out := strings.ReplaceAll(r.want, "|", `\|`)
-		out = strings.ReplaceAll(out, "{ns}", "<ns>")
-		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", i+1, r.what, sent, "`"+strings.ReplaceAll(out, "`", "'")+"`")
-	}
-	return b.String()
-}
-
-const (
-	catalogueBegin = "<!-- catalogue: generated by go test ./webhooks -run TestBadInputCatalogue -update -->\n"
-	catalogueEnd   = "<!-- end of catalogue -->"
-)
-
-// checkCatalogueDoc keeps the table in docs/webhooks.md equal to the
-// catalogue.
-func checkCatalogueDoc(t *testing.T) {
-	path := filepath.Join(testenv.RepoRoot(), "docs", "webhooks.md")
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	i, j := strings.Index(s, catalogueBegin), strings.Index(s, catalogueEnd)
-	if i < 0 || j < i {
-		t.Fatalf("docs/webhooks.md has no catalogue section (%q … %q)", catalogueBegin, catalogueEnd)
-	}
-	want := s[:i] + catalogueBegin + catalogueDoc() + s[j:]
-	if *update {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if want != s {
-		t.Errorf("the catalogue in docs/webhooks.md differs from the test's (run with -update)")
-	}
 }

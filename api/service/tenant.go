@@ -131,7 +131,9 @@ func (r tenantRule) warnLeavesOut(kind, key string) string {
 	case r.own[kind][key]:
 		return fmt.Sprintf("is set by ListenerClass %q itself (spec.serviceAnnotations or spec.serviceOverrides), and a key off the allow-list never replaces what the class sets, in any mode", r.class)
 	case !r.carried.has(kind, key):
-		return fmt.Sprintf("%s, and the Service does not carry it: mode Warn keeps such a key only on a Service that carries it already, never adds one", r.why(kind, keyUnlisted))
+		// What is wrong first, then the fix (an administrator's).
+		what, fix := r.unlisted(kind)
+		return fmt.Sprintf("%s, and the Service does not carry it: mode Warn keeps such a key only on a Service that carries it already, never adds one; %s", what, fix)
 	}
 	return ""
 }
@@ -180,8 +182,15 @@ func (r tenantRule) why(kind string, v keyVerdict) string {
 	case keyLocked:
 		return fmt.Sprintf("is locked by ListenerClass %q (spec.lockedServiceFields)", r.class)
 	}
-	return fmt.Sprintf("is not on the %s ListenerClass %q allows tenants to set (unprefixed keys, %s, and the class's spec.tenantMetadata.%s); an administrator allows it by adding the key, or a \"<prefix>/*\" pattern, to spec.tenantMetadata.%s of the class",
-		kind, r.class, strings.Join(WorkloadKeys, ", "), kind, kind)
+	what, fix := r.unlisted(kind)
+	return what + "; " + fix
+}
+
+// unlisted is why a key of kind off the allow-list is not the tenant's,
+// and how an administrator makes it one.
+func (r tenantRule) unlisted(kind string) (what, fix string) {
+	return fmt.Sprintf("is not on the %s ListenerClass %q allows tenants to set (unprefixed keys, %s, and the class's spec.tenantMetadata.%s)", kind, r.class, strings.Join(WorkloadKeys, ", "), kind),
+		fmt.Sprintf("an administrator allows it by adding the key, or a \"<prefix>/*\" pattern, to spec.tenantMetadata.%s of the class", kind)
 }
 
 // matchesAny reports whether key matches one of patterns: an exact key, or

@@ -45,6 +45,10 @@ func steadyRows(s *steadyEnv) []steadyRow {
 		{name: "TenantMetadataAllowed Warn MetadataLeftOut", setup: listenerOf(v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
 			TenantMetadata: &v1alpha1.TenantMetadataPolicy{Mode: v1alpha1.TenantMetadataWarn}}, map[string]string{"team.example.com/owner": "a"}),
 			want: condition(v1alpha1.ConditionTenantMetadataAllowed, v1alpha1.ReasonMetadataLeftOut, v1alpha1.ReasonReady)},
+		// Mode Warn keeps a key off the allow-list that the Service
+		// carried when the class entered Warn (docs/webhooks.md, issue 48).
+		{name: "TenantMetadataAllowed Warn MetadataNotAllowed", setup: warnKeptKey,
+			want: condition(v1alpha1.ConditionTenantMetadataAllowed, v1alpha1.ReasonMetadataNotAllowed, v1alpha1.ReasonReady)},
 		{name: "HostnamePublished", setup: listenerOf(v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
 			Hostname: &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.example.test"}}, nil),
 			want: condition(v1alpha1.ConditionHostnamePublished, v1alpha1.ReasonHostnamePublished, v1alpha1.ReasonReady)},
@@ -100,6 +104,29 @@ func listenerOf(spec v1alpha1.ListenerClassSpec, labels map[string]string, ports
 		testenv.Create(t, t.Context(), s.c, l)
 		return l.Name
 	}
+}
+
+// warnKeptKey: Listener web's label team.example.com/owner reaches its
+// Service while the class allows team.example.com/*; the class then drops
+// the pattern and enters mode Warn, which keeps the key the Service
+// carries (docs/webhooks.md, "Mode Warn").
+func warnKeptKey(t *testing.T, s *steadyEnv, ns string) string {
+	ctx, c := t.Context(), s.c
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP,
+		TenantMetadata: &v1alpha1.TenantMetadataPolicy{Labels: []string{"team.example.com/*"}}})
+	l := reconciletest.Listener(ns, "web", class.Name, reconciletest.Port("http", 80))
+	l.Labels = map[string]string{"team.example.com/owner": "a"}
+	testenv.Create(t, ctx, c, l)
+	reconciletest.GetService(t, ctx, c, ns, l.Name, func(svc *corev1.Service) error {
+		if svc.Labels["team.example.com/owner"] != "a" {
+			return fmt.Errorf("the Service does not carry team.example.com/owner yet: %v", svc.Labels)
+		}
+		return nil
+	})
+	if err := mergePatch(ctx, c, class, `{"spec":{"tenantMetadata":{"mode":"Warn","labels":null}}}`); err != nil {
+		t.Fatal(err)
+	}
+	return l.Name
 }
 
 // hostnameConflict: web in namespace v-<ns> publishes the name the class
