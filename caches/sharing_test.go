@@ -64,9 +64,11 @@ func TestNothingReachesACachedObject(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// The handler and both index functions have seen both claims.
+			// The handler and both index functions have seen both claims,
+			// and the store holds both (an informer may call its index
+			// functions before the object is in its store).
 			deadline := time.Now().Add(30 * time.Second)
-			for writes.seen() < 6 {
+			for writes.seen() < 6 || !cached(ctx, c, ns, "kafka-0", "kafka-1") {
 				if time.Now().After(deadline) {
 					t.Fatalf("the handler and index functions saw %d of 6 objects", writes.seen())
 				}
@@ -104,6 +106,17 @@ func TestNothingReachesACachedObject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cached says whether c holds every named claim of namespace ns.
+func cached(ctx context.Context, c cache.Cache, ns string, names ...string) bool {
+	for _, name := range names {
+		var got corev1.PersistentVolumeClaim
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // everyPathWrites counts the objects an event handler and two index
