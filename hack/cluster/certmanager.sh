@@ -60,5 +60,5 @@ show_webhook_certificate() {
     echo "== The webhook's serving certificate (self-signed mode: the operator issues it; Secret $OPERATOR_NS/$secret)"
   fi
   kc -n "$OPERATOR_NS" get secret "$secret" -o jsonpath='{.data.tls\.crt}' | base64 -d |
-    openssl x509 -noout -issuer -subject -enddate | sed 's/^/   /'
+    openssl x509 -noout -issuer -enddate -ext subjectAltName | sed 's/^/   /'
 }
