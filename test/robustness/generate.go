@@ -15,34 +15,75 @@ const classSlots = 4
 // and recreated).
 var listenerNames = []string{"web", "db", "kafka"}
 
+// model is what the generator knows of the history so far, so that most
+// operations act on something that exists (a Listener of a class that was
+// made, a delete of a Listener that is there) and some do not.
+type model struct {
+	classes   map[int]bool
+	listeners [2]map[string]bool // by tenant; claims under their names
+}
+
+// slot picks a class slot: mostly one that exists.
+func (m *model) slot(r *rand.Rand) int {
+	var have []int
+	for i := range classSlots {
+		if m.classes[i] {
+			have = append(have, i)
+		}
+	}
+	if len(have) == 0 || r.IntN(10) == 0 {
+		return r.IntN(classSlots)
+	}
+	return pick(r, have)
+}
+
+// name picks a name of tenant t: mostly one in use when existing says so.
+func (m *model) name(r *rand.Rand, t int, prefix string, existing bool) string {
+	var have []string
+	for _, n := range listenerNames {
+		if m.listeners[t][prefix+n] {
+			have = append(have, prefix+n)
+		}
+	}
+	if existing && len(have) > 0 && r.IntN(5) > 0 {
+		return pick(r, have)
+	}
+	return prefix + pick(r, listenerNames)
+}
+
 // weighted is one kind of operation and how often the generator picks it.
 type weighted struct {
 	weight int
-	make   func(r *rand.Rand) Op
+	make   func(r *rand.Rand, m *model) Op
 }
 
 // operations are the generator's table: what each actor does, how often.
 func operations() []weighted {
 	return []weighted{
-		{6, genPutClass},
-		{1, func(r *rand.Rand) Op { return Op{Kind: DeleteClass, Class: r.IntN(classSlots)} }},
-		{1, func(r *rand.Rand) Op {
-			return Op{Kind: DeleteService, Tenant: r.IntN(2), Name: pick(r, listenerNames)}
+		{5, func(r *rand.Rand, m *model) Op { return genPutClass(r, r.IntN(classSlots)) }},
+		{1, func(r *rand.Rand, m *model) Op { return Op{Kind: DeleteClass, Class: m.slot(r)} }},
+		{1, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: DeleteService, Tenant: t, Name: m.name(r, t, "", true)}
 		}},
 		{10, genPutListener},
-		{2, func(r *rand.Rand) Op {
-			return Op{Kind: DeleteListener, Tenant: r.IntN(2), Name: pick(r, listenerNames)}
+		{2, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: DeleteListener, Tenant: t, Name: m.name(r, t, "", true)}
 		}},
-		{3, func(r *rand.Rand) Op {
-			return Op{Kind: PutClaim, Tenant: r.IntN(2), Name: "claim-" + pick(r, listenerNames),
-				Class: r.IntN(classSlots), Labels: tenantKeys(r, "")}
+		{3, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: PutClaim, Tenant: t, Name: m.name(r, t, "claim-", false), Class: m.slot(r), Labels: tenantKeys(r, "")}
 		}},
-		{1, func(r *rand.Rand) Op { return Op{Kind: DeleteClaim, Tenant: r.IntN(2), Name: "claim-" + pick(r, listenerNames)} }},
+		{1, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: DeleteClaim, Tenant: t, Name: m.name(r, t, "claim-", true)}
+		}},
 	}
 }
 
 // Generate returns n operations drawn from seed: the same seed gives the
-// same history. It starts with one class, so that the first tenants'
+// same history. It starts with two classes, so that the first tenants'
 // operations have something to use.
 func Generate(seed uint64, n int) []Op {
 	r := rand.New(rand.NewPCG(seed, 0x49))
@@ -51,27 +92,45 @@ func Generate(seed uint64, n int) []Op {
 	for _, w := range table {
 		total += w.weight
 	}
+	m := &model{classes: map[int]bool{}, listeners: [2]map[string]bool{{}, {}}}
 	ops := make([]Op, 0, n)
 	for len(ops) < n {
-		if len(ops) == 0 {
-			ops = append(ops, genPutClass(r))
-			continue
-		}
-		x := r.IntN(total)
-		for _, w := range table {
-			if x < w.weight {
-				ops = append(ops, w.make(r))
-				break
+		var op Op
+		if len(ops) < 2 {
+			op = genPutClass(r, len(ops))
+		} else {
+			x := r.IntN(total)
+			for _, w := range table {
+				if x < w.weight {
+					op = w.make(r, m)
+					break
+				}
+				x -= w.weight
 			}
-			x -= w.weight
 		}
+		m.record(op)
+		ops = append(ops, op)
 	}
 	return ops
 }
 
-func genPutClass(r *rand.Rand) Op {
+// record updates the model with what op does if it is accepted.
+func (m *model) record(op Op) {
+	switch op.Kind {
+	case PutClass:
+		m.classes[op.Class] = true
+	case DeleteClass:
+		delete(m.classes, op.Class)
+	case PutListener, PutClaim:
+		m.listeners[op.Tenant][op.Name] = true
+	case DeleteListener, DeleteClaim:
+		delete(m.listeners[op.Tenant], op.Name)
+	}
+}
+
+func genPutClass(r *rand.Rand, slot int) Op {
 	types := []v1alpha1.ServiceType{v1alpha1.ServiceTypeClusterIP, v1alpha1.ServiceTypeNodePort, v1alpha1.ServiceTypeLoadBalancer}
-	op := Op{Kind: PutClass, Class: r.IntN(classSlots), Type: pick(r, types)}
+	op := Op{Kind: PutClass, Class: slot, Type: pick(r, types)}
 	if op.Type != v1alpha1.ServiceTypeClusterIP && r.IntN(2) == 0 {
 		op.Range = true
 	}
@@ -86,9 +145,14 @@ func genPutClass(r *rand.Rand) Op {
 	return op
 }
 
-func genPutListener(r *rand.Rand) Op {
-	op := Op{Kind: PutListener, Tenant: r.IntN(2), Name: pick(r, listenerNames), Class: r.IntN(classSlots)}
-	for range r.IntN(3) {
+func genPutListener(r *rand.Rand, m *model) Op {
+	t := r.IntN(2)
+	op := Op{Kind: PutListener, Tenant: t, Name: m.name(r, t, "", r.IntN(2) == 0), Class: m.slot(r)}
+	n := 1 + r.IntN(2)
+	if r.IntN(8) == 0 {
+		n = 0 // no ports: the Listener says it is Invalid
+	}
+	for range n {
 		op.Ports = append(op.Ports, pick(r, []int32{80, 443, 8080, 9092}))
 	}
 	op.Labels = tenantKeys(r, "")

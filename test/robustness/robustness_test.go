@@ -21,7 +21,10 @@ var (
 )
 
 // histories hands each history a world of its own.
-type histories struct{ n int }
+type histories struct {
+	n   int
+	cov *Coverage
+}
 
 func (h *histories) world() World {
 	h.n++
@@ -33,7 +36,7 @@ func (h *histories) world() World {
 func (h *histories) play(t *testing.T, seed uint64, ops []Op) {
 	t.Helper()
 	ctx := t.Context()
-	f, err := cluster.Run(ctx, h.world(), seed, ops)
+	f, err := cluster.Run(ctx, h.world(), seed, ops, h.cov)
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
@@ -45,7 +48,7 @@ func (h *histories) play(t *testing.T, seed uint64, ops []Op) {
 	if *shrink <= 0 {
 		return
 	}
-	replay := func(ctx context.Context, ops []Op) (*Failure, error) { return cluster.Run(ctx, h.world(), seed, ops) }
+	replay := func(ctx context.Context, ops []Op) (*Failure, error) { return cluster.Run(ctx, h.world(), seed, ops, nil) }
 	small, done, err := Shrink(ctx, f, replay, *shrink)
 	if err != nil {
 		t.Logf("shrinking stopped: %v", err)
@@ -61,7 +64,7 @@ func (h *histories) play(t *testing.T, seed uint64, ops []Op) {
 // the run `make test` and `make robustness-mutants` include.
 func TestFixedSeeds(t *testing.T) {
 	testenv.Require(t, env)
-	h := &histories{}
+	h := &histories{cov: NewCoverage()}
 	total := 0
 	for _, s := range strings.Split(*seedList, ",") {
 		seed, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
@@ -75,7 +78,7 @@ func TestFixedSeeds(t *testing.T) {
 			return
 		}
 	}
-	t.Logf("ROBUSTNESS: not found: %d histories, %d operations", h.n, total)
+	t.Logf("ROBUSTNESS: not found: %d histories, %d operations; reached:\n%s", h.n, total, h.cov)
 }
 
 // TestRandomHistories plays histories of random seeds for
@@ -85,7 +88,7 @@ func TestRandomHistories(t *testing.T) {
 	if *duration <= 0 {
 		t.Skip("set -robustness.duration (make robustness)")
 	}
-	h := &histories{n: 1000}
+	h := &histories{n: 1000, cov: NewCoverage()}
 	deadline := time.Now().Add(*duration)
 	runs, total := 0, 0
 	for time.Now().Before(deadline) && !t.Failed() {
@@ -94,7 +97,7 @@ func TestRandomHistories(t *testing.T) {
 		h.play(t, seed, ops)
 		runs, total = runs+1, total+len(ops)
 	}
-	t.Logf("ROBUSTNESS: %d histories, %d operations in %s", runs, total, *duration)
+	t.Logf("ROBUSTNESS: %d histories, %d operations in %s; reached:\n%s", runs, total, *duration, h.cov)
 }
 
 // regressions are shrunk histories the suite found, each kept as a test:

@@ -81,9 +81,10 @@ func (f *Failure) Row() string {
 }
 
 // Run plays ops in world w, checking every invariant once the operator
-// settled after each: nil when all held, the first Failure otherwise, an
+// settled after each and counting what it reached in cov (nil: nothing):
+// nil when all held, the first Failure otherwise, an
 // error when the runner itself could not go on.
-func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op) (*Failure, error) {
+func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *Coverage) (*Failure, error) {
 	if err := c.prepare(ctx, w); err != nil {
 		return nil, err
 	}
@@ -109,6 +110,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op) (*Fai
 			return nil, err
 		}
 		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer}
+		cov.add(step)
 		for _, inv := range Invariants() {
 			if lines := inv.Check(step); len(lines) > 0 {
 				return fail(inv.Name, lines), nil
