@@ -48,7 +48,9 @@ func (h *histories) play(t *testing.T, seed uint64, ops []Op) {
 	if *shrink <= 0 {
 		return
 	}
-	replay := func(ctx context.Context, ops []Op) (*Failure, error) { return cluster.Run(ctx, h.world(), seed, ops, nil) }
+	replay := func(ctx context.Context, ops []Op) (*Failure, error) {
+		return cluster.Run(ctx, h.world(), seed, ops, nil)
+	}
 	small, done, err := Shrink(ctx, f, replay, *shrink)
 	if err != nil {
 		t.Logf("shrinking stopped: %v", err)
