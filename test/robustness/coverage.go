@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 // Coverage counts what the histories reached, so that a run that passes
@@ -44,7 +46,7 @@ func (c *Coverage) add(st Step) {
 	for t := range st.Cur.Listeners {
 		for _, l := range st.Cur.Listeners[t] {
 			for _, cond := range l.Status.Conditions {
-				if cond.Status != metav1.ConditionTrue || cond.Type == "Ready" {
+				if cond.Status != metav1.ConditionTrue || cond.Type != "TenantMetadataAllowed" {
 					c.States[cond.Type+"="+cond.Reason]++
 					c.Messages[cond.Type+"="+cond.Reason] = cond.Message
 				}
@@ -55,6 +57,9 @@ func (c *Coverage) add(st Step) {
 		}
 		for _, svc := range st.Cur.Services[t] {
 			c.States["Service "+string(svc.Spec.Type)]++
+			if svc.Annotations[v1alpha1.AnnotationExternalDNSHostname] != "" {
+				c.States["Service with a hostname"]++
+			}
 		}
 	}
 }

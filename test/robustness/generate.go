@@ -20,7 +20,7 @@ var listenerNames = []string{"web", "db", "kafka"}
 // made, a delete of a Listener that is there) and some do not.
 type model struct {
 	classes   map[int]bool
-	listeners [2]map[string]bool // by tenant; claims under their names
+	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
 }
 
 // slot picks a class slot: mostly one that exists.
@@ -41,7 +41,7 @@ func (m *model) slot(r *rand.Rand) int {
 func (m *model) name(r *rand.Rand, t int, prefix string, existing bool) string {
 	var have []string
 	for _, n := range listenerNames {
-		if m.listeners[t][prefix+n] {
+		if _, ok := m.listeners[t][prefix+n]; ok {
 			have = append(have, prefix+n)
 		}
 	}
@@ -67,11 +67,12 @@ func operations() []weighted {
 			return Op{Kind: DeleteService, Tenant: t, Name: m.name(r, t, "", true)}
 		}},
 		{10, genPutListener},
+		{3, genMirror},
 		{2, func(r *rand.Rand, m *model) Op {
 			t := r.IntN(2)
 			return Op{Kind: DeleteListener, Tenant: t, Name: m.name(r, t, "", true)}
 		}},
-		{3, func(r *rand.Rand, m *model) Op {
+		{2, func(r *rand.Rand, m *model) Op {
 			t := r.IntN(2)
 			return Op{Kind: PutClaim, Tenant: t, Name: m.name(r, t, "claim-", false), Class: m.slot(r), Labels: tenantKeys(r, "")}
 		}},
@@ -92,7 +93,7 @@ func Generate(seed uint64, n int) []Op {
 	for _, w := range table {
 		total += w.weight
 	}
-	m := &model{classes: map[int]bool{}, listeners: [2]map[string]bool{{}, {}}}
+	m := &model{classes: map[int]bool{}, listeners: [2]map[string]int{{}, {}}}
 	ops := make([]Op, 0, n)
 	for len(ops) < n {
 		var op Op
@@ -122,7 +123,7 @@ func (m *model) record(op Op) {
 	case DeleteClass:
 		delete(m.classes, op.Class)
 	case PutListener, PutClaim:
-		m.listeners[op.Tenant][op.Name] = true
+		m.listeners[op.Tenant][op.Name] = op.Class
 	case DeleteListener, DeleteClaim:
 		delete(m.listeners[op.Tenant], op.Name)
 	}
@@ -135,12 +136,28 @@ func genPutClass(r *rand.Rand, slot int) Op {
 		op.Range = true
 	}
 	if r.IntN(3) > 0 {
-		op.Template = 1 + r.IntN(len(templates))
+		op.Template = pick(r, []int{1, 2, 3, 4, 4, 4})
 	}
 	op.Mode = pick(r, []v1alpha1.TenantMetadataMode{"", "", v1alpha1.TenantMetadataEnforce, v1alpha1.TenantMetadataWarn, v1alpha1.TenantMetadataWarn})
 	op.Allow = r.IntN(2) == 0
 	if r.IntN(3) == 0 {
 		op.Network = pick(r, []string{"internal", "private"})
+	}
+	return op
+}
+
+// genMirror is a tenant making a Listener of the name and class the other
+// tenant has one of: where two namespaces meet (a hostname template
+// without {namespace}, a shared node-port range).
+func genMirror(r *rand.Rand, m *model) Op {
+	t := r.IntN(2)
+	op := genPutListener(r, m)
+	op.Tenant = t
+	for _, n := range listenerNames {
+		if c, ok := m.listeners[1-t][n]; ok {
+			op.Name, op.Class = n, c
+			break
+		}
 	}
 	return op
 }
@@ -152,8 +169,10 @@ func genPutListener(r *rand.Rand, m *model) Op {
 	if r.IntN(8) == 0 {
 		n = 0 // no ports: the Listener says it is Invalid
 	}
-	for range n {
-		op.Ports = append(op.Ports, pick(r, []int32{80, 443, 8080, 9092}))
+	ports := []int32{80, 443, 8080, 9092}
+	r.Shuffle(len(ports), func(i, j int) { ports[i], ports[j] = ports[j], ports[i] })
+	if n > 0 {
+		op.Ports = ports[:n]
 	}
 	op.Labels = tenantKeys(r, "")
 	if r.IntN(2) == 0 {
@@ -175,9 +194,10 @@ func genPutListener(r *rand.Rand, m *model) Op {
 // (teamPrefix), keys none allows, and exposure keys.
 func tenantKeys(r *rand.Rand, prefix string) []string {
 	keys := []string{"team=a", "app.kubernetes.io/name=x", teamPrefix + "owner=b", offListPrefix + "cost=c", networkKey + "=public", "io.cilium/pool=public"}
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	var out []string
-	for range r.IntN(3) {
-		out = append(out, prefix+pick(r, keys))
+	for _, k := range keys[:r.IntN(3)] {
+		out = append(out, prefix+k)
 	}
 	return out
 }

@@ -65,7 +65,10 @@ func ServicesFollowTheirClass(st Step) []string {
 				continue
 			}
 			class := s.classOf(l)
-			if class == nil {
+			if class == nil || len(l.Spec.Ports) == 0 {
+				// A Listener whose class is gone, or that has no ports,
+				// keeps the Service its class last made (it says so in
+				// Ready): docs/reconcile.md, "Promises".
 				continue
 			}
 			where := fmt.Sprintf("Service %s/%s of Listener %s (class %s)", svc.Namespace, svc.Name, l.Name, class.Name)
