@@ -19,7 +19,7 @@ var listenerNames = []string{"web", "db", "kafka"}
 // operations act on something that exists (a Listener of a class that was
 // made, a delete of a Listener that is there) and some do not.
 type model struct {
-	classes   map[int]bool
+	classes   map[int]Op // the last PutClass of each slot that exists
 	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
 }
 
@@ -27,7 +27,7 @@ type model struct {
 func (m *model) slot(r *rand.Rand) int {
 	var have []int
 	for i := range classSlots {
-		if m.classes[i] {
+		if _, ok := m.classes[i]; ok {
 			have = append(have, i)
 		}
 	}
@@ -60,7 +60,8 @@ type weighted struct {
 // operations are the generator's table: what each actor does, how often.
 func operations() []weighted {
 	return []weighted{
-		{5, func(r *rand.Rand, m *model) Op { return genPutClass(r, r.IntN(classSlots)) }},
+		{3, func(r *rand.Rand, m *model) Op { return genPutClass(r, r.IntN(classSlots)) }},
+		{4, genReviseClass},
 		{1, func(r *rand.Rand, m *model) Op { return Op{Kind: DeleteClass, Class: m.slot(r)} }},
 		{1, func(r *rand.Rand, m *model) Op {
 			t := r.IntN(2)
@@ -93,7 +94,7 @@ func Generate(seed uint64, n int) []Op {
 	for _, w := range table {
 		total += w.weight
 	}
-	m := &model{classes: map[int]bool{}, listeners: [2]map[string]int{{}, {}}}
+	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}}
 	ops := make([]Op, 0, n)
 	for len(ops) < n {
 		var op Op
@@ -119,7 +120,7 @@ func Generate(seed uint64, n int) []Op {
 func (m *model) record(op Op) {
 	switch op.Kind {
 	case PutClass:
-		m.classes[op.Class] = true
+		m.classes[op.Class] = op
 	case DeleteClass:
 		delete(m.classes, op.Class)
 	case PutListener, PutClaim:
@@ -142,6 +143,30 @@ func genPutClass(r *rand.Rand, slot int) Op {
 	op.Allow = r.IntN(2) == 0
 	if r.IntN(3) == 0 {
 		op.Network = pick(r, []string{"internal", "private"})
+	}
+	return op
+}
+
+// genReviseClass is the administrator changing one field of a class that
+// exists (a PutClass of the whole class, so that a history reads alone).
+func genReviseClass(r *rand.Rand, m *model) Op {
+	slot := m.slot(r)
+	op, ok := m.classes[slot]
+	if !ok {
+		return genPutClass(r, slot)
+	}
+	fresh := genPutClass(r, slot)
+	switch r.IntN(5) {
+	case 0:
+		op.Network = map[bool]string{true: "", false: pick(r, []string{"internal", "private"})}[op.Network != ""]
+	case 1:
+		op.Mode = fresh.Mode
+	case 2:
+		op.Allow = !op.Allow
+	case 3:
+		op.Template = fresh.Template
+	default:
+		op.Type, op.Range = fresh.Type, fresh.Range
 	}
 	return op
 }
