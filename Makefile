@@ -157,9 +157,9 @@ robustness: k8s-binaries ## Play random histories for ROBUSTNESS_DURATION (defau
 .PHONY: robustness-mutants
 robustness-mutants: k8s-binaries ## Play the fixed seeds against each test-only mutant and report which the suite finds.
 	@mkdir -p $(BIN); rc=0; for m in $(ROBUSTNESS_MUTANTS); do \
-	  out=$$(go test -count=1 -v -tags robustness_mutant_$$m ./test/robustness/ -run 'TestFixedSeeds' -robustness.shrink=0 2>&1); \
+	  out=$$(go test -count=1 -v -tags robustness_mutant_$$m ./test/robustness/ -run 'TestFixedSeeds|TestRegressions' -robustness.shrink=0 2>&1); \
 	  echo "$$out" > $(BIN)/robustness-mutant-$$m.log; \
-	  if line=$$(echo "$$out" | grep -o 'ROBUSTNESS: found.*'); then echo "mutant $$m: $${line#ROBUSTNESS: }"; \
+	  if line=$$(echo "$$out" | grep -o 'ROBUSTNESS: found.*' | head -1); then echo "mutant $$m: $${line#ROBUSTNESS: }"; \
 	  else echo "mutant $$m: NOT found ($$(echo "$$out" | grep -o 'ROBUSTNESS: not found: [^;]*' || echo 'see bin/robustness-mutant-'$$m'.log'))"; rc=1; fi; \
 	done; exit $$rc
 

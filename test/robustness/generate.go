@@ -19,7 +19,7 @@ var listenerNames = []string{"web", "db", "kafka"}
 // operations act on something that exists (a Listener of a class that was
 // made, a delete of a Listener that is there) and some do not.
 type model struct {
-	classes   map[int]Op // the last PutClass of each slot that exists
+	classes   map[int]Op        // the last PutClass of each slot that exists
 	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
 }
 
@@ -210,6 +210,10 @@ func genPutListener(r *rand.Rand, m *model) Op {
 		if r.IntN(6) == 0 {
 			op.Overrides = append(op.Overrides, pick(r, []string{"spec:sessionAffinity=ClientIP", "spec:externalTrafficPolicy=Local"}))
 		}
+	}
+	// A hostile tenant tries to take over what its class sets itself.
+	if c, ok := m.classes[op.Class]; ok && c.Network != "" && r.IntN(2) == 0 {
+		op.Overrides = append(op.Overrides, "annotations:"+networkKey+"=public")
 	}
 	return op
 }

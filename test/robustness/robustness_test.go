@@ -108,7 +108,17 @@ var regressions = []struct {
 	name string
 	seed uint64
 	ops  []Op
-}{}
+}{
+	// Mode Warn must never hand an exposure key to a tenant, not even on a
+	// Service that carries it (mutant robustness_mutant_warn_exposure):
+	// the class sets the network, the tenant's override of it is left out,
+	// and the class stops setting it.
+	{name: "ServicesFollowTheirClass", seed: 0, ops: []Op{
+		{Kind: PutClass, Type: "ClusterIP", Mode: "Warn", Network: "internal"},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}, Overrides: []string{"annotations:metallb.io/address-pool=public"}},
+		{Kind: PutClass, Type: "ClusterIP", Mode: "Warn"},
+	}},
+}
 
 // TestRegressions plays every shrunk history that once broke a promise.
 func TestRegressions(t *testing.T) {
