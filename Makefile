@@ -143,7 +143,7 @@ test-short: ## Run only the tests that need no control plane.
 # an administrator's and two tenants' operations, every promise checked
 # after each. make test plays its fixed seeds; these play more.
 ROBUSTNESS_DURATION ?= 30m
-ROBUSTNESS_OPS      ?= 20
+ROBUSTNESS_OPS      ?= 30
 ROBUSTNESS_MUTANTS  := hostname_conflict warn_copies warn_exposure
 .PHONY: robustness
 robustness: k8s-binaries ## Play random histories for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history.
@@ -159,7 +159,8 @@ robustness-mutants: k8s-binaries ## Play the fixed seeds against each test-only 
 	@mkdir -p $(BIN); rc=0; for m in $(ROBUSTNESS_MUTANTS); do \
 	  out=$$(go test -count=1 -v -tags robustness_mutant_$$m ./test/robustness/ -run 'TestFixedSeeds|TestRegressions' -robustness.shrink=0 2>&1); \
 	  echo "$$out" > $(BIN)/robustness-mutant-$$m.log; \
-	  if line=$$(echo "$$out" | grep -o 'ROBUSTNESS: found.*' | head -1); then echo "mutant $$m: $${line#ROBUSTNESS: }"; \
+	  line=$$(echo "$$out" | grep -o 'ROBUSTNESS: found.*' | head -1); \
+	  if [ -n "$$line" ]; then echo "mutant $$m: $${line#ROBUSTNESS: }"; \
 	  else echo "mutant $$m: NOT found ($$(echo "$$out" | grep -o 'ROBUSTNESS: not found: [^;]*' || echo 'see bin/robustness-mutant-'$$m'.log'))"; rc=1; fi; \
 	done; exit $$rc
 
