@@ -10,6 +10,13 @@
 // and checks every invariant (invariants.go): plain functions, each named
 // for the promise it checks, over what the API server holds (snapshot.go).
 //
+// An operation (ops.go) is a flat value that prints as a Go literal; a
+// World gives each history classes, namespaces and a DNS domain of its
+// own. Coverage (coverage.go) counts what the histories reached, so that a
+// passing run shows it did more than have its operations refused;
+// isolation.go holds the promise that one tenant's operation leaves the
+// other's namespace alone.
+//
 // A failure prints its seed and the shortest sequence of operations that
 // still fails (shrink.go) as a Go table row: paste it into regressions in
 // robustness_test.go.
