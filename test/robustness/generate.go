@@ -178,10 +178,20 @@ func genMirror(r *rand.Rand, m *model) Op {
 	t := r.IntN(2)
 	op := genPutListener(r, m)
 	op.Tenant = t
+	// Prefer a Listener whose class renders names without the namespace:
+	// the same name in both namespaces is then one hostname.
+	best := -1
 	for _, n := range listenerNames {
-		if c, ok := m.listeners[1-t][n]; ok {
-			op.Name, op.Class = n, c
-			break
+		c, ok := m.listeners[1-t][n]
+		if !ok {
+			continue
+		}
+		score := 0
+		if cl, ok := m.classes[c]; ok && cl.Template > 0 && templates[cl.Template-1].withoutNamespace {
+			score = 1
+		}
+		if score > best {
+			best, op.Name, op.Class = score, n, c
 		}
 	}
 	return op

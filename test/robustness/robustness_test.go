@@ -15,7 +15,7 @@ import (
 
 var (
 	duration = flag.Duration("robustness.duration", 0, "run histories of random seeds for this long (TestRandomHistories; 0 skips it)")
-	seedList = flag.String("robustness.seeds", "1,2", "the seeds TestFixedSeeds plays, comma-separated")
+	seedList = flag.String("robustness.seeds", "1,17", "the seeds TestFixedSeeds plays, comma-separated")
 	opsFlag  = flag.Int("robustness.ops", 30, "operations per history")
 	shrink   = flag.Duration("robustness.shrink", 4*time.Minute, "how long to shrink a failing history at most (0: not at all)")
 )
