@@ -232,7 +232,12 @@ func genPutListener(r *rand.Rand, m *model) Op {
 // tenants write: keys every class allows, keys a class may allow
 // (teamPrefix), keys none allows, and exposure keys.
 func tenantKeys(r *rand.Rand, prefix string) []string {
-	keys := []string{"team=a", "app.kubernetes.io/name=x", teamPrefix + "owner=b", offListPrefix + "cost=c", networkKey + "=public", "io.cilium/pool=public"}
+	keys := []string{"team=a", "app.kubernetes.io/part-of=x", teamPrefix + "owner=b", offListPrefix + "cost=c", networkKey + "=public", "io.cilium/pool=public"}
+	if prefix == "" {
+		// The operator's own label: superseded on the Service (refused
+		// in objectOverrides, so only on the Listener or claim).
+		keys[1] = "app.kubernetes.io/name=x"
+	}
 	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	var out []string
 	for _, k := range keys[:r.IntN(3)] {
