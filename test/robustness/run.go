@@ -133,7 +133,7 @@ func (c *Cluster) settle(ctx context.Context) (mark int64, writes []string, err 
 	if err != nil {
 		return 0, nil, err
 	}
-	changed := start
+	from, changed := last, start
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,7 +151,7 @@ func (c *Cluster) settle(ctx context.Context) (mark int64, writes []string, err 
 			return now, nil, nil
 		}
 		if time.Since(start) > c.Bound {
-			w, err := c.Audit.Writes(max(0, last-8192))
+			w, err := c.Audit.Writes(from)
 			if len(w) > 10 {
 				w = w[len(w)-10:]
 			}
