@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"math/rand/v2"
+	"strings"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -210,12 +211,15 @@ func genPutListener(r *rand.Rand, m *model) Op {
 		op.Ports = ports[:n]
 	}
 	op.Labels = tenantKeys(r, "")
-	if r.IntN(2) == 0 {
-		for _, kv := range tenantKeys(r, "annotations:") {
-			op.Overrides = append(op.Overrides, kv)
-		}
-		for _, kv := range tenantKeys(r, "labels:") {
-			op.Overrides = append(op.Overrides, kv)
+	if r.IntN(3) == 0 {
+		// Most overrides are what a tenant may write; an exposure key
+		// (refused at admission) now and then.
+		for _, where := range []string{"annotations:", "labels:"} {
+			for _, kv := range tenantKeys(r, where) {
+				if !strings.Contains(kv, "pool=") || r.IntN(4) == 0 {
+					op.Overrides = append(op.Overrides, kv)
+				}
+			}
 		}
 		if r.IntN(6) == 0 {
 			op.Overrides = append(op.Overrides, pick(r, []string{"spec:sessionAffinity=ClientIP", "spec:externalTrafficPolicy=Local"}))
