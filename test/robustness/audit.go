@@ -41,30 +41,46 @@ func NewAuditLog(dir, user string) (*AuditLog, []string, error) {
 	return a, []string{"--audit-policy-file=" + policy, "--audit-log-path=" + a.path, "--audit-log-mode=blocking"}, nil
 }
 
-// Mark is the end of the log now: the writes after it are those made since.
+// Mark is the end of the log's last whole line now: the writes after it
+// are those made since.
 func (a *AuditLog) Mark() (int64, error) {
-	st, err := os.Stat(a.path)
+	data, err := os.ReadFile(a.path)
 	if os.IsNotExist(err) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	return st.Size(), nil
+	return int64(bytes.LastIndexByte(data, '\n') + 1), nil
 }
 
-// Writes are the writes logged since mark, as "verb resource[/sub]
-// namespace/name (code)".
-func (a *AuditLog) Writes(mark int64) ([]string, error) {
+// Write is one write of the operator's that the API server logged.
+type Write struct {
+	Verb, Resource, Namespace, Name string
+	Code                            int
+}
+
+func (w Write) String() string {
+	return fmt.Sprintf("%s %s %s/%s (%d)", w.Verb, w.Resource, w.Namespace, w.Name, w.Code)
+}
+
+// Writes are the writes logged since mark (whole lines only), and the
+// mark after the last of them.
+func (a *AuditLog) Writes(mark int64) ([]Write, int64, error) {
 	data, err := os.ReadFile(a.path)
+	if os.IsNotExist(err) {
+		return nil, mark, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read the audit log: %w", err)
+		return nil, 0, fmt.Errorf("read the audit log: %w", err)
 	}
 	if mark > int64(len(data)) {
-		return nil, fmt.Errorf("audit log shorter (%d) than mark %d", len(data), mark)
+		return nil, 0, fmt.Errorf("audit log shorter (%d) than mark %d", len(data), mark)
 	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data[mark:]))
+	data = data[mark:]
+	data = data[:bytes.LastIndexByte(data, '\n')+1] // a line being written waits for the next read
+	var out []Write
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		var ev struct {
@@ -77,13 +93,13 @@ func (a *AuditLog) Writes(mark int64) ([]string, error) {
 			} `json:"responseStatus"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return nil, fmt.Errorf("audit event %q: %w", sc.Text(), err)
+			return nil, 0, fmt.Errorf("audit event %q: %w", sc.Text(), err)
 		}
 		res := ev.ObjectRef.Resource
 		if ev.ObjectRef.Subresource != "" {
 			res += "/" + ev.ObjectRef.Subresource
 		}
-		out = append(out, fmt.Sprintf("%s %s %s/%s (%d)", ev.Verb, res, ev.ObjectRef.Namespace, ev.ObjectRef.Name, ev.ResponseStatus.Code))
+		out = append(out, Write{Verb: ev.Verb, Resource: res, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, Code: ev.ResponseStatus.Code})
 	}
-	return out, sc.Err()
+	return out, mark + int64(len(data)), sc.Err()
 }

@@ -98,7 +98,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
-		mark, writes, err := c.settle(ctx)
+		mark, writes, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 				return fail(inv.Name, lines), nil
 			}
 		}
-		if lines, err := c.quiet(ctx, mark); err != nil || len(lines) > 0 {
+		if lines, err := c.quiet(ctx, w, mark); err != nil || len(lines) > 0 {
 			return fail("QuietAfterSettling", lines), err
 		}
 		prev = cur
@@ -124,51 +124,64 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 	return nil, nil
 }
 
-// settle waits until the audit log shows no write of the operator for
-// c.Window, and returns where it ended then. When c.Bound passes first, it
-// returns the writes of the last window instead.
-func (c *Cluster) settle(ctx context.Context) (mark int64, writes []string, err error) {
+// settle waits until the audit log shows no write of the operator in the
+// world's namespaces for c.Window, and returns where it ended then. When
+// c.Bound passes first, it returns the last of those writes instead.
+// Writes elsewhere (a world before this one being torn down, cluster-wide
+// volumes) do not count.
+func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, err error) {
 	start := time.Now()
-	last, err := c.Audit.Mark()
+	mark, err = c.Audit.Mark()
 	if err != nil {
 		return 0, nil, err
 	}
-	from, changed := last, start
+	changed := start
+	var seen []string
 	for {
 		select {
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		now, err := c.Audit.Mark()
+		fresh, end, err := c.Audit.Writes(mark)
 		if err != nil {
 			return 0, nil, err
 		}
-		if now != last {
-			last, changed = now, time.Now()
+		mark = end
+		if mine := w.writes(fresh); len(mine) > 0 {
+			seen, changed = append(seen, mine...), time.Now()
 		}
 		if time.Since(changed) >= c.Window {
-			return now, nil, nil
+			return mark, nil, nil
 		}
 		if time.Since(start) > c.Bound {
-			w, err := c.Audit.Writes(from)
-			if len(w) > 10 {
-				w = w[len(w)-10:]
-			}
-			return 0, w, err
+			return 0, seen[max(0, len(seen)-10):], nil
 		}
 	}
 }
 
-// quiet waits c.Quiet and returns the operator's writes since mark, if any:
-// QuietAfterSettling, the promise that a settled operator stays so.
-func (c *Cluster) quiet(ctx context.Context, mark int64) ([]string, error) {
+// writes are those of ws in the world's namespaces.
+func (w World) writes(ws []Write) []string {
+	var out []string
+	for _, x := range ws {
+		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
+			out = append(out, x.String())
+		}
+	}
+	return out
+}
+
+// quiet waits c.Quiet and returns the operator's writes in the world's
+// namespaces since mark, if any: QuietAfterSettling, the promise that a
+// settled operator stays so.
+func (c *Cluster) quiet(ctx context.Context, w World, mark int64) ([]string, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-time.After(c.Quiet):
 	}
-	writes, err := c.Audit.Writes(mark)
+	all, _, err := c.Audit.Writes(mark)
+	writes := w.writes(all)
 	if len(writes) > 0 {
 		writes = append([]string{"the operator wrote after it had settled, with nothing changed:"}, writes...)
 	}
