@@ -144,6 +144,31 @@ olm-e2e: olm-tools deploy-tools ## Install the bundle through OLM on a 1-node lo
 test-short: ## Run only the tests that need no control plane.
 	go test -short ./...
 
+# The robustness suite (test/robustness, issue 49): generated histories of
+# an administrator's and two tenants' operations, every promise checked
+# after each. make test plays its fixed seeds; these play more.
+ROBUSTNESS_DURATION ?= 30m
+ROBUSTNESS_OPS      ?= 30
+ROBUSTNESS_MUTANTS  := hostname_conflict warn_copies warn_exposure
+.PHONY: robustness
+robustness: k8s-binaries ## Play random histories for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history.
+	@mkdir -p $(BIN)
+	go test -count=1 -v -timeout 0 ./test/robustness/ -run 'TestRandomHistories' \
+	  -robustness.duration=$(ROBUSTNESS_DURATION) -robustness.ops=$(ROBUSTNESS_OPS) 2>&1 | tee $(BIN)/robustness.log
+
+# Each mutant re-introduces a fixed defect behind the build tag
+# robustness_mutant_<name> (in the package that owns the code); the fixed
+# budget must find every one.
+.PHONY: robustness-mutants
+robustness-mutants: k8s-binaries ## Play the fixed seeds against each test-only mutant and report which the suite finds.
+	@mkdir -p $(BIN); rc=0; for m in $(ROBUSTNESS_MUTANTS); do \
+	  out=$$(go test -count=1 -v -tags robustness_mutant_$$m ./test/robustness/ -run 'TestFixedSeeds|TestRegressions' -robustness.shrink=0 2>&1); \
+	  echo "$$out" > $(BIN)/robustness-mutant-$$m.log; \
+	  line=$$(echo "$$out" | grep -o 'ROBUSTNESS: found.*' | head -1); \
+	  if [ -n "$$line" ]; then echo "mutant $$m: $${line#ROBUSTNESS: }"; \
+	  else echo "mutant $$m: NOT found ($$(echo "$$out" | grep -o 'ROBUSTNESS: not found: [^;]*' || echo 'see bin/robustness-mutant-'$$m'.log'))"; rc=1; fi; \
+	done; exit $$rc
+
 .PHONY: bench
 bench: k8s-binaries ## Run the benchmarks and print a table.
 	go test -run '^$$' -bench . -benchmem ./... 2>&1 | tee $(BIN)/bench.log | grep -E '^(Benchmark|ok|FAIL|PASS|goos|pkg)'

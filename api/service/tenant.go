@@ -161,8 +161,14 @@ func (r tenantRule) judge(kind, key string) keyVerdict {
 // only because the class is in mode Warn, and, when Warn leaves it out,
 // why (warnLeavesOut).
 func (r tenantRule) tolerates(kind, key string, v keyVerdict) (bool, string) {
+	if mutantWarnExposure && v == keyExposure {
+		v = keyUnlisted
+	}
 	if v != keyUnlisted || r.mode != v1alpha1.TenantMetadataWarn {
 		return false, ""
+	}
+	if mutantWarnCopies {
+		return true, ""
 	}
 	why := r.warnLeavesOut(kind, key)
 	return why == "", why

@@ -90,7 +90,7 @@ func (r *listenerReconciler) hostnameClaimOf(ctx context.Context, l *v1alpha1.Li
 	if !found {
 		cs = append(cs, claimant{key: me, created: l.CreationTimestamp})
 	}
-	return hostnameClaim{host: host, taken: firstClaimant(cs) != me}, nil
+	return hostnameClaim{host: host, taken: !mutantNoHostnameConflict && firstClaimant(cs) != me}, nil
 }
 
 // firstClaimant is the Listener that publishes a name several claim: one

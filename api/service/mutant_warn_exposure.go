@@ -1,0 +1,6 @@
+//go:build robustness_mutant_warn_exposure
+
+package service
+
+// mutantWarnExposure: see mutants.go.
+const mutantWarnExposure = true

@@ -1,0 +1,33 @@
+// Package robustness checks the operator's promises against generated
+// histories (issue 49): a seeded generator (generate.go) picks operations
+// of an administrator (ListenerClasses of every service type, node-port
+// ranges, hostname templates and tenant-metadata modes, changed and
+// deleted; Services deleted) and of two tenants who hold only the built-in
+// `edit` role and act through impersonation (Listeners with labels,
+// objectOverrides and ports; listener claims). After each operation the
+// runner (run.go) waits until the operator has settled, that is written
+// nothing for a while as the API server's audit log counts it (audit.go),
+// and checks every invariant (invariants.go): plain functions, each named
+// for the promise it checks, over what the API server holds (snapshot.go).
+//
+// An operation (ops.go) is a flat value that prints as a Go literal; a
+// World gives each history classes, namespaces and a DNS domain of its
+// own. Coverage (coverage.go) counts what the histories reached, so that a
+// passing run shows it did more than have its operations refused;
+// isolation.go holds the promise that one tenant's operation leaves the
+// other's namespace alone.
+//
+// A failure prints its seed and the shortest sequence of operations that
+// still fails (shrink.go) as a Go table row: paste it into regressions in
+// robustness_test.go.
+//
+// The control plane (kube-apiserver with an audit log, kube-controller-
+// manager with the clusterrole-aggregation and garbage-collector
+// controllers) and the operator's webhooks and reconcilers run in the test
+// process (main_test.go). `make test` runs a short fixed-seed budget,
+// `make robustness` random seeds for a while, and `make
+// robustness-mutants` the fixed budget against each test-only mutant
+// (build tags robustness_mutant_<name>) to show the suite finds them.
+// docs/reconcile.md, "Promises", lists what it checks and what it cannot
+// reach yet.
+package robustness

@@ -1,0 +1,256 @@
+package robustness
+
+import (
+	"math/rand/v2"
+	"strings"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// classSlots is how many classes a history uses; Listeners and claims pick
+// among them (a slot may not exist: its Listeners say so).
+const classSlots = 4
+
+// listenerNames are the names tenants give Listeners and claims: few, so
+// that operations meet (the same name in both tenants, replaced, deleted
+// and recreated).
+var listenerNames = []string{"web", "db", "kafka"}
+
+// model is what the generator knows of the history so far, so that most
+// operations act on something that exists (a Listener of a class that was
+// made, a delete of a Listener that is there) and some do not.
+type model struct {
+	classes   map[int]Op        // the last PutClass of each slot that exists
+	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
+}
+
+// slot picks a class slot: mostly one that exists.
+func (m *model) slot(r *rand.Rand) int {
+	var have []int
+	for i := range classSlots {
+		if _, ok := m.classes[i]; ok {
+			have = append(have, i)
+		}
+	}
+	if len(have) == 0 || r.IntN(10) == 0 {
+		return r.IntN(classSlots)
+	}
+	return pick(r, have)
+}
+
+// name picks a name of tenant t: mostly one in use when existing says so.
+func (m *model) name(r *rand.Rand, t int, prefix string, existing bool) string {
+	var have []string
+	for _, n := range listenerNames {
+		if _, ok := m.listeners[t][prefix+n]; ok {
+			have = append(have, prefix+n)
+		}
+	}
+	if existing && len(have) > 0 && r.IntN(5) > 0 {
+		return pick(r, have)
+	}
+	return prefix + pick(r, listenerNames)
+}
+
+// weighted is one kind of operation and how often the generator picks it.
+type weighted struct {
+	weight int
+	make   func(r *rand.Rand, m *model) Op
+}
+
+// operations are the generator's table: what each actor does, how often.
+func operations() []weighted {
+	return []weighted{
+		{3, func(r *rand.Rand, m *model) Op { return genPutClass(r, r.IntN(classSlots)) }},
+		{4, genReviseClass},
+		{1, func(r *rand.Rand, m *model) Op { return Op{Kind: DeleteClass, Class: m.slot(r)} }},
+		{1, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: DeleteService, Tenant: t, Name: m.name(r, t, "", true)}
+		}},
+		{10, genPutListener},
+		{3, genMirror},
+		{2, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: DeleteListener, Tenant: t, Name: m.name(r, t, "", true)}
+		}},
+		{2, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: PutClaim, Tenant: t, Name: m.name(r, t, "claim-", false), Class: m.slot(r), Labels: tenantKeys(r, "")}
+		}},
+		{1, func(r *rand.Rand, m *model) Op {
+			t := r.IntN(2)
+			return Op{Kind: DeleteClaim, Tenant: t, Name: m.name(r, t, "claim-", true)}
+		}},
+	}
+}
+
+// Generate returns n operations drawn from seed: the same seed gives the
+// same history. It starts with two classes, so that the first tenants'
+// operations have something to use.
+func Generate(seed uint64, n int) []Op {
+	r := rand.New(rand.NewPCG(seed, 0x49))
+	table := operations()
+	total := 0
+	for _, w := range table {
+		total += w.weight
+	}
+	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}}
+	ops := make([]Op, 0, n)
+	for len(ops) < n {
+		var op Op
+		if len(ops) < 2 {
+			op = genPutClass(r, len(ops))
+		} else {
+			x := r.IntN(total)
+			for _, w := range table {
+				if x < w.weight {
+					op = w.make(r, m)
+					break
+				}
+				x -= w.weight
+			}
+		}
+		m.record(op)
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// record updates the model with what op does if it is accepted.
+func (m *model) record(op Op) {
+	switch op.Kind {
+	case PutClass:
+		m.classes[op.Class] = op
+	case DeleteClass:
+		delete(m.classes, op.Class)
+	case PutListener, PutClaim:
+		m.listeners[op.Tenant][op.Name] = op.Class
+	case DeleteListener, DeleteClaim:
+		delete(m.listeners[op.Tenant], op.Name)
+	}
+}
+
+func genPutClass(r *rand.Rand, slot int) Op {
+	types := []v1alpha1.ServiceType{v1alpha1.ServiceTypeClusterIP, v1alpha1.ServiceTypeNodePort, v1alpha1.ServiceTypeLoadBalancer}
+	op := Op{Kind: PutClass, Class: slot, Type: pick(r, types)}
+	if op.Type != v1alpha1.ServiceTypeClusterIP && r.IntN(2) == 0 {
+		op.Range = true
+	}
+	if r.IntN(3) > 0 {
+		op.Template = pick(r, []int{1, 2, 3, 4, 4, 4})
+	}
+	op.Mode = pick(r, []v1alpha1.TenantMetadataMode{"", "", v1alpha1.TenantMetadataEnforce, v1alpha1.TenantMetadataWarn, v1alpha1.TenantMetadataWarn})
+	op.Allow = r.IntN(2) == 0
+	if r.IntN(3) == 0 {
+		op.Network = pick(r, []string{"internal", "private"})
+	}
+	return op
+}
+
+// genReviseClass is the administrator changing one field of a class that
+// exists (a PutClass of the whole class, so that a history reads alone).
+func genReviseClass(r *rand.Rand, m *model) Op {
+	slot := m.slot(r)
+	op, ok := m.classes[slot]
+	if !ok {
+		return genPutClass(r, slot)
+	}
+	fresh := genPutClass(r, slot)
+	switch r.IntN(5) {
+	case 0:
+		op.Network = map[bool]string{true: "", false: pick(r, []string{"internal", "private"})}[op.Network != ""]
+	case 1:
+		op.Mode = fresh.Mode
+	case 2:
+		op.Allow = !op.Allow
+	case 3:
+		op.Template = fresh.Template
+	default:
+		op.Type, op.Range = fresh.Type, fresh.Range
+	}
+	return op
+}
+
+// genMirror is a tenant making a Listener of the name and class the other
+// tenant has one of: where two namespaces meet (a hostname template
+// without {namespace}, a shared node-port range).
+func genMirror(r *rand.Rand, m *model) Op {
+	t := r.IntN(2)
+	op := genPutListener(r, m)
+	op.Tenant = t
+	// Prefer a Listener whose class renders names without the namespace:
+	// the same name in both namespaces is then one hostname.
+	best := -1
+	for _, n := range listenerNames {
+		c, ok := m.listeners[1-t][n]
+		if !ok {
+			continue
+		}
+		score := 0
+		if cl, ok := m.classes[c]; ok && cl.Template > 0 && templates[cl.Template-1].withoutNamespace {
+			score = 1
+		}
+		if score > best {
+			best, op.Name, op.Class = score, n, c
+		}
+	}
+	return op
+}
+
+func genPutListener(r *rand.Rand, m *model) Op {
+	t := r.IntN(2)
+	op := Op{Kind: PutListener, Tenant: t, Name: m.name(r, t, "", r.IntN(2) == 0), Class: m.slot(r)}
+	n := 1 + r.IntN(2)
+	if r.IntN(8) == 0 {
+		n = 0 // no ports: the Listener says it is Invalid
+	}
+	ports := []int32{80, 443, 8080, 9092}
+	r.Shuffle(len(ports), func(i, j int) { ports[i], ports[j] = ports[j], ports[i] })
+	if n > 0 {
+		op.Ports = ports[:n]
+	}
+	op.Labels = tenantKeys(r, "")
+	if r.IntN(3) == 0 {
+		// Most overrides are what a tenant may write; an exposure key
+		// (refused at admission) now and then.
+		for _, where := range []string{"annotations:", "labels:"} {
+			for _, kv := range tenantKeys(r, where) {
+				if !strings.Contains(kv, "pool=") || r.IntN(4) == 0 {
+					op.Overrides = append(op.Overrides, kv)
+				}
+			}
+		}
+		if r.IntN(6) == 0 {
+			op.Overrides = append(op.Overrides, pick(r, []string{"spec:sessionAffinity=ClientIP", "spec:externalTrafficPolicy=Local"}))
+		}
+	}
+	// A hostile tenant tries to take over what its class sets itself.
+	if c, ok := m.classes[op.Class]; ok && c.Network != "" && r.IntN(2) == 0 {
+		op.Overrides = append(op.Overrides, "annotations:"+networkKey+"=public")
+	}
+	return op
+}
+
+// tenantKeys are zero to two "key=value" entries (after prefix) from what
+// tenants write: keys every class allows, keys a class may allow
+// (teamPrefix), keys none allows, and exposure keys.
+func tenantKeys(r *rand.Rand, prefix string) []string {
+	keys := []string{"team=a", "app.kubernetes.io/part-of=x", teamPrefix + "owner=b", offListPrefix + "cost=c", networkKey + "=public", "io.cilium/pool=public"}
+	if prefix == "" {
+		// The operator's own label: superseded on the Service (refused
+		// in objectOverrides, so only on the Listener or claim).
+		keys[1] = "app.kubernetes.io/name=x"
+	}
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	var out []string
+	for _, k := range keys[:r.IntN(3)] {
+		out = append(out, prefix+k)
+	}
+	return out
+}
+
+// offListPrefix is the prefix of keys no class lets tenants set.
+const offListPrefix = "offlist.robust.test/"
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }

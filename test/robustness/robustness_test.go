@@ -1,0 +1,130 @@
+package robustness
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/listener-operator/listener-operator/internal/testenv"
+)
+
+var (
+	duration = flag.Duration("robustness.duration", 0, "run histories of random seeds for this long (TestRandomHistories; 0 skips it)")
+	seedList = flag.String("robustness.seeds", "1,17", "the seeds TestFixedSeeds plays, comma-separated")
+	opsFlag  = flag.Int("robustness.ops", 30, "operations per history")
+	shrink   = flag.Duration("robustness.shrink", 4*time.Minute, "how long to shrink a failing history at most (0: not at all)")
+)
+
+// histories hands each history a world of its own.
+type histories struct {
+	n   int
+	cov *Coverage
+}
+
+func (h *histories) world() World {
+	h.n++
+	return NewWorld(h.n)
+}
+
+// play runs ops of seed in a fresh world and fails t with the seed and the
+// shrunk history as a regression row when a promise broke.
+func (h *histories) play(t *testing.T, seed uint64, ops []Op) {
+	t.Helper()
+	ctx := t.Context()
+	f, err := cluster.Run(ctx, h.world(), seed, ops, h.cov)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if f == nil {
+		return
+	}
+	t.Logf("ROBUSTNESS: found %s seed=%d after=%d operations", f.Invariant, seed, len(f.Ops))
+	t.Errorf("%v", f)
+	if *shrink <= 0 {
+		return
+	}
+	replay := func(ctx context.Context, ops []Op) (*Failure, error) {
+		return cluster.Run(ctx, h.world(), seed, ops, nil)
+	}
+	small, done, err := Shrink(ctx, f, replay, *shrink)
+	if err != nil {
+		t.Logf("shrinking stopped: %v", err)
+	}
+	note := "shrunk"
+	if !done {
+		note = "shrunk as far as -robustness.shrink allowed"
+	}
+	t.Errorf("%s to %d operations (%v); as a row of regressions:\n%s", note, len(small.Ops), small.Lines, small.Row())
+}
+
+// TestFixedSeeds plays the fixed budget (-robustness.seeds, -robustness.ops):
+// the run `make test` and `make robustness-mutants` include.
+func TestFixedSeeds(t *testing.T) {
+	testenv.Require(t, env)
+	h := &histories{cov: NewCoverage()}
+	total := 0
+	for _, s := range strings.Split(*seedList, ",") {
+		seed, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			t.Fatalf("-robustness.seeds: %q is not a seed", s)
+		}
+		ops := Generate(seed, *opsFlag)
+		total += len(ops)
+		h.play(t, seed, ops)
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("ROBUSTNESS: not found: %d histories, %d operations; reached:\n%s", h.n, total, h.cov)
+}
+
+// TestRandomHistories plays histories of random seeds for
+// -robustness.duration (`make robustness`).
+func TestRandomHistories(t *testing.T) {
+	testenv.Require(t, env)
+	if *duration <= 0 {
+		t.Skip("set -robustness.duration (make robustness)")
+	}
+	h := &histories{n: 1000, cov: NewCoverage()}
+	deadline := time.Now().Add(*duration)
+	runs, total := 0, 0
+	for time.Now().Before(deadline) && !t.Failed() {
+		seed := rand.Uint64()
+		ops := Generate(seed, *opsFlag)
+		h.play(t, seed, ops)
+		runs, total = runs+1, total+len(ops)
+	}
+	t.Logf("ROBUSTNESS: %d histories, %d operations in %s; reached:\n%s", runs, total, *duration, h.cov)
+}
+
+// regressions are shrunk histories the suite found, each kept as a test:
+// paste the row a failure prints here.
+var regressions = []struct {
+	name string
+	seed uint64
+	ops  []Op
+}{
+	// Mode Warn must never hand an exposure key to a tenant, not even on a
+	// Service that carries it (mutant robustness_mutant_warn_exposure):
+	// the class sets the network, the tenant's override of it is left out,
+	// and the class stops setting it.
+	{name: "ServicesFollowTheirClass", seed: 0, ops: []Op{
+		{Kind: PutClass, Type: "ClusterIP", Mode: "Warn", Network: "internal"},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}, Overrides: []string{"annotations:metallb.io/address-pool=public"}},
+		{Kind: PutClass, Type: "ClusterIP", Mode: "Warn"},
+	}},
+}
+
+// TestRegressions plays every shrunk history that once broke a promise.
+func TestRegressions(t *testing.T) {
+	testenv.Require(t, env)
+	h := &histories{n: 2000}
+	for _, r := range regressions {
+		t.Run(fmt.Sprintf("%s/%d", r.name, r.seed), func(t *testing.T) { h.play(t, r.seed, r.ops) })
+	}
+}

@@ -1,0 +1,279 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Cluster is what the runner acts through: the administrator, the two
+// tenants (impersonated, bound to the built-in edit role in their
+// namespaces) with the warnings the API server sent each, and the audit
+// log of the operator's writes.
+type Cluster struct {
+	Admin    client.Client
+	Tenants  [2]client.Client
+	Warnings [2]*Warnings
+	Audit    *AuditLog
+	// Window is how long the operator must write nothing to count as
+	// settled; Bound how long the runner waits for that at most; Quiet
+	// how much longer, after the invariants, it must still write nothing.
+	Window, Bound, Quiet time.Duration
+}
+
+// Warnings collects the warnings the API server sends one client
+// (a rest.WarningHandler).
+type Warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// HandleWarningHeader keeps a warning.
+func (w *Warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+// take returns the warnings kept since the last take.
+func (w *Warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.seen
+	w.seen = nil
+	return out
+}
+
+// Failure is a broken promise: which, after which operation of which
+// history.
+type Failure struct {
+	Seed      uint64
+	Invariant string
+	Lines     []string
+	// Ops are the history up to the operation after which it broke.
+	Ops []Op
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("seed %d: %s broken after operation %d (%#v):\n  %s", f.Seed, f.Invariant, len(f.Ops), f.Ops[len(f.Ops)-1], strings.Join(f.Lines, "\n  "))
+}
+
+// Row is the failure as a row of the regression table.
+func (f *Failure) Row() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{name: %q, seed: %d, ops: []Op{\n", f.Invariant, f.Seed)
+	for _, op := range f.Ops {
+		fmt.Fprintf(&b, "\t%#v,\n", op)
+	}
+	b.WriteString("}},")
+	return b.String()
+}
+
+// Run plays ops in world w, checking every invariant once the operator
+// settled after each and counting what it reached in cov (nil: nothing):
+// nil when all held, the first Failure otherwise, an
+// error when the runner itself could not go on.
+func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *Coverage) (*Failure, error) {
+	if err := c.prepare(ctx, w); err != nil {
+		return nil, err
+	}
+	defer c.cleanup(ctx, w)
+	var prev *Snapshot
+	for i, op := range ops {
+		fail := func(inv string, lines []string) *Failure {
+			return &Failure{Seed: seed, Invariant: inv, Lines: lines, Ops: append([]Op(nil), ops[:i+1]...)}
+		}
+		answer, err := c.apply(ctx, w, op)
+		if err != nil {
+			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
+		}
+		mark, writes, err := c.settle(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		if writes != nil {
+			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, writes...)), nil
+		}
+		cur, err := Take(ctx, c.Admin, w)
+		if err != nil {
+			return nil, err
+		}
+		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer}
+		cov.add(step)
+		for _, inv := range Invariants() {
+			if lines := inv.Check(step); len(lines) > 0 {
+				return fail(inv.Name, lines), nil
+			}
+		}
+		if lines, err := c.quiet(ctx, w, mark); err != nil || len(lines) > 0 {
+			return fail("QuietAfterSettling", lines), err
+		}
+		prev = cur
+	}
+	return nil, nil
+}
+
+// settle waits until the audit log shows no write of the operator in the
+// world's namespaces for c.Window, and returns where it ended then. When
+// c.Bound passes first, it returns the last of those writes instead.
+// Writes elsewhere (a world before this one being torn down, cluster-wide
+// volumes) do not count.
+func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, err error) {
+	start := time.Now()
+	mark, err = c.Audit.Mark()
+	if err != nil {
+		return 0, nil, err
+	}
+	changed := start
+	var seen []string
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		fresh, end, err := c.Audit.Writes(mark)
+		if err != nil {
+			return 0, nil, err
+		}
+		mark = end
+		if mine := w.writes(fresh); len(mine) > 0 {
+			seen, changed = append(seen, mine...), time.Now()
+		}
+		if time.Since(changed) >= c.Window {
+			return mark, nil, nil
+		}
+		if time.Since(start) > c.Bound {
+			return 0, seen[max(0, len(seen)-10):], nil
+		}
+	}
+}
+
+// writes are those of ws in the world's namespaces.
+func (w World) writes(ws []Write) []string {
+	var out []string
+	for _, x := range ws {
+		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
+			out = append(out, x.String())
+		}
+	}
+	return out
+}
+
+// quiet waits c.Quiet and returns the operator's writes in the world's
+// namespaces since mark, if any: QuietAfterSettling, the promise that a
+// settled operator stays so.
+func (c *Cluster) quiet(ctx context.Context, w World, mark int64) ([]string, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(c.Quiet):
+	}
+	all, _, err := c.Audit.Writes(mark)
+	writes := w.writes(all)
+	if len(writes) > 0 {
+		writes = append([]string{"the operator wrote after it had settled, with nothing changed:"}, writes...)
+	}
+	return writes, err
+}
+
+// apply does op as its actor and returns the API server's answer; an
+// error only when the runner cannot go on.
+func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
+	actor := c.Admin
+	if isTenantOp(op.Kind) {
+		actor = c.Tenants[op.Tenant]
+		c.Warnings[op.Tenant].take()
+	}
+	var err error
+	switch op.Kind {
+	case PutClass:
+		err = put(ctx, actor, w.Class(op), func(have, want *v1alpha1.ListenerClass) { have.Spec = want.Spec })
+	case DeleteClass:
+		err = actor.Delete(ctx, w.Class(op))
+	case DeleteService:
+		err = actor.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.ServiceName(op.Name), Namespace: w.Tenants[op.Tenant]}})
+	case PutListener:
+		var l *v1alpha1.Listener
+		if l, err = w.Listener(op); err != nil {
+			return Answer{}, err
+		}
+		err = put(ctx, actor, l, func(have, want *v1alpha1.Listener) { have.Labels, have.Spec = want.Labels, want.Spec })
+	case DeleteListener:
+		err = actor.Delete(ctx, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: w.Tenants[op.Tenant]}})
+	case PutClaim:
+		err = actor.Create(ctx, w.Claim(op))
+	case DeleteClaim:
+		err = actor.Delete(ctx, w.Claim(op))
+	default:
+		return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
+	}
+	a := Answer{}
+	if err != nil {
+		a.Err = err.Error()
+	}
+	if isTenantOp(op.Kind) {
+		a.Warnings = c.Warnings[op.Tenant].take()
+	}
+	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "User \"tenant-") {
+		return a, fmt.Errorf("tenant RBAC: %w", err) // edit lacks a right: the harness is wrong
+	}
+	return a, nil
+}
+
+// put creates want, or updates the object of its name with set.
+func put[T client.Object](ctx context.Context, c client.Client, want T, set func(have, want T)) error {
+	have := want.DeepCopyObject().(T)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), have); apierrors.IsNotFound(err) {
+		return c.Create(ctx, want)
+	} else if err != nil {
+		return err
+	}
+	set(have, want)
+	return c.Update(ctx, have)
+}
+
+// prepare makes the tenants' namespaces and binds each tenant to edit in
+// its own.
+func (c *Cluster) prepare(ctx context.Context, w World) error {
+	for t, ns := range w.Tenants {
+		objs := []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "edit", Namespace: ns},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: w.Users[t]}},
+			},
+		}
+		for _, o := range objs {
+			if err := c.Admin.Create(ctx, o); err != nil {
+				return fmt.Errorf("prepare world %s: %w", w.Prefix, err)
+			}
+		}
+	}
+	return nil
+}
+
+// cleanup deletes the world's classes and namespaces (the namespace
+// controller deletes what they hold).
+func (c *Cluster) cleanup(parent context.Context, w World) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
+	defer cancel()
+	for i := range classSlots {
+		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
+	}
+	for _, ns := range w.Tenants {
+		_ = c.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+}
