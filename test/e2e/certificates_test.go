@@ -151,6 +151,10 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 // for name (an IP address or a DNS name), is answered by pod over HTTPS.
 func servesTLS(t *testing.T, ctx context.Context, roots *x509.CertPool, dial, name, pod string) {
 	t.Helper()
+	_, port, err := net.SplitHostPort(dial)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tr := &http.Transport{
 		DisableKeepAlives: true,
 		TLSClientConfig:   &tls.Config{ServerName: name, RootCAs: roots, MinVersion: tls.VersionTLS12},
@@ -160,7 +164,7 @@ func servesTLS(t *testing.T, ctx context.Context, roots *x509.CertPool, dial, na
 	}
 	c := &http.Client{Transport: tr, Timeout: 3 * time.Second}
 	eventually(t, ctx, 3*time.Minute, fmt.Sprintf("https via %s answered by %s with a certificate for %s", dial, pod, name), func(ctx context.Context) (bool, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(name, "8080")+"/", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(name, port)+"/", nil)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -4,12 +4,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -146,28 +143,7 @@ func brokerStatefulSet(ns, class string, replicas int32) *appsv1.StatefulSet {
 // it is answered by pod.
 func answersTLS(t *testing.T, ctx context.Context, roots *x509.CertPool, host, pod string) {
 	t.Helper()
-	tr := &http.Transport{
-		DisableKeepAlives: true,
-		TLSClientConfig:   &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12},
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(gatewayAddress, gatewayPort))
-		},
-	}
-	c := &http.Client{Transport: tr, Timeout: 3 * time.Second}
-	eventually(t, ctx, 3*time.Minute, fmt.Sprintf("https://%s:%s/ through the Gateway answered by %s", host, gatewayPort, pod), func(ctx context.Context) (bool, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+":"+gatewayPort+"/", nil)
-		if err != nil {
-			return false, err.Error()
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		got := strings.TrimSpace(string(body))
-		return err == nil && got == "hello from "+pod, "answered " + got
-	})
+	servesTLS(t, ctx, roots, net.JoinHostPort(gatewayAddress, gatewayPort), host, pod)
 }
 
 // logRouteAccepted logs how long the Gateway's controller took from the
