@@ -6,7 +6,7 @@
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims). After each operation the
 // runner (run.go) waits until the operator has settled, that is written
-// nothing for a while as the API server's audit log counts it (audit.go),
+// nothing for a while as the API server's audit log counts it (internal/testenv/audit.go),
 // and checks every invariant (invariants.go): plain functions, each named
 // for the promise it checks, over what the API server holds (snapshot.go).
 //

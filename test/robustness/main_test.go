@@ -61,7 +61,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	audit, auditFlags, err := NewAuditLog(dir, testenv.OperatorUser)
+	audit, auditFlags, err := testenv.NewAuditLog(dir, testenv.AuditPolicy(testenv.OperatorUser))
 	if err != nil {
 		return 0, err
 	}
@@ -98,7 +98,7 @@ func run(m *testing.M) (int, error) {
 }
 
 // newCluster makes the clients of the administrator and the tenants.
-func newCluster(e *testenv.Env, audit *AuditLog) *Cluster {
+func newCluster(e *testenv.Env, audit *testenv.AuditLog) *Cluster {
 	c := &Cluster{Admin: e.Client, Audit: audit, Window: time.Second, Bound: 30 * time.Second, Quiet: 500 * time.Millisecond}
 	users := NewWorld(0).Users
 	for t := range c.Tenants {

@@ -1,6 +1,8 @@
 package robustness
 
 import (
+	"github.com/listener-operator/listener-operator/internal/testenv"
+
 	"context"
 	"fmt"
 	"strings"
@@ -25,7 +27,7 @@ type Cluster struct {
 	Admin    client.Client
 	Tenants  [2]client.Client
 	Warnings [2]*Warnings
-	Audit    *AuditLog
+	Audit    *testenv.AuditLog
 	// Window is how long the operator must write nothing to count as
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
@@ -161,7 +163,7 @@ func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []str
 }
 
 // writes are those of ws in the world's namespaces.
-func (w World) writes(ws []Write) []string {
+func (w World) writes(ws []testenv.Write) []string {
 	var out []string
 	for _, x := range ws {
 		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {

@@ -1,4 +1,4 @@
-package robustness
+package testenv
 
 import (
 	"bufio"
@@ -7,38 +7,49 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// The operator's writes are counted where they land: the API server logs
-// every write of the operator's identity (any resource, events included)
-// to an audit log, so that "settled" and "quiet" do not rest on what the
-// operator says of itself.
+// An audit log counts the operator's writes where they land: the API
+// server logs the writes its policy names (a write the operator does not
+// count, or a no-op apply, shows there too), so that tests do not rest on
+// what the operator says of itself (the reconcile suites' steady-state
+// table, the robustness suite's "settled" and "quiet").
 
-// auditPolicy logs the writes of user and nothing else.
-func auditPolicy(user string) string {
-	return `apiVersion: audit.k8s.io/v1
+// AuditPolicy logs the writes of user (to resources, group/resource
+// pairs such as "/services" or "listeners.stackable.tech/listeners/status";
+// none: to anything) and nothing else.
+func AuditPolicy(user string, resources ...string) string {
+	p := `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
   users: ["` + user + `"]
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
-- level: None
 `
+	if len(resources) > 0 {
+		p += "  resources:\n"
+		for _, r := range resources {
+			group, res, _ := strings.Cut(r, "/")
+			p += fmt.Sprintf("  - group: %q\n    resources: [%q]\n", group, res)
+		}
+	}
+	return p + "- level: None\n"
 }
 
 // AuditLog is the API server's audit log of the operator's writes.
 type AuditLog struct{ path string }
 
-// NewAuditLog writes the policy for user's writes into dir and returns the
-// log and the kube-apiserver flags that keep it.
-func NewAuditLog(dir, user string) (*AuditLog, []string, error) {
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy(user)), 0o600); err != nil {
+// NewAuditLog writes policy (AuditPolicy) into dir and returns the log and
+// the kube-apiserver flags that keep it.
+func NewAuditLog(dir, policy string) (*AuditLog, []string, error) {
+	path := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
 		return nil, nil, err
 	}
 	a := &AuditLog{path: filepath.Join(dir, "audit.log")}
-	return a, []string{"--audit-policy-file=" + policy, "--audit-log-path=" + a.path, "--audit-log-mode=blocking"}, nil
+	return a, []string{"--audit-policy-file=" + path, "--audit-log-path=" + a.path, "--audit-log-mode=blocking"}, nil
 }
 
 // Mark is the end of the log's last whole line now: the writes after it
