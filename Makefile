@@ -149,7 +149,9 @@ test-short: ## Run only the tests that need no control plane.
 # after each. make test plays its fixed seeds; these play more.
 ROBUSTNESS_DURATION ?= 30m
 ROBUSTNESS_OPS      ?= 30
-ROBUSTNESS_MUTANTS  := hostname_conflict warn_copies warn_exposure
+# Every mutant is a file mutant_<name>.go (with its mutant_<name>_off.go);
+# the list is read from the tree, so a new mutant is run without an edit here.
+ROBUSTNESS_MUTANTS  := $(sort $(patsubst mutant_%.go,%,$(notdir $(filter-out %_off.go,$(shell git ls-files '*mutant_*.go')))))
 .PHONY: robustness
 robustness: k8s-binaries ## Play random histories for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history.
 	@mkdir -p $(BIN)
