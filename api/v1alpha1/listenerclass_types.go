@@ -130,6 +130,17 @@ type ListenerClassSpec struct {
 	// +optional
 	AddressChange *AddressChangePolicy `json:"addressChange,omitempty"`
 
+	// PodReadiness says whether the pods that mount a listener volume of
+	// the class are Ready only once clients can reach them at the
+	// addresses they were told: Gate adds the readiness gate
+	// listeners.stackable.tech/addresses-ready to such pods at admission
+	// and the operator sets its condition; None (the default) adds none.
+	// Readiness gates cannot change after a pod is created: a change here
+	// applies to pods created after it.
+	// +kubebuilder:validation:Enum=Gate;None
+	// +optional
+	PodReadiness *PodReadinessPolicy `json:"podReadiness,omitempty"`
+
 	// Hostname publishes a DNS name per Listener (external-dns annotation
 	// on the Service, first published address).
 	// +optional

@@ -246,6 +246,11 @@ func (in *ListenerClassSpec) DeepCopyInto(out *ListenerClassSpec) {
 		*out = new(AddressChangePolicy)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.PodReadiness != nil {
+		in, out := &in.PodReadiness, &out.PodReadiness
+		*out = new(PodReadinessPolicy)
+		**out = **in
+	}
 	if in.Hostname != nil {
 		in, out := &in.Hostname, &out.Hostname
 		*out = new(HostnamePolicy)
