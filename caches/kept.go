@@ -359,16 +359,36 @@ func (in *interner) trimPod(obj any) (any, error) {
 		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 	}
 	out.Status.Phase = pod.Status.Phase
+	out.Spec.ReadinessGates, out.Status.Conditions = gateKept(pod)
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			// Constants: the condition costs no string of its own.
-			out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: conditionStatus(c.Status)}}
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: conditionStatus(c.Status)})
 			break
 		}
 	}
 	*pod = out
 	in.pod(pod)
 	return pod, nil
+}
+
+// gateKept is what the pod controller reads of the readiness gate it sets
+// (ListenerClass spec.podReadiness): the gate, when the pod has it, and its
+// condition (the controller writes it only when it changes).
+func gateKept(pod *corev1.Pod) ([]corev1.PodReadinessGate, []corev1.PodCondition) {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType != v1alpha1.ConditionAddressesReady {
+			continue
+		}
+		gates := []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionAddressesReady}}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1alpha1.ConditionAddressesReady {
+				return gates, []corev1.PodCondition{{Type: c.Type, Status: conditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}}
+			}
+		}
+		return gates, nil
+	}
+	return nil, nil
 }
 
 // claimVolumes are the volumes backed by a claim: by name, or generic

@@ -16,7 +16,7 @@ func TestHelmNodeAddressPolicy(t *testing.T) {
 	const policy = "listener-operator-node-address"
 	// The chart's other policies guard other things: turning this one off
 	// must leave them.
-	others := []string{"listener-operator-claim-labels", "listener-operator-pod-labels", "listener-operator-volumes", "listener-operator-deletes"}
+	others := []string{"listener-operator-claim-labels", "listener-operator-pod-labels", "listener-operator-pod-status", "listener-operator-volumes", "listener-operator-deletes"}
 	for _, tc := range []struct {
 		name   string
 		values []string

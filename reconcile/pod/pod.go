@@ -25,6 +25,7 @@ import (
 	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/podready"
 	"github.com/listener-operator/listener-operator/api/podstate"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -148,11 +149,19 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if pod.Spec.NodeName == "" || podstate.Finished(pod) {
 		return ctrl.Result{}, nil
 	}
-	spec, waiting, err := r.podListenersSpec(ctx, pod, vols)
+	spec, waiting, judged, err := r.podListenersSpec(ctx, pod, vols)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.writePodListeners(ctx, pod, spec, waiting, vols)
+	res, recorded, err := r.writePodListeners(ctx, pod, spec, waiting, vols)
+	if err != nil || recorded == nil || !gated(pod) {
+		return res, err
+	}
+	gres, err := r.gate(ctx, pod, judged, *recorded) // gate.go
+	if res.RequeueAfter == 0 || gres.RequeueAfter > 0 && gres.RequeueAfter < res.RequeueAfter {
+		res.RequeueAfter = gres.RequeueAfter
+	}
+	return res, err
 }
 
 // podLabelsLacking lists the listener volumes of a pod and the labels it
@@ -230,28 +239,33 @@ func missingLabels(pod *corev1.Pod, vols []podVolumeListener) map[string]string 
 // whose pod must wait (their Listener is missing, may not be published
 // yet, or has no addresses yet): those keep the entry last written
 // (writePodListeners), as the node plugin keeps the tree it last wrote,
-// until the Listener's status (or the node) brings the pod back.
-func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) (spec v1alpha1.PodListenersSpec, waiting []string, err error) {
+// until the Listener's status (or the node) brings the pod back. judged
+// is what the readiness gate reads of each volume (podready.Volume, less
+// what the PodListeners records).
+func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, vols []podVolumeListener) (spec v1alpha1.PodListenersSpec, waiting []string, judged []podready.Volume, err error) {
 	spec = v1alpha1.PodListenersSpec{Listeners: map[string]v1alpha1.PodListener{}}
 	for _, v := range vols {
+		judged = append(judged, podready.Volume{Name: v.volume})
+		pr := &judged[len(judged)-1]
 		l := &v1alpha1.Listener{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: v.listener}, l); err != nil {
 			if apierrors.IsNotFound(err) {
 				waiting = append(waiting, v.volume)
 				continue
 			}
-			return spec, nil, fmt.Errorf("get listener %s/%s of pod %s: %w", pod.Namespace, v.listener, pod.Name, err)
+			return spec, nil, nil, fmt.Errorf("get listener %s/%s of pod %s: %w", pod.Namespace, v.listener, pod.Name, err)
 		}
 		pv := addresses.PodVolume{Pod: pod, Volume: v.claim, Listener: l}
 		if pv.Class, err = r.classOf(ctx, l); err != nil {
-			return spec, nil, err
+			return spec, nil, nil, err
 		}
+		pr.Listener, pr.Class = l, pv.Class
 		if addresses.PodServiceType(l, pv.Class) == v1alpha1.ServiceTypeNodePort && pod.Spec.NodeName != "" {
 			pv.Node = &corev1.Node{}
 			if err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, pv.Node); apierrors.IsNotFound(err) {
 				pv.Node = nil
 			} else if err != nil {
-				return spec, nil, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
+				return spec, nil, nil, fmt.Errorf("get node %s of pod %s/%s: %w", pod.Spec.NodeName, pod.Namespace, pod.Name, err)
 			}
 		}
 		pl, err := addresses.ForPod(pv)
@@ -261,11 +275,12 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 			waiting = append(waiting, v.volume)
 			continue
 		case err != nil:
-			return spec, nil, err
+			return spec, nil, nil, err
 		}
 		spec.Listeners[v.volume] = pl
+		pr.Now = &pl
 	}
-	return spec, waiting, nil
+	return spec, waiting, judged, nil
 }
 
 // classOf is the Listener's class, nil when it names none or it is gone.

@@ -31,7 +31,7 @@ func TestPodAddressAgreement(t *testing.T) {
 			}
 			r := &podReconciler{client: fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(objs...).Build()}
 			vol := addresses.Volume{PerClaim: s.PerClaim, Claim: types.NamespacedName{Namespace: agreement.Namespace, Name: agreement.PodListener}, ClaimUID: s.ClaimUID, Name: agreement.PodVolume}
-			spec, _, err := r.podListenersSpec(t.Context(), pod, []podVolumeListener{{volume: "listener", listener: s.Listener.Name, claim: vol}})
+			spec, _, _, err := r.podListenersSpec(t.Context(), pod, []podVolumeListener{{volume: "listener", listener: s.Listener.Name, claim: vol}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,31 +84,36 @@ func podListenersAnnotations(in map[string]string, hash string, spec v1alpha1.Po
 }
 
 // writePodListeners writes spec, with the entries of the waiting volumes
-// kept as last written (keepWaiting), into the pod's PodListeners.
-func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, waiting []string, vols []podVolumeListener) (ctrl.Result, error) {
+// kept as last written (keepWaiting), into the pod's PodListeners, and
+// returns what it holds then (nil when that is not known yet: a conflict
+// is retried).
+func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, spec v1alpha1.PodListenersSpec, waiting []string, vols []podVolumeListener) (ctrl.Result, *v1alpha1.PodListenersSpec, error) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: names.PodListenersName(pod.UID)}
 	hash, err := writtenHash(spec, waiting)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("hash podlisteners %s: %w", key, err)
+		return ctrl.Result{}, nil, fmt.Errorf("hash podlisteners %s: %w", key, err)
 	}
 	held, ok := r.podListeners.Get(key)
 	switch {
 	case !ok:
 		return r.createPodListeners(ctx, pod, key, spec, hash)
 	case held.Hash == hash && !held.AddressesChanged:
-		return ctrl.Result{}, nil
+		// What was written for these entries; a waiting volume's entry is
+		// not read (the gate judges it by its Listener).
+		return ctrl.Result{}, &spec, nil
 	}
 	existing := &v1alpha1.PodListeners{}
 	if err := r.live.Get(ctx, key, existing); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil // the cache lags a deletion
+			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil, nil // the cache lags a deletion
 		}
-		return ctrl.Result{}, fmt.Errorf("get podlisteners %s: %w", key, err)
+		return ctrl.Result{}, nil, fmt.Errorf("get podlisteners %s: %w", key, err)
 	}
 	if existing.Annotations[v1alpha1.AnnotationPodListenersHash] == hash {
 		// Nothing new to write: a restart the class asks for may still be
 		// due (a PodDisruptionBudget refused the eviction before).
-		return r.signalAddressChanges(ctx, pod, existing, vols, nil)
+		res, err := r.signalAddressChanges(ctx, pod, existing, vols, nil)
+		return res, &existing.Spec, err
 	}
 	spec, changed := recordAddressChanges(existing.Spec, keepWaiting(existing.Spec, spec, waiting)) // addresschange.go
 	updated := existing.DeepCopy()
@@ -117,15 +122,16 @@ func (r *podReconciler) writePodListeners(ctx context.Context, pod *corev1.Pod, 
 	err = r.client.Update(ctx, updated, client.FieldOwner(v1alpha1.FieldManager))
 	if metrics.CountWrite(ControllerName, "PodListeners", "update", err) != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
+			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("update podlisteners %s: %w", key, err)
+		return ctrl.Result{}, nil, fmt.Errorf("update podlisteners %s: %w", key, err)
 	}
-	return r.signalAddressChanges(ctx, pod, updated, vols, changed)
+	res, err := r.signalAddressChanges(ctx, pod, updated, vols, changed)
+	return res, &updated.Spec, err
 }
 
 // createPodListeners creates the pod's PodListeners with spec.
-func (r *podReconciler) createPodListeners(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, spec v1alpha1.PodListenersSpec, hash string) (ctrl.Result, error) {
+func (r *podReconciler) createPodListeners(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, spec v1alpha1.PodListenersSpec, hash string) (ctrl.Result, *v1alpha1.PodListenersSpec, error) {
 	pl := &v1alpha1.PodListeners{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        key.Name,
@@ -142,9 +148,9 @@ func (r *podReconciler) createPodListeners(ctx context.Context, pod *corev1.Pod,
 	err := r.client.Create(ctx, pl, client.FieldOwner(v1alpha1.FieldManager))
 	if metrics.CountWrite(ControllerName, "PodListeners", "create", err) != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil
+			return ctrl.Result{RequeueAfter: options.ConflictRetry}, nil, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("create podlisteners %s: %w", key, err)
+		return ctrl.Result{}, nil, fmt.Errorf("create podlisteners %s: %w", key, err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, &spec, nil
 }
