@@ -377,12 +377,12 @@ func (in *interner) trimPod(obj any) (any, error) {
 // condition (the controller writes it only when it changes).
 func gateKept(pod *corev1.Pod) ([]corev1.PodReadinessGate, []corev1.PodCondition) {
 	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType != v1alpha1.ConditionAddressesReady {
+		if g.ConditionType != v1alpha1.PodConditionAddressesReady {
 			continue
 		}
-		gates := []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionAddressesReady}}
+		gates := []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionAddressesReady}}
 		for _, c := range pod.Status.Conditions {
-			if c.Type == v1alpha1.ConditionAddressesReady {
+			if c.Type == v1alpha1.PodConditionAddressesReady {
 				return gates, []corev1.PodCondition{{Type: c.Type, Status: conditionStatus(c.Status), Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}}
 			}
 		}

@@ -14,7 +14,7 @@ import (
 
 // TestPodStatusPolicy installs config/admissionpolicies and checks, as the
 // manager's service account, that in a pod's status it may set the
-// readiness gate's condition (v1alpha1.ConditionAddressesReady) and
+// readiness gate's condition (v1alpha1.PodConditionAddressesReady) and
 // nothing else, while other users are not affected.
 func TestPodStatusPolicy(t *testing.T) {
 	e, manager := withPolicies(t)
@@ -22,7 +22,7 @@ func TestPodStatusPolicy(t *testing.T) {
 	ns := namespace(t, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionAddressesReady}}}}
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionAddressesReady}}}}
 	if err := e.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestPodStatusPolicy(t *testing.T) {
 		return nil
 	})
 	gate := func(status string) string {
-		return fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q,"reason":"R","message":"m"}]}}`, v1alpha1.ConditionAddressesReady, status)
+		return fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q,"reason":"R","message":"m"}]}}`, v1alpha1.PodConditionAddressesReady, status)
 	}
 	for _, tc := range []struct{ name, patch, want string }{
 		{"the gate's condition", gate("False"), ""},

@@ -1,6 +1,6 @@
 // Package podready is the one rule for whether a pod's listener volumes are
 // reachable at the addresses the pod was told: the condition behind the
-// readiness gate v1alpha1.ConditionAddressesReady (ListenerClass
+// readiness gate v1alpha1.PodConditionAddressesReady (ListenerClass
 // spec.podReadiness Gate). It takes values and returns a verdict; the pod
 // controller gathers the values and writes the condition.
 package podready

@@ -5,7 +5,7 @@ type PodReadinessPolicy string
 
 const (
 	// PodReadinessGate: pods of the class carry the readiness gate
-	// ConditionAddressesReady and are Ready only when it is True.
+	// PodConditionAddressesReady and are Ready only when it is True.
 	PodReadinessGate PodReadinessPolicy = "Gate"
 	// PodReadinessNone: no gate (the default, and Stackable's behaviour).
 	PodReadinessNone PodReadinessPolicy = "None"
@@ -18,11 +18,11 @@ func (s *ListenerClassSpec) GatesPods() bool {
 
 // The readiness gate on pods of classes with spec.podReadiness Gate.
 const (
-	// ConditionAddressesReady is the pod condition (and readiness gate)
+	// PodConditionAddressesReady is the pod condition (and readiness gate)
 	// the operator sets True when every listener volume of the pod is
 	// reachable at the addresses the pod was told, False with a reason
 	// below otherwise (api/podready).
-	ConditionAddressesReady = "listeners.stackable.tech/addresses-ready"
+	PodConditionAddressesReady = "listeners.stackable.tech/addresses-ready"
 
 	ReasonAddressesReady = "AddressesReady"
 	// ReasonListenerMissing: the volume's Listener does not exist (yet).

@@ -35,7 +35,7 @@ const certificateRecheck = 15 * time.Second
 // (the pod webhook adds it for classes with spec.podReadiness Gate).
 func gated(pod *corev1.Pod) bool {
 	return slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
-		return g.ConditionType == v1alpha1.ConditionAddressesReady
+		return g.ConditionType == v1alpha1.PodConditionAddressesReady
 	})
 }
 
@@ -91,7 +91,7 @@ func (r *podReconciler) certificate(ctx context.Context, namespace, listener str
 	return out, nil
 }
 
-// writeGateCondition sets the pod's ConditionAddressesReady to verdict
+// writeGateCondition sets the pod's PodConditionAddressesReady to verdict
 // through pods/status (a strategic merge of that one condition, by type),
 // and writes nothing when the pod has it already: one write per change.
 func (r *podReconciler) writeGateCondition(ctx context.Context, pod *corev1.Pod, verdict podready.Verdict) error {
@@ -100,11 +100,11 @@ func (r *podReconciler) writeGateCondition(ctx context.Context, pod *corev1.Pod,
 		status = corev1.ConditionTrue
 	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == v1alpha1.ConditionAddressesReady && c.Status == status && c.Reason == verdict.Reason && c.Message == verdict.Message {
+		if c.Type == v1alpha1.PodConditionAddressesReady && c.Status == status && c.Reason == verdict.Reason && c.Message == verdict.Message {
 			return nil
 		}
 	}
-	cond := corev1.PodCondition{Type: v1alpha1.ConditionAddressesReady, Status: status, Reason: verdict.Reason, Message: verdict.Message,
+	cond := corev1.PodCondition{Type: v1alpha1.PodConditionAddressesReady, Status: status, Reason: verdict.Reason, Message: verdict.Message,
 		LastTransitionTime: metav1.Now()}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == cond.Type && c.Status == status {
