@@ -43,7 +43,9 @@ func TestJudge(t *testing.T) {
 				v.Listener = listener(cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAwaitingLoadBalancer, 2))
 			})},
 		{"Ready for an older spec", v1alpha1.ReasonListenerNotReady, "has no Ready condition for its current spec yet",
-			vol(func(v *Volume) { v.Listener = listener(cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, 1)) })},
+			vol(func(v *Volume) {
+				v.Listener = listener(cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, 1))
+			})},
 		{"addresses pending", v1alpha1.ReasonAddressesPending, "cannot tell the pod its addresses", vol(func(v *Volume) { v.Now = nil })},
 		{"not recorded", v1alpha1.ReasonAddressesNotRecorded, "PodListeners does not hold", vol(func(v *Volume) { v.Recorded = nil })},
 		{"recorded differs", v1alpha1.ReasonAddressesNotRecorded, "PodListeners does not hold",
@@ -72,9 +74,13 @@ func TestJudge(t *testing.T) {
 		{"certificate not Ready", v1alpha1.ReasonCertificateNotReady, "missing or not Ready",
 			vol(func(v *Volume) { v.Class, v.Certificate = certified, &Certificate{Names: []string{"10.0.0.1"}} })},
 		{"certificate stale", v1alpha1.ReasonCertificateStale, "does not name 10.0.0.1 yet",
-			vol(func(v *Volume) { v.Class, v.Certificate = certified, &Certificate{Ready: true, Names: []string{"10.0.0.2"}} })},
+			vol(func(v *Volume) {
+				v.Class, v.Certificate = certified, &Certificate{Ready: true, Names: []string{"10.0.0.2"}}
+			})},
 		{"certificate names the address", v1alpha1.ReasonAddressesReady, "every listener volume",
-			vol(func(v *Volume) { v.Class, v.Certificate = certified, &Certificate{Ready: true, Names: []string{"10.0.0.1"}} })},
+			vol(func(v *Volume) {
+				v.Class, v.Certificate = certified, &Certificate{Ready: true, Names: []string{"10.0.0.1"}}
+			})},
 		{"class gone: the address decides", v1alpha1.ReasonAddressesReady, "every listener volume", vol(func(v *Volume) { v.Class = nil })},
 		{"the first volume not reachable decides", v1alpha1.ReasonListenerMissing, "volume b:",
 			append(vol(func(*Volume) {}), Volume{Name: "b"}, Volume{Name: "c", Listener: readyL})},
