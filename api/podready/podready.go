@@ -68,7 +68,7 @@ func judgeVolume(v Volume) (Verdict, bool) {
 	}
 	name := v.Listener.Name
 	ready := meta.FindStatusCondition(v.Listener.Status.Conditions, v1alpha1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != v.Listener.Generation {
+	if !listenerReady(v, ready) {
 		why := "has no Ready condition for its current spec yet"
 		if ready != nil && ready.ObservedGeneration == v.Listener.Generation {
 			why = fmt.Sprintf("is not Ready (reason %s)", ready.Reason)
@@ -86,6 +86,19 @@ func judgeVolume(v Volume) (Verdict, bool) {
 			v.Name, list(v.Recorded.AddressesAtStart), name, list(v.Now.IngressAddresses))
 	}
 	return judgeClassPromises(v)
+}
+
+// listenerReady says whether the volume's Listener is Ready for its
+// current spec, or lacks only a node to publish (NoNodes) while the pod is
+// told its own node's address: a NodePort Listener that publishes only
+// Ready pods' nodes (spec.publishNotReadyAddresses false) would otherwise
+// wait for the very pods that wait for it.
+func listenerReady(v Volume, ready *metav1.Condition) bool {
+	if ready == nil || ready.ObservedGeneration != v.Listener.Generation {
+		return false
+	}
+	return ready.Status == metav1.ConditionTrue ||
+		ready.Reason == v1alpha1.ReasonNoNodes && v.Now != nil && v.Now.Scope == v1alpha1.PodListenerScopeNode
 }
 
 // judgeClassPromises checks what the class promises beyond an address:
