@@ -22,6 +22,8 @@ var listenerNames = []string{"web", "db", "kafka"}
 type model struct {
 	classes   map[int]Op        // the last PutClass of each slot that exists
 	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
+	// webhooksOff: a WebhooksOff without its WebhooksOn yet.
+	webhooksOff bool
 }
 
 // slot picks a class slot: mostly one that exists.
@@ -82,6 +84,7 @@ func operations() []weighted {
 			t := r.IntN(2)
 			return Op{Kind: DeleteClaim, Tenant: t, Name: m.name(r, t, "claim-", true)}
 		}},
+		{1, genFault},
 	}
 }
 
@@ -101,6 +104,8 @@ func Generate(seed uint64, n int) []Op {
 		var op Op
 		if len(ops) < 2 {
 			op = genPutClass(r, len(ops))
+		} else if m.webhooksOff && r.IntN(4) == 0 {
+			op = Op{Kind: WebhooksOn} // off for a few operations
 		} else {
 			x := r.IntN(total)
 			for _, w := range table {
@@ -128,6 +133,8 @@ func (m *model) record(op Op) {
 		m.listeners[op.Tenant][op.Name] = op.Class
 	case DeleteListener, DeleteClaim:
 		delete(m.listeners[op.Tenant], op.Name)
+	case WebhooksOff, WebhooksOn:
+		m.webhooksOff = op.Kind == WebhooksOff
 	}
 }
 
@@ -254,3 +261,13 @@ func tenantKeys(r *rand.Rand, prefix string) []string {
 const offListPrefix = "offlist.robust.test/"
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+// genFault is the administrator's fault: the operator restarted, or the
+// webhooks switched off (Generate switches them on again a few operations
+// later).
+func genFault(r *rand.Rand, m *model) Op {
+	if !m.webhooksOff && r.IntN(2) == 0 {
+		return Op{Kind: WebhooksOff}
+	}
+	return Op{Kind: RestartOperator}
+}

@@ -20,6 +20,9 @@ type Step struct {
 	Prev, Cur *Snapshot
 	Op        Op
 	Answer    Answer
+	// WebhooksOff: the webhooks were off (WebhooksOff) during the
+	// operation; an invariant that rests on admission skips the step.
+	WebhooksOff bool
 }
 
 // Answer is what the API server told the actor of an operation.

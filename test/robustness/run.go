@@ -32,6 +32,8 @@ type Cluster struct {
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
 	Window, Bound, Quiet time.Duration
+	// Faults restart the operator and switch the webhooks off and on.
+	Faults *Faults
 }
 
 // Warnings collects the warnings the API server sends one client
@@ -100,18 +102,23 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
-		mark, writes, err := c.settle(ctx, w)
+		mark, writes, settled, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		if writes != nil {
+		if !settled {
 			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, writes...)), nil
+		}
+		if op.Kind == RestartOperator && len(writes) > 0 {
+			// Nothing changed but the operator: what it finds is what it
+			// made, and a reconcile of that writes nothing.
+			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, writes...)), nil
 		}
 		cur, err := Take(ctx, c.Admin, w)
 		if err != nil {
 			return nil, err
 		}
-		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer}
+		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer, WebhooksOff: c.Faults != nil && c.Faults.off}
 		cov.add(step)
 		for _, inv := range Invariants() {
 			if lines := inv.Check(step); len(lines) > 0 {
@@ -127,37 +134,38 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 }
 
 // settle waits until the audit log shows no write of the operator in the
-// world's namespaces for c.Window, and returns where it ended then. When
-// c.Bound passes first, it returns the last of those writes instead.
-// Writes elsewhere (a world before this one being torn down, cluster-wide
-// volumes) do not count.
-func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, err error) {
+// world's namespaces for c.Window, and returns where it ended then and the
+// writes it saw until then (settled true). When c.Bound passes first, it
+// returns the last of those writes (settled false). Writes elsewhere (a
+// world before this one being torn down, cluster-wide volumes) do not
+// count.
+func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, settled bool, err error) {
 	start := time.Now()
 	mark, err = c.Audit.Mark()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	changed := start
 	var seen []string
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+			return 0, nil, false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		fresh, end, err := c.Audit.Writes(mark)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, false, err
 		}
 		mark = end
 		if mine := w.writes(fresh); len(mine) > 0 {
 			seen, changed = append(seen, mine...), time.Now()
 		}
 		if time.Since(changed) >= c.Window {
-			return mark, nil, nil
+			return mark, seen, true, nil
 		}
 		if time.Since(start) > c.Bound {
-			return 0, seen[max(0, len(seen)-10):], nil
+			return 0, seen[max(0, len(seen)-10):], false, nil
 		}
 	}
 }
@@ -218,6 +226,15 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		err = actor.Create(ctx, w.Claim(op))
 	case DeleteClaim:
 		err = actor.Delete(ctx, w.Claim(op))
+	case RestartOperator:
+		return Answer{}, c.restart(ctx)
+	case WebhooksOff:
+		return Answer{}, c.webhooksOff(ctx)
+	case WebhooksOn:
+		if err := c.webhooksOn(ctx); err != nil {
+			return Answer{}, err
+		}
+		return Answer{}, c.restart(ctx)
 	default:
 		return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
 	}
@@ -272,6 +289,12 @@ func (c *Cluster) prepare(ctx context.Context, w World) error {
 func (c *Cluster) cleanup(parent context.Context, w World) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
 	defer cancel()
+	if c.Faults != nil && c.Faults.off {
+		// The next history starts with the webhooks on.
+		if err := c.webhooksOn(ctx); err == nil {
+			_ = c.restart(ctx)
+		}
+	}
 	for i := range classSlots {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
