@@ -63,6 +63,7 @@ func TestInvariantsFindBreaches(t *testing.T) {
 		{name: "a type the class does not give", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Spec.Type = corev1.ServiceTypeLoadBalancer }, want: "is of type LoadBalancer"},
 		{name: "a tenant's network", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { s.Services[1][0].Annotations[networkKey] = "public" }, want: `metallb.io/address-pool="public"`},
 		{name: "Warn adds a key", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Labels[offListPrefix+"cost"] = "c" }, want: "never adds a key"},
+		{name: "a portless Listener's Service stays", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Listeners[1][0].Spec.Ports = nil }, want: "has no ports"},
 		{name: "ports of another Listener", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Spec.Ports[0].Port = 81 }, want: "has ports"},
 		{name: "two Listeners, one name", inv: HostnamesPublishedOnce, change: func(s *Snapshot) {
 			for t := range s.Services {
