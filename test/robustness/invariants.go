@@ -12,6 +12,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // Step is what the invariants judge after one operation: the settled state
@@ -23,6 +24,9 @@ type Step struct {
 	// WebhooksOff: the webhooks were off (WebhooksOff) during the
 	// operation; an invariant that rests on admission skips the step.
 	WebhooksOff bool
+	// Refused are the operator's writes the API server refused while it
+	// settled (audit log, code 403, 422 or 5xx).
+	Refused []testenv.Write
 }
 
 // Answer is what the API server told the actor of an operation.
@@ -47,6 +51,7 @@ func Invariants() []Invariant {
 		{"NoOtherTenantNamed", NoOtherTenantNamed},
 		{"TenantStaysInItsNamespace", TenantStaysInItsNamespace},
 		{"NotReadySaysWhy", NotReadySaysWhy},
+		{"RefusedWritesVisible", RefusedWritesVisible},
 	}
 }
 

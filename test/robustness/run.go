@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,30 +103,30 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
-		mark, writes, settled, err := c.settle(ctx, w)
+		st, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		if !settled {
-			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, writes...)), nil
+		if !st.settled {
+			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
 		}
-		if op.Kind == RestartOperator && len(writes) > 0 {
+		if op.Kind == RestartOperator && len(st.writes) > 0 {
 			// Nothing changed but the operator: what it finds is what it
 			// made, and a reconcile of that writes nothing.
-			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, writes...)), nil
+			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, st.writes...)), nil
 		}
 		cur, err := Take(ctx, c.Admin, w)
 		if err != nil {
 			return nil, err
 		}
-		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer, WebhooksOff: c.Faults != nil && c.Faults.off}
+		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer, WebhooksOff: c.Faults != nil && c.Faults.off, Refused: st.refused}
 		cov.add(step)
 		for _, inv := range Invariants() {
 			if lines := inv.Check(step); len(lines) > 0 {
 				return fail(inv.Name, lines), nil
 			}
 		}
-		if lines, err := c.quiet(ctx, w, mark); err != nil || len(lines) > 0 {
+		if lines, err := c.quiet(ctx, w, st.mark); err != nil || len(lines) > 0 {
 			return fail("QuietAfterSettling", lines), err
 		}
 		prev = cur
@@ -133,39 +134,51 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 	return nil, nil
 }
 
+// settling is what settle saw: where the audit log ended, the
+// operator's writes in the world's namespaces until then (the last few
+// when it did not settle) and those of them the API server refused.
+type settling struct {
+	mark    int64
+	writes  []string
+	refused []testenv.Write
+	settled bool
+	all     []testenv.Write
+}
+
 // settle waits until the audit log shows no write of the operator in the
-// world's namespaces for c.Window, and returns where it ended then and the
-// writes it saw until then (settled true). When c.Bound passes first, it
-// returns the last of those writes (settled false). Writes elsewhere (a
-// world before this one being torn down, cluster-wide volumes) do not
-// count.
-func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, settled bool, err error) {
+// world's namespaces for c.Window (settled), at most c.Bound. Writes
+// elsewhere (a world before this one being torn down, cluster-wide
+// volumes) do not count.
+func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 	start := time.Now()
-	mark, err = c.Audit.Mark()
-	if err != nil {
-		return 0, nil, false, err
+	var st settling
+	var err error
+	if st.mark, err = c.Audit.Mark(); err != nil {
+		return st, err
 	}
 	changed := start
-	var seen []string
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, nil, false, ctx.Err()
+			return st, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		fresh, end, err := c.Audit.Writes(mark)
+		fresh, end, err := c.Audit.Writes(st.mark)
 		if err != nil {
-			return 0, nil, false, err
+			return st, err
 		}
-		mark = end
+		st.mark = end
 		if mine := w.writes(fresh); len(mine) > 0 {
-			seen, changed = append(seen, mine...), time.Now()
+			st.writes, changed = append(st.writes, mine...), time.Now()
+			st.all = append(st.all, w.mine(fresh)...)
 		}
 		if time.Since(changed) >= c.Window {
-			return mark, seen, true, nil
+			st.settled, st.refused = true, unresolved(st.all)
+			return st, nil
 		}
 		if time.Since(start) > c.Bound {
-			return 0, seen[max(0, len(seen)-10):], false, nil
+			st.writes = st.writes[max(0, len(st.writes)-10):]
+			return st, nil
 		}
 	}
 }
@@ -176,6 +189,36 @@ func (w World) writes(ws []testenv.Write) []string {
 	for _, x := range ws {
 		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
 			out = append(out, x.String())
+		}
+	}
+	return out
+}
+
+// mine are the writes of ws in the world's namespaces.
+func (w World) mine(ws []testenv.Write) []testenv.Write {
+	var out []testenv.Write
+	for _, x := range ws {
+		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// unresolved are the writes of ws the API server refused and that no
+// later write of the same object in ws made good, leaving out conflicts,
+// AlreadyExists and NotFound, which the operator resolves itself.
+func unresolved(ws []testenv.Write) []testenv.Write {
+	var out []testenv.Write
+	for i, x := range ws {
+		if x.Code < 400 || x.Code == 404 || x.Code == 409 {
+			continue
+		}
+		good := slices.ContainsFunc(ws[i+1:], func(y testenv.Write) bool {
+			return y.Resource == x.Resource && y.Namespace == x.Namespace && y.Name == x.Name && y.Code < 300
+		})
+		if !good {
+			out = append(out, x)
 		}
 	}
 	return out
