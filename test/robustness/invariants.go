@@ -61,7 +61,9 @@ func Invariants() []Invariant {
 // keys off the class's allow-list absent (mode Enforce) or only where the
 // Service carried them already (mode Warn never adds one); the Listener's
 // ports; node ports inside the class's range unless the Listener says
-// they are not (NodePortsInRange False).
+// they are not (NodePortsInRange False). While the range is short for a
+// Listener (Ready says so), its Service keeps back only what needs a new
+// node port: a ClusterIP one stays ClusterIP, another lacks only new ports.
 func ServicesFollowTheirClass(st Step) []string {
 	var out []string
 	s := st.Cur
@@ -84,7 +86,7 @@ func ServicesFollowTheirClass(st Step) []string {
 				out = append(out, fmt.Sprintf("%s (type %s) stays, but the Listener has no ports: it has no Service", where, svc.Spec.Type))
 				continue
 			}
-			if svc.Spec.Type != corev1.ServiceType(class.Spec.ServiceType) {
+			if svc.Spec.Type != corev1.ServiceType(class.Spec.ServiceType) && !(rangeShort(l) && svc.Spec.Type == corev1.ServiceTypeClusterIP) {
 				out = append(out, fmt.Sprintf("%s is of type %s, the class says %s", where, svc.Spec.Type, class.Spec.ServiceType))
 			}
 			out = append(out, exposureKeys(where, svc, l, class)...)
@@ -165,8 +167,9 @@ func tenantKeysAllowed(where string, svc, prev *corev1.Service, class *v1alpha1.
 	return out
 }
 
-// portsFollow: svc has the Listener's ports, and node ports inside the
-// class's range unless the Listener says otherwise.
+// portsFollow: svc has the Listener's ports (those it has node ports for,
+// while the range is short), and node ports inside the class's range
+// unless the Listener says otherwise.
 func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) []string {
 	var out []string
 	if len(l.Spec.Ports) > 0 {
@@ -176,6 +179,12 @@ func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class 
 		}
 		for _, p := range svc.Spec.Ports {
 			got[p.Name] = p.Port
+		}
+		// A Listener its class's range is short for keeps back the ports
+		// that need a new node port (service.WithinHeld), and no other.
+		kept := rangeShort(l) && svc.Spec.Type != corev1.ServiceTypeClusterIP
+		if kept {
+			maps.DeleteFunc(want, func(name string, _ int32) bool { _, ok := got[name]; return !ok })
 		}
 		if !maps.Equal(want, got) {
 			out = append(out, fmt.Sprintf("%s has ports %v, the Listener %v", where, got, want))
@@ -192,6 +201,14 @@ func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class 
 		}
 	}
 	return out
+}
+
+// rangeShort says whether l is not Ready because its class's node-port
+// range, or its namespace's share of it, has no room.
+func rangeShort(l *v1alpha1.Listener) bool {
+	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status != metav1.ConditionTrue &&
+		(c.Reason == v1alpha1.ReasonNodePortRangeExhausted || c.Reason == v1alpha1.ReasonNodePortShareExceeded)
 }
 
 // HostnamesPublishedOnce: no two Listeners publish one hostname of the
