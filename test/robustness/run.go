@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,7 +147,8 @@ type settling struct {
 }
 
 // settle waits until the audit log shows no write of the operator in the
-// world's namespaces for c.Window (settled), at most c.Bound. Writes
+// world's namespaces for c.Window and the operator has judged every
+// Listener's current spec (settled), at most c.Bound. Writes
 // elsewhere (a world before this one being torn down, cluster-wide
 // volumes) do not count.
 func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
@@ -173,14 +175,42 @@ func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 			st.all = append(st.all, w.mine(fresh)...)
 		}
 		if time.Since(changed) >= c.Window {
-			st.settled, st.refused = true, unresolved(st.all)
-			return st, nil
+			// A quiet window alone is not settled on a loaded machine: a
+			// Listener the operator has not judged yet would be written
+			// after it, with nothing changed.
+			judged, err := c.judged(ctx, w)
+			if err != nil {
+				return st, err
+			}
+			if judged {
+				st.settled, st.refused = true, unresolved(st.all)
+				return st, nil
+			}
 		}
 		if time.Since(start) > c.Bound {
 			st.writes = st.writes[max(0, len(st.writes)-10):]
 			return st, nil
 		}
 	}
+}
+
+// judged reports whether the operator has judged every Listener of the
+// world as its spec is now: a Ready condition for its current generation.
+func (c *Cluster) judged(ctx context.Context, w World) (bool, error) {
+	for _, ns := range w.Tenants {
+		var ls v1alpha1.ListenerList
+		if err := c.Admin.List(ctx, &ls, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for i := range ls.Items {
+			l := &ls.Items[i]
+			ready := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+			if l.DeletionTimestamp == nil && (ready == nil || ready.ObservedGeneration != l.Generation) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // writes are those of ws in the world's namespaces.
