@@ -84,7 +84,7 @@ type listenerVolumes map[string]bool
 
 func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var pod podView
-	if err := decode(req.Object.Raw, "Pod", &pod); err != nil {
+	if err := decodePod(req.Object.Raw, &pod); err != nil {
 		return malformed(err)
 	}
 	name := pod.Metadata.Name
