@@ -60,6 +60,7 @@ func BenchmarkPodAdmission(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			live := &liveCounter{Reader: testLookup.live}
 			l := newLookup(testLookup.cache, live, nil)
+			l.plainClasses = testLookup.plainClasses
 			if bc.unbounded {
 				l.reads = nil
 			}

@@ -261,6 +261,7 @@ func BenchmarkPodWebhookServing(b *testing.B) {
 	// ordinary; checked before timing, and its live reads counted.
 	live := &liveCounter{Reader: testLookup.live}
 	l := newLookup(testLookup.cache, live, nil)
+	l.plainClasses = testLookup.plainClasses
 	ours := &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}
 	eventually(b, "ours in steady state", func() error {
 		return onPath(b, ours, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{

@@ -72,6 +72,9 @@ func (v *workloadValidator) standaloneClaimPortErrors(ctx context.Context, own [
 // what gateway.Bindings refuses. A class that does not exist or has no
 // gateway gives none (a missing class is validation.Claim's to report).
 func (v *workloadValidator) classPortErrors(ctx context.Context, class string, spec *podSpecView, path *field.Path, listener string) field.ErrorList {
+	if v.lookup.withoutGateway(class) {
+		return nil
+	}
 	var lc v1alpha1.ListenerClass
 	if err := v.lookup.get(ctx, types.NamespacedName{Name: class}, &lc); err != nil || lc.Spec.Gateway == nil {
 		return nil
