@@ -61,6 +61,7 @@ func BenchmarkPodAdmission(b *testing.B) {
 			live := &liveCounter{Reader: testLookup.live}
 			l := newLookup(testLookup.cache, live, nil)
 			l.plainClasses = testLookup.plainClasses
+			l.heldClaims = testLookup.heldClaims
 			if bc.unbounded {
 				l.reads = nil
 			}

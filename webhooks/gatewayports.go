@@ -62,6 +62,9 @@ func (v *workloadValidator) gatewayPortErrors(ctx context.Context, w *workloadVi
 func (v *workloadValidator) standaloneClaimPortErrors(ctx context.Context, own []ownClaim, spec *podSpecView) field.ErrorList {
 	var errs field.ErrorList
 	for _, c := range own {
+		if v.lookup.withoutGateway(c.class) {
+			continue // nothing to judge: no message to build (BenchmarkPodWebhookServing)
+		}
 		errs = append(errs, v.classPortErrors(ctx, c.class, spec, field.NewPath("spec", "containers"), fmt.Sprintf("the Listener of claim %q", c.claim))...)
 	}
 	return errs

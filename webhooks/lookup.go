@@ -42,6 +42,10 @@ type lookup struct {
 	// plainClasses files the cached ListenerClasses without a gateway by
 	// name (indexPlainClasses); nil: every class is read.
 	plainClasses *caches.KeyIndex
+	// heldClaims tells which claims the cache holds, so that a claim
+	// remembered as ordinary costs no failed read (ordinaryclaims.go);
+	// nil: the cache is read first.
+	heldClaims *caches.KeyIndex
 }
 
 // indexClassWithoutGateway is the index of plainClasses.

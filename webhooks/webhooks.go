@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // Webhook configuration names and the Service that fronts the handlers; the
@@ -71,6 +72,9 @@ func setup(mgr ctrl.Manager, namespaces NamespaceDefaults) (*lookup, error) {
 	}
 	var err error
 	if l.plainClasses, err = indexPlainClasses(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	if l.heldClaims, err = caches.NewKeyIndex(ctx, mgr.GetCache(), &corev1.PersistentVolumeClaim{}, "", nil); err != nil {
 		return nil, err
 	}
 	srv := mgr.GetWebhookServer()
