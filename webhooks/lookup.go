@@ -80,7 +80,7 @@ func newLookup(cache, live client.Reader, namespaces NamespaceDefaults) *lookup 
 
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
 	err := l.cache.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
+	if err != nil && apierrors.IsNotFound(err) {
 		err = l.getLive(ctx, key, obj, err)
 	}
 	return err

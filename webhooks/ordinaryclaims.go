@@ -101,7 +101,7 @@ func (l *lookup) claim(ctx context.Context, key types.NamespacedName, c *corev1.
 		return true, nil
 	}
 	err = l.cache.Get(ctx, key, c)
-	if !apierrors.IsNotFound(err) {
+	if err == nil || !apierrors.IsNotFound(err) {
 		return false, err
 	}
 	if l.ordinary.has(key) {

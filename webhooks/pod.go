@@ -290,7 +290,7 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (podClai
 	var c corev1.PersistentVolumeClaim
 	ordinary, err := m.lookup.claim(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil && apierrors.IsNotFound(err): // err != nil first: IsNotFound(nil) allocates
 		return podClaim{}, errNoClaimYet
 	case err != nil:
 		return podClaim{}, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)
