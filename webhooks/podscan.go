@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 // decodePod decodes an admitted pod into its view, as decode(raw, "Pod",
@@ -205,6 +208,22 @@ func (s *scanner) str() string {
 	if bytes.IndexByte(raw, '\\') >= 0 {
 		return s.unquote(s.b[from:s.i])
 	}
+	return text(raw)
+}
+
+// text is raw as a string. The strings most pods' views repeat (the keys
+// of the labels a StatefulSet gives its pods and of this operator's, the
+// listener volume and its mount, "TCP") come back as constants, which
+// cost no allocation (BenchmarkPodWebhookServing: 15 fewer a replica).
+func text(raw []byte) string {
+	for _, k := range [...]string{"true", "TCP", "UDP", "app", v1alpha1.VolumeName, v1alpha1.MountPath,
+		v1alpha1.LabelEnabled, v1alpha1.LabelListenerVolume, v1alpha1.AnnotationListenerClass, v1alpha1.AnnotationListenerName,
+		appsv1.StatefulSetPodNameLabel, appsv1.PodIndexLabel, appsv1.ControllerRevisionHashLabelKey,
+		"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component"} {
+		if string(raw) == k {
+			return k
+		}
+	}
 	return string(raw)
 }
 
@@ -270,7 +289,7 @@ func (s *scanner) strings(m *map[string]string) {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			k = s.unquote(append(append([]byte{'"'}, key...), '"'))
 		} else {
-			k = string(key)
+			k = text(key)
 		}
 		(*m)[k] = s.str()
 	})
