@@ -54,8 +54,8 @@ const indexClassWithoutGateway = "listeners.stackable.tech/class-without-gateway
 // indexPlainClasses files the ListenerClasses c holds that have no gateway
 // by name: the pod webhook asks it of the class of every standalone claim
 // a pod mounts (gatewayports.go), and reading the class (a copy) for that
-// cost each pod admission 8 allocations (docs/benchmarks.md, "The pod
-// webhook against its floor").
+// cost each pod admission 8 allocations (docs/benchmarks.md,
+// "Admission floor").
 func indexPlainClasses(ctx context.Context, c cache.Informers) (*caches.KeyIndex, error) {
 	return caches.NewKeyIndex(ctx, c, &v1alpha1.ListenerClass{}, indexClassWithoutGateway, func(o client.Object) []string {
 		if lc, ok := o.(*v1alpha1.ListenerClass); ok && lc.Spec.Gateway == nil {

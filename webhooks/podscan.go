@@ -17,7 +17,7 @@ import (
 // Most of a pod is what the view skips (images, env, probes, resources,
 // tolerations, owner references), and the reflecting decoder allocates a
 // string for every key it skips; a pod admission spent a quarter of its
-// handler's time there (docs/benchmarks.md, "The pod webhook against its
+// handler's time there (docs/benchmarks.md, "Admission
 // floor"). The fields the view keeps whole (a volume's claim, ephemeral or
 // CSI source, the affinity) are few and go through viewDecoder.
 func decodePod(raw []byte, pod *podView) error {
@@ -355,11 +355,11 @@ func (s *scanner) podSpec(spec *podSpecView) {
 	s.object(func(key []byte) {
 		switch string(key) {
 		case "volumes":
-			spec.Volumes = scanList(s, spec.Volumes[:0:0], (*scanner).volume)
+			spec.Volumes = scanList(s, (*scanner).volume)
 		case "containers":
-			spec.Containers = scanList(s, spec.Containers[:0:0], (*scanner).container)
+			spec.Containers = scanList(s, (*scanner).container)
 		case "initContainers":
-			spec.InitContainers = scanList(s, spec.InitContainers[:0:0], (*scanner).container)
+			spec.InitContainers = scanList(s, (*scanner).container)
 		case "affinity":
 			s.value(&spec.Affinity)
 		default:
@@ -369,11 +369,11 @@ func (s *scanner) podSpec(spec *podSpecView) {
 }
 
 // scanList reads a list of T (nil for null, empty for []) with elem.
-func scanList[T any](s *scanner, out []T, elem func(*scanner, *T)) []T {
+func scanList[T any](s *scanner, elem func(*scanner, *T)) []T {
 	if s.null() {
 		return nil
 	}
-	out = make([]T, 0, 4)
+	out := make([]T, 0, 4)
 	s.array(func() {
 		out = append(out, *new(T))
 		elem(s, &out[len(out)-1])
@@ -404,9 +404,9 @@ func (s *scanner) container(c *containerView) {
 		case "name":
 			c.Name = s.str()
 		case "ports":
-			c.Ports = scanList(s, c.Ports[:0:0], (*scanner).port)
+			c.Ports = scanList(s, (*scanner).port)
 		case "volumeMounts":
-			c.VolumeMounts = scanList(s, c.VolumeMounts[:0:0], (*scanner).mount)
+			c.VolumeMounts = scanList(s, (*scanner).mount)
 		default:
 			s.skip()
 		}
