@@ -35,7 +35,9 @@
 // manager's cache is made by New, the reconcilers' by LeaderOnly, and both
 // hand out copies on every path (reads, whatever their options; event
 // handlers, predicates and map functions; index functions), so no caller
-// can write to what a cache holds (TestNothingReachesACachedObject).
+// can write to what a cache holds (TestNothingReachesACachedObject). A
+// KeyIndex (keyindex.go) answers a question about what a cache holds with
+// keys, or with a few fields copied, for the pod webhook's hot path.
 // docs/reconcile.md ("What the controller caches") has the table of what
 // each kind keeps and costs, docs/benchmarks.md what each of these tricks
 // saves.

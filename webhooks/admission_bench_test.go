@@ -60,6 +60,8 @@ func BenchmarkPodAdmission(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			live := &liveCounter{Reader: testLookup.live}
 			l := newLookup(testLookup.cache, live, nil)
+			l.plainClasses = testLookup.plainClasses
+			l.heldClaims = testLookup.heldClaims
 			if bc.unbounded {
 				l.reads = nil
 			}

@@ -261,6 +261,8 @@ func BenchmarkPodWebhookServing(b *testing.B) {
 	// ordinary; checked before timing, and its live reads counted.
 	live := &liveCounter{Reader: testLookup.live}
 	l := newLookup(testLookup.cache, live, nil)
+	l.plainClasses = testLookup.plainClasses
+	l.heldClaims = testLookup.heldClaims
 	ours := &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}
 	eventually(b, "ours in steady state", func() error {
 		return onPath(b, ours, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{

@@ -62,6 +62,9 @@ func (v *workloadValidator) gatewayPortErrors(ctx context.Context, w *workloadVi
 func (v *workloadValidator) standaloneClaimPortErrors(ctx context.Context, own []ownClaim, spec *podSpecView) field.ErrorList {
 	var errs field.ErrorList
 	for _, c := range own {
+		if v.lookup.withoutGateway(c.class) {
+			continue // nothing to judge: no message to build (BenchmarkPodWebhookServing)
+		}
 		errs = append(errs, v.classPortErrors(ctx, c.class, spec, field.NewPath("spec", "containers"), fmt.Sprintf("the Listener of claim %q", c.claim))...)
 	}
 	return errs
@@ -72,6 +75,9 @@ func (v *workloadValidator) standaloneClaimPortErrors(ctx context.Context, own [
 // what gateway.Bindings refuses. A class that does not exist or has no
 // gateway gives none (a missing class is validation.Claim's to report).
 func (v *workloadValidator) classPortErrors(ctx context.Context, class string, spec *podSpecView, path *field.Path, listener string) field.ErrorList {
+	if v.lookup.withoutGateway(class) {
+		return nil
+	}
 	var lc v1alpha1.ListenerClass
 	if err := v.lookup.get(ctx, types.NamespacedName{Name: class}, &lc); err != nil || lc.Spec.Gateway == nil {
 		return nil

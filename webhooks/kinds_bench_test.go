@@ -46,6 +46,8 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 	}
 	live := &liveCounter{Reader: testLookup.live}
 	l := newLookup(testLookup.cache, live, nil)
+	l.plainClasses = testLookup.plainClasses
+	l.heldClaims = testLookup.heldClaims
 	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	stsKind := metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
 	ephemeralPod := `{"metadata": {"name": "p", "labels": {"app": "p"}}, "spec": {

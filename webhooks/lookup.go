@@ -10,11 +10,13 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // lookup reads through the manager's cache and falls back to a live read
@@ -37,6 +39,36 @@ type lookup struct {
 	// namespaces tells the default class of a namespace; nil: every
 	// namespace is read live.
 	namespaces NamespaceDefaults
+	// plainClasses files the cached ListenerClasses without a gateway by
+	// name (indexPlainClasses); nil: every class is read.
+	plainClasses *caches.KeyIndex
+	// heldClaims tells which claims the cache holds, so that a claim
+	// remembered as ordinary costs no failed read (ordinaryclaims.go);
+	// nil: the cache is read first.
+	heldClaims *caches.KeyIndex
+}
+
+// indexClassWithoutGateway is the index of plainClasses.
+const indexClassWithoutGateway = "listeners.stackable.tech/class-without-gateway"
+
+// indexPlainClasses files the ListenerClasses c holds that have no gateway
+// by name: the pod webhook asks it of the class of every standalone claim
+// a pod mounts (gatewayports.go), and reading the class (a copy) for that
+// cost each pod admission 8 allocations (docs/benchmarks.md,
+// "Admission floor").
+func indexPlainClasses(ctx context.Context, c cache.Informers) (*caches.KeyIndex, error) {
+	return caches.NewKeyIndex(ctx, c, &v1alpha1.ListenerClass{}, indexClassWithoutGateway, func(o client.Object) []string {
+		if lc, ok := o.(*v1alpha1.ListenerClass); ok && lc.Spec.Gateway == nil {
+			return []string{lc.Name}
+		}
+		return nil
+	})
+}
+
+// withoutGateway reports whether class is held by the cache and has no
+// gateway; false when it may have one or is not held yet.
+func (l *lookup) withoutGateway(class string) bool {
+	return l.plainClasses != nil && l.plainClasses.Has(class)
 }
 
 // newLookup is the lookup the webhooks run with: cache and live readers,
@@ -48,7 +80,7 @@ func newLookup(cache, live client.Reader, namespaces NamespaceDefaults) *lookup 
 
 func (l *lookup) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
 	err := l.cache.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
+	if err != nil && apierrors.IsNotFound(err) {
 		err = l.getLive(ctx, key, obj, err)
 	}
 	return err

@@ -157,11 +157,12 @@ func startManager(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) 
 	if err := mgr.Add(namespaces); err != nil {
 		return nil, err
 	}
-	if err := SetupWithManager(mgr, namespaces); err != nil {
+	l, err := setup(mgr, namespaces)
+	if err != nil {
 		return nil, err
 	}
 	mgr.GetWebhookServer().Register(pathTestSidecarInjector, &webhook.Admission{Handler: sidecarInjector{}})
-	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader()}
+	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), plainClasses: l.plainClasses, heldClaims: l.heldClaims}
 	webhookServer = mgr.GetWebhookServer()
 	stopped := make(chan struct{})
 	go func() {

@@ -84,7 +84,7 @@ type listenerVolumes map[string]bool
 
 func (m *podMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var pod podView
-	if err := decode(req.Object.Raw, "Pod", &pod); err != nil {
+	if err := decodePod(req.Object.Raw, &pod); err != nil {
 		return malformed(err)
 	}
 	name := pod.Metadata.Name
@@ -290,7 +290,7 @@ func (m *podMutator) claim(ctx context.Context, namespace, name string) (podClai
 	var c corev1.PersistentVolumeClaim
 	ordinary, err := m.lookup.claim(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil && apierrors.IsNotFound(err): // err != nil first: IsNotFound(nil) allocates
 		return podClaim{}, errNoClaimYet
 	case err != nil:
 		return podClaim{}, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", namespace, name, err)

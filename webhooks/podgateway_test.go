@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,8 +44,15 @@ func TestGatewayClassStandaloneClaimPorts(t *testing.T) {
 			},
 		}
 	}
+	// A class that gains a gateway, and loses it again.
+	plainClass := []byte("apiVersion: listeners.stackable.tech/v1alpha1\nkind: ListenerClass\nmetadata: {name: gw-pod-later}\nspec: {serviceType: ClusterIP, hostname: {template: \"{listener}.{namespace}.gw.test\"}}\n")
+	if out, err := e.Kubectl(ctx, plainClass, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = e.Kubectl(ctx, nil, "delete", "listenerclass", "gw-pod-later") })
 	testenv.Create(t, ctx, e.Client,
 		claim("broker", map[string]string{v1alpha1.AnnotationListenerClass: "gw-pod"}),
+		claim("later", map[string]string{v1alpha1.AnnotationListenerClass: "gw-pod-later"}),
 		claim("plain", map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}),
 		claim("shared", map[string]string{v1alpha1.AnnotationListenerName: "gateway"}))
 	pod := func(claim, ports string) []byte {
@@ -66,9 +74,23 @@ spec:
 			`spec.containers: Invalid value: "metrics": the container port "metrics" becomes a port of the Listener of claim "broker": ListenerClass gw-pod routes ports through the Gateway listeners (sections) "tls" (Gateway gw-system/shared), "admin" (Gateway gw-system/shared), and none is named "metrics"`, true},
 		{"a class without a gateway", "plain", unrouted, "created (server dry run)", false},
 		{"a shared Listener", "shared", unrouted, "created (server dry run)", false},
-		{"a claim that does not exist yet", "later", unrouted, "created (server dry run)", false},
+		{"a claim that does not exist yet", "sooner", unrouted, "created (server dry run)", false},
+		{"a class without a gateway yet", "later", unrouted, "created (server dry run)", false},
+		{"a class that gained a gateway", "later", unrouted, `ListenerClass gw-pod-later routes ports through the Gateway listeners`, true},
+		{"a class that lost its gateway", "later", unrouted, "created (server dry run)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			switch tc.name {
+			case "a class that gained a gateway":
+				gateway := bytes.Replace(plainClass, []byte(`gw.test"}}`), []byte(`gw.test"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: tls}]}}`), 1)
+				if out, err := e.Kubectl(ctx, gateway, "apply", "-f", "-"); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+			case "a class that lost its gateway":
+				if out, err := e.Kubectl(ctx, nil, "patch", "listenerclass", "gw-pod-later", "--type=json", "-p", `[{"op":"remove","path":"/spec/gateway"}]`); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+			}
 			eventually(t, "the pod judged", func() error {
 				out, err := e.Kubectl(ctx, pod(tc.claim, tc.ports), "create", "--dry-run=server", "-f", "-")
 				if (err != nil) != tc.denied || !strings.Contains(string(out), tc.want) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/caches"
 )
 
 // Webhook configuration names and the Service that fronts the handlers; the
@@ -54,14 +55,27 @@ type NamespaceDefaults interface {
 // It runs on every replica, leader or not. namespaces answers what the
 // claim webhook asks of namespaces; the caller runs it.
 func SetupWithManager(mgr ctrl.Manager, namespaces NamespaceDefaults) error {
+	_, err := setup(mgr, namespaces)
+	return err
+}
+
+// setup is SetupWithManager, which returns the handlers' lookup.
+func setup(mgr ctrl.Manager, namespaces NamespaceDefaults) (*lookup, error) {
 	l := newLookup(mgr.GetCache(), mgr.GetAPIReader(), namespaces)
 	// Start the informers now, so that the first admission does not wait
 	// for a cache to fill.
 	ctx := context.Background()
 	for _, obj := range []client.Object{&v1alpha1.ListenerClass{}, &v1alpha1.Listener{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("start informer for %T: %w", obj, err)
+			return nil, fmt.Errorf("start informer for %T: %w", obj, err)
 		}
+	}
+	var err error
+	if l.plainClasses, err = indexPlainClasses(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	if l.heldClaims, err = caches.NewKeyIndex(ctx, mgr.GetCache(), &corev1.PersistentVolumeClaim{}, "", nil); err != nil {
+		return nil, err
 	}
 	srv := mgr.GetWebhookServer()
 	log := mgr.GetLogger().WithName("webhooks")
@@ -72,7 +86,7 @@ func SetupWithManager(mgr ctrl.Manager, namespaces NamespaceDefaults) error {
 		}
 		srv.Register(path, wh)
 	}
-	return nil
+	return l, nil
 }
 
 // handlers are the handlers by path, each refusing kinds it does not judge.

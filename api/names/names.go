@@ -44,12 +44,33 @@ func ServiceName(listenerName string) string {
 // does.
 func PodSelectorLabel(listenerName string) string {
 	const mnt = "mnt."
-	if len(validation.IsQualifiedName(v1alpha1.PodSelectorLabelPrefix+listenerName)) == 0 {
+	if plainLabelName(mnt, listenerName) || len(validation.IsQualifiedName(v1alpha1.PodSelectorLabelPrefix+listenerName)) == 0 {
 		return v1alpha1.PodSelectorLabelPrefix + listenerName
 	}
 	return v1alpha1.PodSelectorLabelPrefix + hashed(mnt+listenerName, listenerName, validation.LabelValueMaxLength, func(r rune) bool {
 		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_'
 	})[len(mnt):]
+}
+
+// plainLabelName reports, without the regular expression of
+// validation.IsQualifiedName (half of the pod webhook's labelling,
+// BenchmarkPodWebhookServing), that prefix+name is the name part of a label
+// key as it is: lower-case letters, digits, '-' and '.', ending in a letter
+// or digit, 63 characters at most. prefix starts with a letter. false
+// decides nothing: IsQualifiedName is asked then (TestPlainLabelName).
+func plainLabelName(prefix, name string) bool {
+	if name == "" || len(prefix)+len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '-' || c == '.') && i < len(name)-1:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // hashed turns base into a name of at most maxLen characters that keeps only

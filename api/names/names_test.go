@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
 func TestServiceName(t *testing.T) {
@@ -182,6 +184,25 @@ func TestServiceDNSNames(t *testing.T) {
 		}
 		if got := ServiceFQDN("web", "kafka", tc.domain); got != tc.want[3] {
 			t.Errorf("ServiceFQDN(web, kafka, %s) = %q, want %q", tc.domain, got, tc.want[3])
+		}
+	}
+}
+
+// TestPlainLabelName: a name plainLabelName passes is one IsQualifiedName
+// passes in a pod selector label, so that PodSelectorLabel skips the
+// regular expression only when it would say so.
+func TestPlainLabelName(t *testing.T) {
+	for _, name := range []string{
+		"web", "kafka-broker-0", "a.b", "0", strings.Repeat("a", 59), strings.Repeat("a", 60),
+		"", "-", "a-", "a.", "A", "a_b", "a/b", "é", "a b", strings.Repeat("x.", 30) + "y",
+	} {
+		if plainLabelName("mnt.", name) && len(validation.IsQualifiedName(v1alpha1.PodSelectorLabelPrefix+name)) > 0 {
+			t.Errorf("plainLabelName passes %q, which is not a valid label key in %q", name, v1alpha1.PodSelectorLabelPrefix+name)
+		}
+	}
+	for _, name := range []string{"web", "kafka-broker-0", "a.b", strings.Repeat("a", 59)} {
+		if !plainLabelName("mnt.", name) {
+			t.Errorf("plainLabelName refuses %q: the common names must skip the regular expression", name)
 		}
 	}
 }

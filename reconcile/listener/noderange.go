@@ -30,7 +30,7 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 		return nil
 	case s.ServiceType == v1alpha1.ServiceTypeNodePort:
 		return s.NodePortRange
-	case s.ServiceType == v1alpha1.ServiceTypeLoadBalancer && (s.LoadBalancerAllocateNodePorts == nil || *s.LoadBalancerAllocateNodePorts):
+	case s.ServiceType == v1alpha1.ServiceTypeLoadBalancer && !mutantRangeIgnoresLoadBalancer && (s.LoadBalancerAllocateNodePorts == nil || *s.LoadBalancerAllocateNodePorts):
 		return s.NodePortRange
 	}
 	return nil

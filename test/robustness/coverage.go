@@ -43,6 +43,10 @@ func (c *Coverage) add(st Step) {
 		c.Refused[st.Op.Kind]++
 		c.Refusals[st.Op.Kind] = st.Answer.Err
 	}
+	if len(st.Refused) > 0 {
+		c.States["operator writes refused"] += len(st.Refused)
+		c.Messages["operator writes refused"] = st.Refused[0].String()
+	}
 	for t := range st.Cur.Listeners {
 		for _, l := range st.Cur.Listeners[t] {
 			for _, cond := range l.Status.Conditions {

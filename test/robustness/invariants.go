@@ -12,6 +12,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // Step is what the invariants judge after one operation: the settled state
@@ -20,6 +21,12 @@ type Step struct {
 	Prev, Cur *Snapshot
 	Op        Op
 	Answer    Answer
+	// WebhooksOff: the webhooks were off (WebhooksOff) during the
+	// operation; an invariant that rests on admission skips the step.
+	WebhooksOff bool
+	// Refused are the operator's writes the API server refused while it
+	// settled (audit log, code 403, 422 or 5xx).
+	Refused []testenv.Write
 }
 
 // Answer is what the API server told the actor of an operation.
@@ -44,11 +51,12 @@ func Invariants() []Invariant {
 		{"NoOtherTenantNamed", NoOtherTenantNamed},
 		{"TenantStaysInItsNamespace", TenantStaysInItsNamespace},
 		{"NotReadySaysWhy", NotReadySaysWhy},
+		{"RefusedWritesVisible", RefusedWritesVisible},
 	}
 }
 
 // ServicesFollowTheirClass: every operator-made Service is what its
-// Listener's class allows: its type; exposure annotations and labels the
+// Listener's class allows, and a Listener without ports has none: its type; exposure annotations and labels the
 // class's own (its serviceAnnotations, its hostname), never a tenant's;
 // keys off the class's allow-list absent (mode Enforce) or only where the
 // Service carried them already (mode Warn never adds one); the Listener's
@@ -67,13 +75,17 @@ func ServicesFollowTheirClass(st Step) []string {
 				continue
 			}
 			class := s.classOf(l)
-			if class == nil || len(l.Spec.Ports) == 0 {
-				// A Listener whose class is gone, or that has no ports,
-				// keeps the Service its class last made (it says so in
-				// Ready): docs/reconcile.md, "Promises".
+			if class == nil {
+				// A Listener whose class is gone keeps the Service its
+				// class last made (it says so in Ready): docs/reconcile.md,
+				// "Promises".
 				continue
 			}
 			where := fmt.Sprintf("Service %s/%s of Listener %s (class %s)", svc.Namespace, svc.Name, l.Name, class.Name)
+			if len(l.Spec.Ports) == 0 {
+				out = append(out, fmt.Sprintf("%s (type %s) stays, but the Listener has no ports: it has no Service", where, svc.Spec.Type))
+				continue
+			}
 			if svc.Spec.Type != corev1.ServiceType(class.Spec.ServiceType) && !(rangeShort(l) && svc.Spec.Type == corev1.ServiceTypeClusterIP) {
 				out = append(out, fmt.Sprintf("%s is of type %s, the class says %s", where, svc.Spec.Type, class.Spec.ServiceType))
 			}

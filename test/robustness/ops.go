@@ -30,6 +30,11 @@ const (
 	DeleteListener Kind = "DeleteListener" // tenant Tenant deletes Listener Name
 	PutClaim       Kind = "PutClaim"       // tenant Tenant creates listener claim Name (kept if it exists)
 	DeleteClaim    Kind = "DeleteClaim"    // tenant Tenant deletes claim Name
+
+	// Faults (faults.go), the administrator's.
+	RestartOperator Kind = "RestartOperator" // stop the operator's manager, start a new one
+	WebhooksOff     Kind = "WebhooksOff"     // delete the webhook configurations: writes are admitted unchecked
+	WebhooksOn      Kind = "WebhooksOn"      // make them again, then restart the operator
 )
 
 // Op is one operation. Only the fields its Kind reads are set, so that a

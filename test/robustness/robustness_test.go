@@ -118,6 +118,15 @@ var regressions = []struct {
 		{Kind: PutListener, Name: "web", Ports: []int32{80}, Overrides: []string{"annotations:metallb.io/address-pool=public"}},
 		{Kind: PutClass, Type: "ClusterIP", Mode: "Warn"},
 	}},
+	// A Listener moved to a ClusterIP class with its ports removed kept
+	// the LoadBalancer Service of its old class: a portless Listener has
+	// no Service.
+	{name: "ServicesFollowTheirClass", seed: 0, ops: []Op{
+		{Kind: PutClass, Type: "LoadBalancer"},
+		{Kind: PutClass, Class: 1, Type: "ClusterIP"},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}},
+		{Kind: PutListener, Name: "web", Class: 1},
+	}},
 	// A Listener moved to a class whose node-port range has no room for
 	// its new port: its Service must still drop the ports the Listener no
 	// longer has and take its new class's metadata, keeping only what needs

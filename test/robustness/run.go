@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +34,8 @@ type Cluster struct {
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
 	Window, Bound, Quiet time.Duration
+	// Faults restart the operator and switch the webhooks off and on.
+	Faults *Faults
 }
 
 // Warnings collects the warnings the API server sends one client
@@ -100,25 +104,30 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
-		mark, writes, err := c.settle(ctx, w)
+		st, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		if writes != nil {
-			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, writes...)), nil
+		if !st.settled {
+			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
+		}
+		if op.Kind == RestartOperator && len(st.writes) > 0 {
+			// Nothing changed but the operator: what it finds is what it
+			// made, and a reconcile of that writes nothing.
+			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, st.writes...)), nil
 		}
 		cur, err := Take(ctx, c.Admin, w)
 		if err != nil {
 			return nil, err
 		}
-		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer}
+		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer, WebhooksOff: c.Faults != nil && c.Faults.off, Refused: st.refused}
 		cov.add(step)
 		for _, inv := range Invariants() {
 			if lines := inv.Check(step); len(lines) > 0 {
 				return fail(inv.Name, lines), nil
 			}
 		}
-		if lines, err := c.quiet(ctx, w, mark); err != nil || len(lines) > 0 {
+		if lines, err := c.quiet(ctx, w, st.mark); err != nil || len(lines) > 0 {
 			return fail("QuietAfterSettling", lines), err
 		}
 		prev = cur
@@ -126,40 +135,82 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 	return nil, nil
 }
 
+// settling is what settle saw: where the audit log ended, the
+// operator's writes in the world's namespaces until then (the last few
+// when it did not settle) and those of them the API server refused.
+type settling struct {
+	mark    int64
+	writes  []string
+	refused []testenv.Write
+	settled bool
+	all     []testenv.Write
+}
+
 // settle waits until the audit log shows no write of the operator in the
-// world's namespaces for c.Window, and returns where it ended then. When
-// c.Bound passes first, it returns the last of those writes instead.
-// Writes elsewhere (a world before this one being torn down, cluster-wide
+// world's namespaces for c.Window and the operator has judged every
+// Listener's current spec (settled), at most c.Bound. Writes
+// elsewhere (a world before this one being torn down, cluster-wide
 // volumes) do not count.
-func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, err error) {
+func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 	start := time.Now()
-	mark, err = c.Audit.Mark()
-	if err != nil {
-		return 0, nil, err
+	var st settling
+	var err error
+	if st.mark, err = c.Audit.Mark(); err != nil {
+		return st, err
 	}
 	changed := start
-	var seen []string
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+			return st, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		fresh, end, err := c.Audit.Writes(mark)
+		fresh, end, err := c.Audit.Writes(st.mark)
 		if err != nil {
-			return 0, nil, err
+			return st, err
 		}
-		mark = end
+		st.mark = end
 		if mine := w.writes(fresh); len(mine) > 0 {
-			seen, changed = append(seen, mine...), time.Now()
+			st.writes, changed = append(st.writes, mine...), time.Now()
+			st.all = append(st.all, w.mine(fresh)...)
 		}
 		if time.Since(changed) >= c.Window {
-			return mark, nil, nil
+			// A quiet window alone is not settled on a loaded machine: a
+			// Listener the operator has not judged yet would be written
+			// after it, with nothing changed.
+			judged, err := c.judged(ctx, w)
+			if err != nil {
+				return st, err
+			}
+			if judged {
+				st.settled, st.refused = true, unresolved(st.all)
+				return st, nil
+			}
 		}
 		if time.Since(start) > c.Bound {
-			return 0, seen[max(0, len(seen)-10):], nil
+			st.writes = st.writes[max(0, len(st.writes)-10):]
+			return st, nil
 		}
 	}
+}
+
+// judged reports whether the operator has judged every Listener of the
+// world as its spec is now: a Ready condition for its current generation.
+func (c *Cluster) judged(ctx context.Context, w World) (bool, error) {
+	for _, ns := range w.Tenants {
+		var ls v1alpha1.ListenerList
+		if err := c.Admin.List(ctx, &ls, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for i := range ls.Items {
+			l := &ls.Items[i]
+			ready := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+			if l.DeletionTimestamp == nil && (ready == nil || ready.ObservedGeneration != l.Generation) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // writes are those of ws in the world's namespaces.
@@ -168,6 +219,36 @@ func (w World) writes(ws []testenv.Write) []string {
 	for _, x := range ws {
 		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
 			out = append(out, x.String())
+		}
+	}
+	return out
+}
+
+// mine are the writes of ws in the world's namespaces.
+func (w World) mine(ws []testenv.Write) []testenv.Write {
+	var out []testenv.Write
+	for _, x := range ws {
+		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// unresolved are the writes of ws the API server refused and that no
+// later write of the same object in ws made good, leaving out conflicts,
+// AlreadyExists and NotFound, which the operator resolves itself.
+func unresolved(ws []testenv.Write) []testenv.Write {
+	var out []testenv.Write
+	for i, x := range ws {
+		if x.Code < 400 || x.Code == 404 || x.Code == 409 {
+			continue
+		}
+		good := slices.ContainsFunc(ws[i+1:], func(y testenv.Write) bool {
+			return y.Resource == x.Resource && y.Namespace == x.Namespace && y.Name == x.Name && y.Code < 300
+		})
+		if !good {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -218,6 +299,15 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		err = actor.Create(ctx, w.Claim(op))
 	case DeleteClaim:
 		err = actor.Delete(ctx, w.Claim(op))
+	case RestartOperator:
+		return Answer{}, c.restart(ctx)
+	case WebhooksOff:
+		return Answer{}, c.webhooksOff(ctx)
+	case WebhooksOn:
+		if err := c.webhooksOn(ctx); err != nil {
+			return Answer{}, err
+		}
+		return Answer{}, c.restart(ctx)
 	default:
 		return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
 	}
@@ -272,6 +362,12 @@ func (c *Cluster) prepare(ctx context.Context, w World) error {
 func (c *Cluster) cleanup(parent context.Context, w World) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
 	defer cancel()
+	if c.Faults != nil && c.Faults.off {
+		// The next history starts with the webhooks on.
+		if err := c.webhooksOn(ctx); err == nil {
+			_ = c.restart(ctx)
+		}
+	}
 	for i := range classSlots {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
