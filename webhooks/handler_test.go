@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
@@ -110,6 +111,9 @@ func handlerCases(t testing.TB, ns string) []handlerCase {
 			strings.ReplaceAll(strings.Replace(statefulSetPodJSON, `, "listeners.stackable.tech/listener-volume": "true"`, "", 1), "NS", ns), ""},
 		{"pod-bare-opted-in", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			`{"metadata": {"name": "bare", "labels": {"listeners.stackable.tech/enabled": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "ports": [{"containerPort": 8080}], "futureField": true}]}}`, ""},
+		// A replica of a class with podReadiness Gate gets the gate.
+		{"pod-of-gated-class", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
+			`{"metadata": {"name": "gated-0", "labels": {"listeners.stackable.tech/listener-volume": "true", "` + names.PodSelectorLabel("listener-gated-0") + `": "true"}}, "spec": {"containers": [{"name": "app", "image": "x", "futureContainerField": 1}], "volumes": [{"name": "listener", "persistentVolumeClaim": {"claimName": "listener-gated-0"}}], "futurePodField": 1}}`, ""},
 		{"pod-unrelated", &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}, podKind, admissionv1.Create,
 			`{"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "app", "image": "x"}], "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data-web-0"}}]}}`, ""},
 		{"claim-default-class", &claimMutator{lookup: l}, claimKind, admissionv1.Create,
@@ -133,6 +137,7 @@ func request(ns string, c handlerCase, object []byte) admission.Request {
 // statefulSetPodClaims creates the claims the StatefulSet pod mounts.
 func statefulSetPodClaims(t testing.TB, ns string) {
 	e := testenv.Require(t, env)
+	createGatedClass(t) // podgate_test.go
 	// The StatefulSet whose claim template makes listener-web-1 and -2:
 	// no replicas, and a selector no test pod matches, so that its
 	// controller makes and adopts nothing.
@@ -150,6 +155,7 @@ func statefulSetPodClaims(t testing.TB, ns string) {
 	}{
 		{"listener-web-0", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}},
 		{"data-web-0", ptr("standard"), nil},
+		{"listener-gated-0", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: gatedClass}},
 		// Made from the claim template of a StatefulSet created by this
 		// version: its Listener selects web-1 by its pod-name label.
 		{"listener-web-1", ptr(v1alpha1.StorageClassName), map[string]string{v1alpha1.AnnotationListenerClass: "external-stable", v1alpha1.AnnotationStatefulSetClaimTemplate: v1alpha1.VolumeName}},

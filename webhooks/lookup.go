@@ -42,6 +42,9 @@ type lookup struct {
 	// plainClasses files the cached ListenerClasses without a gateway by
 	// name (indexPlainClasses); nil: every class is read.
 	plainClasses *caches.KeyIndex
+	// gatingClasses files the cached ListenerClasses whose pods get the
+	// readiness gate by name (podgate.go); nil: no pod gets it.
+	gatingClasses *caches.KeyIndex
 	// heldClaims tells which claims the cache holds, so that a claim
 	// remembered as ordinary costs no failed read (ordinaryclaims.go);
 	// nil: the cache is read first.

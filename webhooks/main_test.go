@@ -162,7 +162,7 @@ func startManager(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) 
 		return nil, err
 	}
 	mgr.GetWebhookServer().Register(pathTestSidecarInjector, &webhook.Admission{Handler: sidecarInjector{}})
-	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), plainClasses: l.plainClasses, heldClaims: l.heldClaims}
+	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), plainClasses: l.plainClasses, gatingClasses: l.gatingClasses, heldClaims: l.heldClaims}
 	webhookServer = mgr.GetWebhookServer()
 	stopped := make(chan struct{})
 	go func() {

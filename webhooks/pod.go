@@ -69,8 +69,9 @@ type podVolumes struct {
 	named     int  // the volume named like the listener volume, or -1
 	hasNamed  bool // the volume named like the listener volume is taken for it
 	listeners []claims.PodListener
-	nodes     []string   // the nodes pinned listener volumes live on
-	own       []ownClaim // the standalone claims that get Listeners of their own
+	nodes     []string     // the nodes pinned listener volumes live on
+	own       []ownClaim   // the standalone claims that get Listeners of their own
+	uses      []claims.Use // which Listener (or class) each listener volume uses, for the readiness gate
 }
 
 // ownClaim is a standalone listener claim a pod mounts that gets a
@@ -118,6 +119,9 @@ func (m *podMutator) Handle(ctx context.Context, req admission.Request) admissio
 		label(&p, name, pod.Metadata.Labels, vs.listeners)
 	}
 	warnings = append(warnings, pin(&p, pod.Spec.Affinity, vs.nodes)...)
+	if len(vs.uses) > 0 && m.lookup.gates(ctx, req.Namespace, vs.uses) {
+		addGate(&p, &pod.Spec) // podgate.go
+	}
 	return respond(p, warnings)
 }
 
@@ -142,6 +146,7 @@ func (m *podMutator) walk(ctx context.Context, namespace, podName string, spec *
 			if l := claims.EphemeralListener(t.Annotations, podName, v.Name); l != "" {
 				vs.listeners = append(vs.listeners, claims.PodListener{Listener: l})
 			}
+			vs.uses = append(vs.uses, claims.Of(names.EphemeralClaimName(podName, v.Name), t.Annotations))
 		}
 	}
 	// A volume named like the listener volume is taken for it when it is
@@ -170,6 +175,7 @@ func (m *podMutator) addClaim(ctx context.Context, namespace string, v *volumeVi
 	if c.listener != "" {
 		vs.listeners = append(vs.listeners, claims.PodListener{Listener: c.listener, StatefulSetPod: c.statefulSetPod})
 	}
+	vs.uses = append(vs.uses, claims.Use{Listener: c.listener, Class: c.ownClass})
 	if c.node != "" {
 		vs.nodes = append(vs.nodes, c.node)
 	}
@@ -209,6 +215,7 @@ func (m *podMutator) optIn(ctx context.Context, req admission.Request, name stri
 	if l := claims.EphemeralListener(ann, name, v1alpha1.VolumeName); l != "" {
 		vs.listeners = append(vs.listeners, claims.PodListener{Listener: l})
 	}
+	vs.uses = append(vs.uses, claims.Of(names.EphemeralClaimName(name, v1alpha1.VolumeName), ann))
 	return admission.Response{}, false
 }
 

@@ -362,9 +362,21 @@ func (s *scanner) podSpec(spec *podSpecView) {
 			spec.InitContainers = scanList(s, (*scanner).container)
 		case "affinity":
 			s.value(&spec.Affinity)
+		case "readinessGates":
+			spec.ReadinessGates = scanList(s, (*scanner).readinessGate)
 		default:
 			s.skip()
 		}
+	})
+}
+
+func (s *scanner) readinessGate(g *readinessGateView) {
+	s.object(func(key []byte) {
+		if string(key) == "conditionType" {
+			g.ConditionType = s.str()
+			return
+		}
+		s.skip()
 	})
 }
 

@@ -29,6 +29,9 @@ var podDecodeCases = []struct{ name, raw string }{
 	{"negative and largest ports", `{"spec":{"containers":[{"ports":[{"containerPort":-1},{"containerPort":2147483647},{"containerPort":null}]}]}}`},
 	{"claim and ephemeral sources", `{"spec":{"volumes":[{"name":"a","persistentVolumeClaim":{"claimName":"c","readOnly":true}},{"name":"b","ephemeral":{"volumeClaimTemplate":{"metadata":{"labels":{"l":"v"}},"spec":{"storageClassName":"listeners.stackable.tech"}}}},{"name":"c","persistentVolumeClaim":null},{"name":"d","csi":{"driver":"d","volumeAttributes":{"a":"b"}}}]}}`},
 
+	{"readiness gates", `{"spec":{"readinessGates":[{"conditionType":"listeners.stackable.tech/addresses-ready"},{"conditionType":"x","other":1},{}]}}`},
+	{"null readiness gates", `{"spec":{"readinessGates":null}}`},
+
 	// Refused by both.
 	{"not an object", `[]`},
 	{"a string", `"pod"`},
@@ -45,6 +48,7 @@ var podDecodeCases = []struct{ name, raw string }{
 	{"port with a plus", `{"spec":{"containers":[{"ports":[{"containerPort":+80}]}]}}`},
 	{"claim source a string", `{"spec":{"volumes":[{"persistentVolumeClaim":"c"}]}}`},
 	{"affinity a list", `{"spec":{"affinity":[]}}`},
+	{"readiness gate a string", `{"spec":{"readinessGates":["g"]}}`},
 	{"bad literal in a skipped field", `{"spec":{"hostNetwork":nope}}`},
 	{"missing colon", `{"metadata" {}}`},
 	{"missing comma", `{"metadata":{} "spec":{}}`},

@@ -30,6 +30,14 @@ type podSpecView struct {
 	Containers     []containerView `json:"containers"`
 	InitContainers []containerView `json:"initContainers"`
 	Affinity       *affinityView   `json:"affinity"`
+	// ReadinessGates are read so that the gate of ListenerClass
+	// spec.podReadiness is added once (podgate.go).
+	ReadinessGates []readinessGateView `json:"readinessGates"`
+}
+
+// readinessGateView is a pod's readiness gate.
+type readinessGateView struct {
+	ConditionType string `json:"conditionType"`
 }
 
 // volumeView is a volume of the kinds a listener volume can be (others

@@ -74,6 +74,9 @@ func setup(mgr ctrl.Manager, namespaces NamespaceDefaults) (*lookup, error) {
 	if l.plainClasses, err = indexPlainClasses(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}
+	if l.gatingClasses, err = indexGatingClasses(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
 	if l.heldClaims, err = caches.NewKeyIndex(ctx, mgr.GetCache(), &corev1.PersistentVolumeClaim{}, "", nil); err != nil {
 		return nil, err
 	}
