@@ -73,7 +73,7 @@ func TestPodFieldsReadAreKept(t *testing.T) {
 // keptPodFields are the fields, as "Type.Field", that TrimPod keeps of a
 // pod whose every field is set: Pending (its controller and affinity
 // kept) and bound to a node, with a claim, an ephemeral volume, its Ready
-// condition.
+// condition, the readiness gate of spec.podReadiness and its condition.
 func keptPodFields() map[string]bool {
 	kept := map[string]bool{}
 	for _, node := range []string{"", "node-1"} {
@@ -86,6 +86,10 @@ func keptPodFields() map[string]bool {
 		fillAll(reflect.ValueOf(eph.Ephemeral).Elem(), 0)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, eph)
 		pod.Status.Conditions[0].Type = corev1.PodReady
+		pod.Spec.ReadinessGates[0].ConditionType = v1alpha1.PodConditionAddressesReady
+		gate := pod.Status.Conditions[0]
+		gate.Type = v1alpha1.PodConditionAddressesReady
+		pod.Status.Conditions = append(pod.Status.Conditions, gate)
 		pod.Labels[v1alpha1.LabelListenerVolume] = "true"
 		pod.Annotations[v1alpha1.AnnotationListenerClass] = "x"
 		out, err := TrimPod(pod)
