@@ -53,7 +53,9 @@ func TestJudge(t *testing.T) {
 				v.Now, v.Recorded = node, node
 			})},
 		{"NoNodes for a cluster-scoped address still waits", v1alpha1.ReasonListenerNotReady, "is not Ready (reason NoNodes)",
-			vol(func(v *Volume) { v.Listener = listener(cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, 2)) })},
+			vol(func(v *Volume) {
+				v.Listener = listener(cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, 2))
+			})},
 		{"addresses pending", v1alpha1.ReasonAddressesPending, "cannot tell the pod its addresses", vol(func(v *Volume) { v.Now = nil })},
 		{"not recorded", v1alpha1.ReasonAddressesNotRecorded, "PodListeners does not hold", vol(func(v *Volume) { v.Recorded = nil })},
 		{"recorded differs", v1alpha1.ReasonAddressesNotRecorded, "PodListeners does not hold",
