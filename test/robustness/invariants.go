@@ -44,6 +44,7 @@ func Invariants() []Invariant {
 		{"NoOtherTenantNamed", NoOtherTenantNamed},
 		{"TenantStaysInItsNamespace", TenantStaysInItsNamespace},
 		{"NotReadySaysWhy", NotReadySaysWhy},
+		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
 	}
 }
 
@@ -257,7 +258,7 @@ func NoOtherTenantNamed(st Step) []string {
 // isTenantOp says whether a tenant does operations of kind k.
 func isTenantOp(k Kind) bool {
 	switch k {
-	case PutListener, DeleteListener, PutClaim, DeleteClaim:
+	case PutListener, DeleteListener, PutClaim, DeleteClaim, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet:
 		return true
 	}
 	return false

@@ -28,6 +28,10 @@ type Cluster struct {
 	Tenants  [2]client.Client
 	Warnings [2]*Warnings
 	Audit    *testenv.AuditLog
+	// Kubelet schedules and runs the world's pods, publishing their
+	// listener volumes through the CSI node service (nil: pods stay
+	// Pending).
+	Kubelet *Kubelet
 	// Window is how long the operator must write nothing to count as
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
@@ -100,6 +104,9 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
+		if err := c.runPods(ctx, w); err != nil {
+			return nil, err
+		}
 		mark, writes, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
@@ -109,6 +116,9 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		}
 		cur, err := Take(ctx, c.Admin, w)
 		if err != nil {
+			return nil, err
+		}
+		if err := c.observePods(ctx, cur); err != nil {
 			return nil, err
 		}
 		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer}
@@ -219,7 +229,10 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 	case DeleteClaim:
 		err = actor.Delete(ctx, w.Claim(op))
 	default:
-		return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
+		var known bool
+		if known, err = c.applyWorkload(ctx, actor, w, op); !known {
+			return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
+		}
 	}
 	a := Answer{}
 	if err != nil {
@@ -264,7 +277,7 @@ func (c *Cluster) prepare(ctx context.Context, w World) error {
 			}
 		}
 	}
-	return nil
+	return c.prepareNodes(ctx, w)
 }
 
 // cleanup deletes the world's classes and namespaces (the namespace
@@ -272,6 +285,7 @@ func (c *Cluster) prepare(ctx context.Context, w World) error {
 func (c *Cluster) cleanup(parent context.Context, w World) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
 	defer cancel()
+	c.cleanupNodes(ctx, w)
 	for i := range classSlots {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
