@@ -43,6 +43,7 @@ func (c *Coverage) add(st Step) {
 		c.Refused[st.Op.Kind]++
 		c.Refusals[st.Op.Kind] = st.Answer.Err
 	}
+	c.addPods(st)
 	for t := range st.Cur.Listeners {
 		for _, l := range st.Cur.Listeners[t] {
 			for _, cond := range l.Status.Conditions {

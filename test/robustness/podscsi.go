@@ -70,6 +70,6 @@ func startKubelet(ctx context.Context, e *testenv.Env) (*Kubelet, func(), error)
 		}
 		_ = os.RemoveAll(dir)
 	}
-	k := &Kubelet{Admin: e.Client, Node: csispec.NewNodeClient(conn), Dir: filepath.Join(dir, "kubelet"), Bound: 5 * time.Second}
+	k := &Kubelet{Admin: e.Client, Node: csispec.NewNodeClient(conn), Dir: filepath.Join(dir, "kubelet"), Bound: 3 * time.Second}
 	return k, stop, nil
 }

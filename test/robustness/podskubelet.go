@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	csispec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -44,6 +43,7 @@ type Kubelet struct {
 	Bound time.Duration
 	// published are the targets published, by pod.
 	published map[types.UID]publishedPod
+	why       string
 }
 
 // publishedPod is where one pod's volumes are published: by volume name.
@@ -65,13 +65,17 @@ type listenerVolume struct {
 // for a load balancer, a class that does not exist): those pods stay
 // Pending (ContainerCreating), as on a real node.
 func (k *Kubelet) Sync(ctx context.Context, w World) error {
-	deadline := time.Now().Add(k.Bound)
+	start := time.Now()
+	deadline := start.Add(k.Bound)
 	for {
 		progress, waiting, err := k.pass(ctx, w)
 		if err != nil {
 			return err
 		}
 		if !progress && (!waiting || time.Now().After(deadline)) {
+			if os.Getenv("ROBUSTNESS_DEBUG") != "" {
+				fmt.Fprintf(os.Stderr, "kubelet sync %s waiting=%v %s\n", time.Since(start), waiting, k.why)
+			}
 			return nil
 		}
 		select {
@@ -129,26 +133,24 @@ func (k *Kubelet) podPass(ctx context.Context, w World, pod *corev1.Pod, liveSet
 		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 		return true, waiting, ignoreGone(k.Admin.SubResource("binding").Create(ctx, pod, binding))
 	case pod.Status.Phase == corev1.PodPending:
+		// A new pod's claim, volume and Listener are being made: worth
+		// waiting for. An older pod waits for something no one here may
+		// do (a load balancer, a class): it is tried once per pass.
+		fresh := time.Since(pod.CreationTimestamp.Time) < k.Bound
 		vols, missing, err := k.volumes(ctx, pod)
 		if err != nil || missing {
-			return false, true, err
+			k.why = "missing " + pod.Name
+			return false, waiting || fresh, err
 		}
 		for _, v := range vols {
 			if _, err := k.publish(ctx, pod, v); err != nil {
-				return false, waiting || transient(err), nil
+				k.why = err.Error()
+				return false, waiting || fresh, nil
 			}
 		}
 		return true, waiting, ignoreGone(k.Admin.Status().Update(ctx, running(pod, w)))
 	}
 	return false, waiting, nil
-}
-
-// transient says whether a refused publish waits for the operator (its
-// Listener made, its status published), not for something no one here
-// will do.
-func transient(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "to be created") || strings.Contains(msg, "reconciler")
 }
 
 func ignoreGone(err error) error {

@@ -234,3 +234,24 @@ func (s *Snapshot) volumeTold(t int, pod *corev1.Pod, vc names.VolumeClaim) []st
 	}
 	return out
 }
+
+// addPods counts the world's pods by phase, the StatefulSets, and what the
+// Running pods' volumes told them (an address tree, or a refusal).
+func (c *Coverage) addPods(st Step) {
+	for t := range st.Cur.Pods {
+		for _, p := range st.Cur.Pods[t] {
+			c.States["pod "+string(p.Status.Phase)]++
+		}
+		for _, s := range st.Cur.StatefulSets[t] {
+			c.States[fmt.Sprintf("StatefulSet of %d replicas", s.Status.Replicas)]++
+		}
+	}
+	for _, told := range st.Cur.Told {
+		if told.Refused != "" {
+			c.States["volume refused"]++
+			c.Messages["volume refused"] = told.Refused
+		} else {
+			c.States["volume told "+told.Tree.Default]++
+		}
+	}
+}
