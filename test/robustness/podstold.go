@@ -251,7 +251,8 @@ func (c *Coverage) addPods(st Step) {
 			c.States["volume refused"]++
 			c.Messages["volume refused"] = told.Refused
 		} else {
-			c.States["volume told "+told.Tree.Default]++
+			c.States["volume published"]++
+			c.Messages["volume published"] = told.Tree.String()
 		}
 	}
 }
