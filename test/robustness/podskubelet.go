@@ -43,7 +43,6 @@ type Kubelet struct {
 	Bound time.Duration
 	// published are the targets published, by pod.
 	published map[types.UID]publishedPod
-	why       string
 }
 
 // publishedPod is where one pod's volumes are published: by volume name.
@@ -65,17 +64,13 @@ type listenerVolume struct {
 // for a load balancer, a class that does not exist): those pods stay
 // Pending (ContainerCreating), as on a real node.
 func (k *Kubelet) Sync(ctx context.Context, w World) error {
-	start := time.Now()
-	deadline := start.Add(k.Bound)
+	deadline := time.Now().Add(k.Bound)
 	for {
 		progress, waiting, err := k.pass(ctx, w)
 		if err != nil {
 			return err
 		}
 		if !progress && (!waiting || time.Now().After(deadline)) {
-			if os.Getenv("ROBUSTNESS_DEBUG") != "" {
-				fmt.Fprintf(os.Stderr, "kubelet sync %s waiting=%v %s\n", time.Since(start), waiting, k.why)
-			}
 			return nil
 		}
 		select {
@@ -139,12 +134,10 @@ func (k *Kubelet) podPass(ctx context.Context, w World, pod *corev1.Pod, liveSet
 		fresh := time.Since(pod.CreationTimestamp.Time) < k.Bound
 		vols, missing, err := k.volumes(ctx, pod)
 		if err != nil || missing {
-			k.why = "missing " + pod.Name
 			return false, waiting || fresh, err
 		}
 		for _, v := range vols {
 			if _, err := k.publish(ctx, pod, v); err != nil {
-				k.why = err.Error()
 				return false, waiting || fresh, nil
 			}
 		}

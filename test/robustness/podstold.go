@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -159,8 +160,8 @@ func (s *Snapshot) podListeners(t int, uid types.UID) *v1alpha1.PodListeners {
 // addresses.ForPod computes from the API server's state, and what the
 // pod's PodListeners says. When ForPod says the pod must wait, the node
 // service refuses too, says why, and the tree and PodListeners keep what
-// they last held (the same); a refusal while the Listener is Ready must
-// be the node's (its address), not the Listener's.
+// they last held (the same); a refusal while the Listener is Ready (for
+// its current spec) must be the node's (its address), not the Listener's.
 func PodsToldTheirAddresses(st Step) []string {
 	var out []string
 	s := st.Cur
@@ -229,7 +230,7 @@ func (s *Snapshot) volumeTold(t int, pod *corev1.Pod, vc names.VolumeClaim) []st
 	if entry != nil && !reflect.DeepEqual(treeOf(entry.IngressAddresses), told.Tree) {
 		out = append(out, fmt.Sprintf("%s waits (%v); its volume keeps %v, its PodListeners %v: they must keep the same", where, werr, told.Tree, treeOf(entry.IngressAddresses)))
 	}
-	if l != nil && told.Refused != "" && meta.IsStatusConditionTrue(l.Status.Conditions, v1alpha1.ConditionReady) && !strings.Contains(told.Refused, "node") {
+	if l != nil && told.Refused != "" && readyNow(l) && !strings.Contains(told.Refused, "node") {
 		out = append(out, fmt.Sprintf("%s: NodePublishVolume refused (%s), though the Listener is Ready", where, told.Refused))
 	}
 	return out
@@ -255,4 +256,10 @@ func (c *Coverage) addPods(st Step) {
 			c.Messages["volume published"] = told.Tree.String()
 		}
 	}
+}
+
+// readyNow says whether l is Ready for its current spec.
+func readyNow(l *v1alpha1.Listener) bool {
+	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == l.Generation
 }
