@@ -3,6 +3,7 @@ package robustness
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -166,12 +167,25 @@ func (c *Cluster) prepareNodes(ctx context.Context, w World) error {
 func (c *Cluster) cleanupNodes(ctx context.Context, w World) {
 	for _, ns := range w.Tenants {
 		_ = c.Admin.DeleteAllOf(ctx, &appsv1.StatefulSet{}, client.InNamespace(ns))
-		var pods corev1.PodList
-		if err := c.Admin.List(ctx, &pods, client.InNamespace(ns)); err == nil {
+	}
+	// The StatefulSet controller may still make a pod, and the garbage
+	// collector deletes theirs gracefully: until none is left, or a while.
+	for range 50 {
+		left := 0
+		for _, ns := range w.Tenants {
+			var pods corev1.PodList
+			if err := c.Admin.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				break
+			}
 			for i := range pods.Items {
+				left++
 				_ = c.Admin.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
 			}
 		}
+		if left == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	for i := range nodeCount {
 		_ = c.Admin.Delete(ctx, w.Node(i))
