@@ -66,7 +66,7 @@ func ServicesFollowTheirClass(st Step) []string {
 				continue
 			}
 			class := s.classOf(l)
-			if class == nil || len(l.Spec.Ports) == 0 {
+			if class == nil || len(l.Spec.Ports) == 0 || awaitsItsStatefulSet(s, t, l) {
 				// A Listener whose class is gone, or that has no ports,
 				// keeps the Service its class last made (it says so in
 				// Ready): docs/reconcile.md, "Promises".
