@@ -122,3 +122,49 @@ func requestedAt(ports []any, idx []int) iter.Seq2[string, map[string]any] {
 		}
 	}
 }
+
+// clusterIPFields are the spec fields the API server takes on a Service of
+// type ClusterIP (an allow-list: a field it takes only on a Service with
+// node ports, such as externalTrafficPolicy, loadBalancerClass or
+// loadBalancerSourceRanges, is invalid there).
+var clusterIPFields = []string{
+	"type", "ports", "selector", "clusterIP", "clusterIPs", "externalIPs",
+	"sessionAffinity", "sessionAffinityConfig", "publishNotReadyAddresses",
+	"ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy", "trafficDistribution",
+}
+
+// WithinHeld is what of the desired Service want can be applied to the
+// Service current (which exists) while its class's node-port range has no
+// room for the ports named in need (WithoutNodePort): everything that
+// needs no new node port, so that the ports the Listener dropped go and
+// the class's metadata follows; only what cannot be had is kept back.
+//   - A Service with no node port at all (type ClusterIP, moved to a class
+//     with a range) stays of type ClusterIP and takes every port of want,
+//     without the fields only a Service with node ports takes.
+//   - Any other takes want without the ports in need; nil when no port is
+//     left (every port is new): it then stays as it is.
+func WithinHeld(want *unstructured.Unstructured, current *corev1.Service, need []string) *unstructured.Unstructured {
+	out := want.DeepCopy()
+	if current.Spec.Type == corev1.ServiceTypeClusterIP {
+		spec, _, _ := unstructured.NestedMap(out.Object, "spec")
+		for k := range spec {
+			if !slices.Contains(clusterIPFields, k) {
+				delete(spec, k)
+			}
+		}
+		spec["type"] = string(corev1.ServiceTypeClusterIP)
+		_ = unstructured.SetNestedMap(out.Object, spec, "spec")
+		return out
+	}
+	ports, _, _ := unstructured.NestedSlice(out.Object, "spec", "ports")
+	ports = slices.DeleteFunc(ports, func(p any) bool {
+		m, _ := p.(map[string]any)
+		name, _ := m["name"].(string)
+		return slices.Contains(need, name)
+	})
+	if len(ports) == 0 {
+		return nil
+	}
+	_ = unstructured.SetNestedSlice(out.Object, ports, "spec", "ports")
+	return out
+}

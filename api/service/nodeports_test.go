@@ -100,3 +100,63 @@ func TestWithoutNodePort(t *testing.T) {
 		})
 	}
 }
+
+// TestWithinHeld: while a class's range has no room, an existing Service
+// takes what needs no new node port and keeps back only the rest.
+func TestWithinHeld(t *testing.T) {
+	want := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{"metallb.io/address-pool": "private"}},
+			"spec": map[string]any{
+				"type": "LoadBalancer", "externalTrafficPolicy": "Local", "loadBalancerClass": "x",
+				"allocateLoadBalancerNodePorts": true, "sessionAffinity": "ClientIP",
+				"ports": []any{map[string]any{"name": "kept", "port": int64(80)}, map[string]any{"name": "new", "port": int64(81)}},
+			}}}
+	}
+	svc := func(typ corev1.ServiceType) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{Type: typ}}
+	}
+	for _, tc := range []struct {
+		name      string
+		current   *corev1.Service
+		need      []string
+		wantType  string
+		wantPorts []string
+		wantSpec  []string // spec keys, sorted
+	}{
+		{"ClusterIP stays ClusterIP with every port", svc(corev1.ServiceTypeClusterIP), []string{"kept", "new"}, "ClusterIP", []string{"kept", "new"},
+			[]string{"ports", "sessionAffinity", "type"}},
+		{"NodePort keeps back the new port", svc(corev1.ServiceTypeNodePort), []string{"new"}, "LoadBalancer", []string{"kept"},
+			[]string{"allocateLoadBalancerNodePorts", "externalTrafficPolicy", "loadBalancerClass", "ports", "sessionAffinity", "type"}},
+		{"every port new: stays as it is", svc(corev1.ServiceTypeLoadBalancer), []string{"kept", "new"}, "", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := want()
+			got := WithinHeld(w, tc.current, tc.need)
+			if !reflect.DeepEqual(w.Object, want().Object) {
+				t.Fatal("the desired Service was changed in place")
+			}
+			if tc.wantType == "" {
+				if got != nil {
+					t.Fatalf("got %v, want nil (the Service stays as it is)", got.Object["spec"])
+				}
+				return
+			}
+			spec, _, _ := unstructured.NestedMap(got.Object, "spec")
+			var ports, keys []string
+			for _, p := range spec["ports"].([]any) {
+				ports = append(ports, p.(map[string]any)["name"].(string))
+			}
+			for k := range spec {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if spec["type"] != tc.wantType || !slices.Equal(ports, tc.wantPorts) || !slices.Equal(keys, tc.wantSpec) {
+				t.Errorf("type %v, ports %v, spec fields %v; want %s, %v, %v", spec["type"], ports, keys, tc.wantType, tc.wantPorts, tc.wantSpec)
+			}
+			if got.GetAnnotations()["metallb.io/address-pool"] != "private" {
+				t.Errorf("annotations %v: the class's metadata must follow", got.GetAnnotations())
+			}
+		})
+	}
+}

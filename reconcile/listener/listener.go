@@ -44,15 +44,18 @@ const (
 )
 
 // portless is the verdict for a Listener without ports, whose Service the
-// API server would refuse. A claim's own Listener takes its ports from the
-// containers of its pods; those pods (admitted while the pod webhook, which
-// refuses them, was down) get an event from the claim reconciler.
+// API server would refuse: it has no Service (the one it had is deleted,
+// or it would keep exposure its class may no longer give) and publishes no
+// address. A claim's own Listener takes its ports from the containers of
+// its pods; those pods (admitted while the pod webhook, which refuses
+// them, was down) get an event from the claim reconciler.
 func portless(l *v1alpha1.Listener) verdict {
 	owner := metav1.GetControllerOf(l)
 	if owner == nil || owner.Kind != "PersistentVolumeClaim" {
-		return verdict{reason: v1alpha1.ReasonInvalid, message: "spec.ports is empty, so no Service can be made for this Listener; list the ports its pods serve in spec.ports"}
+		return verdict{reason: v1alpha1.ReasonInvalid, unpublish: true,
+			message: "spec.ports is empty, so this Listener has no Service and publishes no address; list the ports its pods serve in spec.ports"}
 	}
-	return verdict{reason: v1alpha1.ReasonInvalid, message: claimlistener.PortlessMessage(l.Name, owner.Name)}
+	return verdict{reason: v1alpha1.ReasonInvalid, unpublish: true, message: claimlistener.PortlessMessage(l.Name, owner.Name)}
 }
 
 // +kubebuilder:rbac:groups=listeners.stackable.tech,resources=listeners,verbs=get;list;watch
@@ -203,6 +206,9 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 		return nil, judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}), nil
 	}
 	if len(l.Spec.Ports) == 0 {
+		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
+			return nil, outcome{}, err
+		}
 		return nil, judged(portless(l)), nil
 	}
 	return class, outcome{}, nil

@@ -2,6 +2,5 @@
 
 package listener
 
-// mutantNoHostnameConflict: the robustness mutant that publishes every
-// Listener's name, taken or not (see mutant_hostname_conflict_off.go).
+// mutantNoHostnameConflict: see mutants.go.
 const mutantNoHostnameConflict = true

@@ -30,7 +30,7 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 		return nil
 	case s.ServiceType == v1alpha1.ServiceTypeNodePort:
 		return s.NodePortRange
-	case s.ServiceType == v1alpha1.ServiceTypeLoadBalancer && (s.LoadBalancerAllocateNodePorts == nil || *s.LoadBalancerAllocateNodePorts):
+	case s.ServiceType == v1alpha1.ServiceTypeLoadBalancer && !mutantRangeIgnoresLoadBalancer && (s.LoadBalancerAllocateNodePorts == nil || *s.LoadBalancerAllocateNodePorts):
 		return s.NodePortRange
 	}
 	return nil
@@ -148,9 +148,9 @@ const rangeRecheck = 30 * time.Second
 
 // rangeShort is the outcome of a Listener whose Service could not be
 // written because its class's node port range has no room for it, or its
-// namespace's share of the range none: not Ready, nothing written (a
-// Service made anew is not made, an existing one keeps its ports), with
-// the range, how full it is and the fix.
+// namespace's share of the range none: not Ready (a Service made anew is
+// not made, an existing one takes only what needs no new node port:
+// writeHeld), with the range, how full it is and the fix.
 func rangeShort(err error) (outcome, bool) {
 	var ex *nodeports.Exhausted
 	var sh *nodeports.ShareExceeded
@@ -203,7 +203,7 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 		}
 		ports, err := ask.NodePorts()
 		if err != nil && current != nil {
-			return nil, fmt.Errorf("%w; until then Service %s stays as it is, without %s", err, current.Name, strings.Join(need, ", "))
+			return nil, r.writeHeld(ctx, l, want, current, need, err)
 		} else if err != nil {
 			return nil, err
 		}
@@ -231,6 +231,33 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 			taken = append(taken, fmt.Sprintf("%s=%d", name, ports[name]))
 		}
 	}
+}
+
+// writeHeld writes to current, while the range is short (short, the
+// error of rangeAskOf's NodePorts), what of want needs no new node port
+// (service.WithinHeld): the ports the Listener dropped go and the class's
+// metadata follows, and only the ports in need are kept back. It writes
+// nothing when current is that already (its own hash), so that a
+// recheck of a full range is no write. The error says what is kept back.
+func (r *listenerReconciler) writeHeld(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, current *corev1.Service, need []string, short error) error {
+	held := service.WithinHeld(want, current, need)
+	if held == nil {
+		return fmt.Errorf("%w; until then Service %s stays as it is, without %s", short, current.Name, strings.Join(need, ", "))
+	}
+	if err := service.StampHash(held); err != nil {
+		return err
+	}
+	if upToDate, err := serviceUpToDate(current, held); err != nil {
+		return err
+	} else if !upToDate {
+		if _, err := r.writeService(ctx, l, held, current); err != nil {
+			return err
+		}
+	}
+	if current.Spec.Type == corev1.ServiceTypeClusterIP {
+		return fmt.Errorf("%w; until then Service %s stays of type ClusterIP", short, current.Name)
+	}
+	return fmt.Errorf("%w; until then Service %s is without %s", short, current.Name, strings.Join(need, ", "))
 }
 
 // writeService creates want (current nil) or applies it to current.

@@ -37,6 +37,11 @@ func desiredService(l *v1alpha1.Listener, class *v1alpha1.ListenerClass, host st
 	if err != nil {
 		return nil, serviceFindings{}, err
 	}
+	if mutantKeepRemovedPorts && current != nil { // mutants.go
+		if err := keepRemovedPorts(u, current); err != nil {
+			return nil, serviceFindings{}, err
+		}
+	}
 	return u, serviceFindings{refused: res.Refused, leftOut: res.LeftOut, tolerated: res.Tolerated}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/listener-operator/listener-operator/reconcile/conditions"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +36,13 @@ func statusWriter() conditions.Writer { return conditions.For(v1alpha1.ListenerS
 
 // ownedStatus is the part of st the Listener controller writes.
 func ownedStatus(st v1alpha1.ListenerStatus) v1alpha1.ListenerStatus {
-	return statusWriter().Owned(st)
+	owned := statusWriter().Owned(st)
+	if mutantConditionNotOwned { // mutants.go
+		owned.Conditions = slices.DeleteFunc(slices.Clone(owned.Conditions), func(c metav1.Condition) bool {
+			return c.Type == v1alpha1.ConditionTenantMetadataAllowed
+		})
+	}
+	return owned
 }
 
 // withOwned is st with the Listener controller's part replaced by owned

@@ -44,6 +44,10 @@ func (c *Coverage) add(st Step) {
 		c.Refusals[st.Op.Kind] = st.Answer.Err
 	}
 	c.addPods(st)
+	if len(st.Refused) > 0 {
+		c.States["operator writes refused"] += len(st.Refused)
+		c.Messages["operator writes refused"] = st.Refused[0].String()
+	}
 	for t := range st.Cur.Listeners {
 		for _, l := range st.Cur.Listeners[t] {
 			for _, cond := range l.Status.Conditions {

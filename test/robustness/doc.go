@@ -2,7 +2,8 @@
 // histories (issue 49): a seeded generator (generate.go) picks operations
 // of an administrator (ListenerClasses of every service type, node-port
 // ranges, hostname templates and tenant-metadata modes, changed and
-// deleted; Services deleted; the nodes' address annotations) and of two tenants who hold only the built-in
+// deleted; Services deleted; faults.go: the operator restarted, the
+// webhooks switched off and on; the nodes' address annotations) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
@@ -22,7 +23,8 @@
 // own. Coverage (coverage.go) counts what the histories reached, so that a
 // passing run shows it did more than have its operations refused;
 // isolation.go holds the promise that one tenant's operation leaves the
-// other's namespace alone.
+// other's namespace alone, refused.go the promise that a write of the
+// operator's the API server refused shows on its Listener.
 //
 // A failure prints its seed and the shortest sequence of operations that
 // still fails (shrink.go) as a Go table row: paste it into regressions in

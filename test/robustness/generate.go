@@ -22,6 +22,8 @@ var listenerNames = []string{"web", "db", "kafka"}
 type model struct {
 	classes   map[int]Op        // the last PutClass of each slot that exists
 	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
+	// webhooksOff: a WebhooksOff without its WebhooksOn yet.
+	webhooksOff bool
 }
 
 // slot picks a class slot: mostly one that exists.
@@ -90,6 +92,10 @@ func operations() []weighted {
 // operations have something to use.
 func Generate(seed uint64, n int) []Op {
 	r := rand.New(rand.NewPCG(seed, 0x49))
+	// Faults are drawn from a stream of their own, so that a change of
+	// the table leaves where they fall alone; its constant is one that
+	// gives the fixed seeds (1, 17) a restart and the webhooks off and on.
+	fr := rand.New(rand.NewPCG(seed, 0x107))
 	table := operations()
 	total := 0
 	for _, w := range table {
@@ -101,6 +107,10 @@ func Generate(seed uint64, n int) []Op {
 		var op Op
 		if len(ops) < 2 {
 			op = genPutClass(r, len(ops))
+		} else if m.webhooksOff && fr.IntN(4) == 0 {
+			op = Op{Kind: WebhooksOn} // off for a few operations
+		} else if fr.IntN(faultOdds) == 0 {
+			op = genFault(fr, m)
 		} else {
 			x := r.IntN(total)
 			for _, w := range table {
@@ -128,6 +138,8 @@ func (m *model) record(op Op) {
 		m.listeners[op.Tenant][op.Name] = op.Class
 	case DeleteListener, DeleteClaim, DeletePod, DeleteStatefulSet:
 		delete(m.listeners[op.Tenant], op.Name)
+	case WebhooksOff, WebhooksOn:
+		m.webhooksOff = op.Kind == WebhooksOff
 	}
 }
 
@@ -255,3 +267,16 @@ func tenantKeys(r *rand.Rand, prefix string) []string {
 const offListPrefix = "offlist.robust.test/"
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+// faultOdds: one operation in faultOdds is a fault.
+const faultOdds = 12
+
+// genFault is the administrator's fault: the operator restarted, or the
+// webhooks switched off (Generate switches them on again a few operations
+// later).
+func genFault(r *rand.Rand, m *model) Op {
+	if !m.webhooksOff && r.IntN(2) == 0 {
+		return Op{Kind: WebhooksOff}
+	}
+	return Op{Kind: RestartOperator}
+}

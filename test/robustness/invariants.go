@@ -12,6 +12,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // Step is what the invariants judge after one operation: the settled state
@@ -20,6 +21,12 @@ type Step struct {
 	Prev, Cur *Snapshot
 	Op        Op
 	Answer    Answer
+	// WebhooksOff: the webhooks were off (WebhooksOff) during the
+	// operation; an invariant that rests on admission skips the step.
+	WebhooksOff bool
+	// Refused are the operator's writes the API server refused while it
+	// settled (audit log, code 403, 422 or 5xx).
+	Refused []testenv.Write
 }
 
 // Answer is what the API server told the actor of an operation.
@@ -45,16 +52,19 @@ func Invariants() []Invariant {
 		{"TenantStaysInItsNamespace", TenantStaysInItsNamespace},
 		{"NotReadySaysWhy", NotReadySaysWhy},
 		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
+		{"RefusedWritesVisible", RefusedWritesVisible},
 	}
 }
 
 // ServicesFollowTheirClass: every operator-made Service is what its
-// Listener's class allows: its type; exposure annotations and labels the
+// Listener's class allows, and a Listener without ports has none: its type; exposure annotations and labels the
 // class's own (its serviceAnnotations, its hostname), never a tenant's;
 // keys off the class's allow-list absent (mode Enforce) or only where the
 // Service carried them already (mode Warn never adds one); the Listener's
 // ports; node ports inside the class's range unless the Listener says
-// they are not (NodePortsInRange False).
+// they are not (NodePortsInRange False). While the range is short for a
+// Listener (Ready says so), its Service keeps back only what needs a new
+// node port: a ClusterIP one stays ClusterIP, another lacks only new ports.
 func ServicesFollowTheirClass(st Step) []string {
 	var out []string
 	s := st.Cur
@@ -66,14 +76,18 @@ func ServicesFollowTheirClass(st Step) []string {
 				continue
 			}
 			class := s.classOf(l)
-			if class == nil || len(l.Spec.Ports) == 0 || awaitsItsStatefulSet(s, t, l) {
-				// A Listener whose class is gone, or that has no ports,
-				// keeps the Service its class last made (it says so in
-				// Ready): docs/reconcile.md, "Promises".
+			if class == nil || awaitsItsStatefulSet(s, t, l) {
+				// A Listener whose class is gone keeps the Service its
+				// class last made (it says so in Ready): docs/reconcile.md,
+				// "Promises".
 				continue
 			}
 			where := fmt.Sprintf("Service %s/%s of Listener %s (class %s)", svc.Namespace, svc.Name, l.Name, class.Name)
-			if svc.Spec.Type != corev1.ServiceType(class.Spec.ServiceType) {
+			if len(l.Spec.Ports) == 0 {
+				out = append(out, fmt.Sprintf("%s (type %s) stays, but the Listener has no ports: it has no Service", where, svc.Spec.Type))
+				continue
+			}
+			if svc.Spec.Type != corev1.ServiceType(class.Spec.ServiceType) && !(rangeShort(l) && svc.Spec.Type == corev1.ServiceTypeClusterIP) {
 				out = append(out, fmt.Sprintf("%s is of type %s, the class says %s", where, svc.Spec.Type, class.Spec.ServiceType))
 			}
 			out = append(out, exposureKeys(where, svc, l, class)...)
@@ -154,8 +168,9 @@ func tenantKeysAllowed(where string, svc, prev *corev1.Service, class *v1alpha1.
 	return out
 }
 
-// portsFollow: svc has the Listener's ports, and node ports inside the
-// class's range unless the Listener says otherwise.
+// portsFollow: svc has the Listener's ports (those it has node ports for,
+// while the range is short), and node ports inside the class's range
+// unless the Listener says otherwise.
 func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) []string {
 	var out []string
 	if len(l.Spec.Ports) > 0 {
@@ -165,6 +180,12 @@ func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class 
 		}
 		for _, p := range svc.Spec.Ports {
 			got[p.Name] = p.Port
+		}
+		// A Listener its class's range is short for keeps back the ports
+		// that need a new node port (service.WithinHeld), and no other.
+		kept := rangeShort(l) && svc.Spec.Type != corev1.ServiceTypeClusterIP
+		if kept {
+			maps.DeleteFunc(want, func(name string, _ int32) bool { _, ok := got[name]; return !ok })
 		}
 		if !maps.Equal(want, got) {
 			out = append(out, fmt.Sprintf("%s has ports %v, the Listener %v", where, got, want))
@@ -181,6 +202,14 @@ func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class 
 		}
 	}
 	return out
+}
+
+// rangeShort says whether l is not Ready because its class's node-port
+// range, or its namespace's share of it, has no room.
+func rangeShort(l *v1alpha1.Listener) bool {
+	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status != metav1.ConditionTrue &&
+		(c.Reason == v1alpha1.ReasonNodePortRangeExhausted || c.Reason == v1alpha1.ReasonNodePortShareExceeded)
 }
 
 // HostnamesPublishedOnce: no two Listeners publish one hostname of the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // world is a snapshot of one world with class slot 0 of op's shape and,
@@ -57,12 +58,15 @@ func TestInvariantsFindBreaches(t *testing.T) {
 		change func(s *Snapshot)
 		tenant Op
 		answer Answer
-		want   string // in the breach; "" for none
+		// refused are the operator's refused writes of the step.
+		refused []testenv.Write
+		want    string // in the breach; "" for none
 	}{
 		{name: "as it should be", inv: ServicesFollowTheirClass, change: ok},
 		{name: "a type the class does not give", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Spec.Type = corev1.ServiceTypeLoadBalancer }, want: "is of type LoadBalancer"},
 		{name: "a tenant's network", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { s.Services[1][0].Annotations[networkKey] = "public" }, want: `metallb.io/address-pool="public"`},
 		{name: "Warn adds a key", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Labels[offListPrefix+"cost"] = "c" }, want: "never adds a key"},
+		{name: "a portless Listener's Service stays", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Listeners[1][0].Spec.Ports = nil }, want: "has no ports"},
 		{name: "ports of another Listener", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Spec.Ports[0].Port = 81 }, want: "has ports"},
 		{name: "two Listeners, one name", inv: HostnamesPublishedOnce, change: func(s *Snapshot) {
 			for t := range s.Services {
@@ -78,6 +82,12 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			change: func(s *Snapshot) { s.Services[0][0].UID = "new" }, want: "deleted or replaced"},
 		{name: "an admin may change anything", inv: TenantStaysInItsNamespace, tenant: Op{Kind: DeleteService},
 			change: func(s *Snapshot) { s.Services[0][0].UID = "new" }},
+		{name: "a refused write unseen", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "patch", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+			want: "shows it nowhere"},
+		{name: "a refused write said", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "patch", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+			change: func(s *Snapshot) {
+				s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonServiceRefused}
+			}},
 		{name: "not Ready without a word", inv: NotReadySaysWhy, change: func(s *Snapshot) {
 			s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}
 		}, want: "without a reason and message"},
@@ -85,7 +95,7 @@ func TestInvariantsFindBreaches(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prev := world(clusterIP, ok)
-			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(clusterIP, tt.change), Op: tt.tenant, Answer: tt.answer}), tt.want)
+			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(clusterIP, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused}), tt.want)
 		})
 	}
 }

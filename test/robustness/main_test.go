@@ -17,8 +17,10 @@ import (
 	"github.com/go-logr/logr"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -86,10 +88,14 @@ func run(m *testing.M) (int, error) {
 	if out, err := e.Kubectl(ctx, nil, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac", "aggregate_roles.yaml")); err != nil {
 		return 0, fmt.Errorf("aggregated roles: %v: %s", err, out)
 	}
-	stopped, err := startOperator(ctx, e)
+	op, err := newOperator(ctx, e)
 	if err != nil {
 		return 0, err
 	}
+	if err := op.start(ctx); err != nil {
+		return 0, err
+	}
+	defer op.stop()
 	if err := waitForEditRole(ctx, e.Client); err != nil {
 		return 0, err
 	}
@@ -100,10 +106,65 @@ func run(m *testing.M) (int, error) {
 	defer stopKubelet()
 	env, cluster = e, newCluster(e, audit)
 	cluster.Kubelet = kubelet
-	code := m.Run()
-	cancel()
-	<-stopped
-	return code, nil
+	cluster.Faults = &Faults{Restart: op.restart}
+	if err := cluster.Faults.KeepWebhooks(ctx, e.Client); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+// operator is the operator's manager running in this process, which a
+// history may restart (RestartOperator): stopped, and a new one started
+// as the same identity.
+type operator struct {
+	e   *testenv.Env
+	cfg *rest.Config
+	// parent is the context every manager runs under; cancel and stopped
+	// are the running one's.
+	parent  context.Context
+	cancel  context.CancelFunc
+	stopped <-chan struct{}
+}
+
+// newOperator makes the operator's restricted identity.
+func newOperator(ctx context.Context, e *testenv.Env) (*operator, error) {
+	cfg, err := e.UserWithClusterRole(ctx, testenv.OperatorUser, filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("operator identity: %w", err)
+	}
+	return &operator{e: e, cfg: cfg}, nil
+}
+
+// start starts a manager under parent and waits until it serves.
+func (o *operator) start(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	stopped, err := startOperator(ctx, o.e, o.cfg)
+	if err != nil {
+		cancel()
+		return err
+	}
+	o.parent, o.cancel, o.stopped = parent, cancel, stopped
+	return nil
+}
+
+// stop stops the running manager and waits until it has.
+func (o *operator) stop() {
+	if o.cancel == nil {
+		return
+	}
+	o.cancel()
+	<-o.stopped
+	o.cancel = nil
+}
+
+// restart stops the manager and starts a new one (under the context of
+// the first, not ctx: the operator outlives the history that restarts it).
+func (o *operator) restart(ctx context.Context) error {
+	o.stop()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return o.start(o.parent)
 }
 
 // newCluster makes the clients of the administrator and the tenants.
@@ -138,20 +199,18 @@ func webhookConfigs(dir string) (string, error) {
 // startOperator runs the manager as cmd/ wires it (webhooks on every
 // replica, the registry's reconcilers on the leader's cache), as the
 // operator's restricted identity, and waits until it serves.
-func startOperator(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) {
+func startOperator(ctx context.Context, e *testenv.Env, cfg *rest.Config) (<-chan struct{}, error) {
 	if os.Getenv("ROBUSTNESS_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	cfg, err := e.UserWithClusterRole(ctx, testenv.OperatorUser, filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
-	if err != nil {
-		return nil, fmt.Errorf("operator identity: %w", err)
-	}
 	wo := &e.Environment.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: caches.Webhooks(), NewCache: caches.New,
+		// A restart registers the same controllers again in this process.
+		Controller:    ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		WebhookServer: webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
 	})
 	if err != nil {

@@ -38,6 +38,10 @@ const (
 	PutStatefulSet    Kind = "PutStatefulSet"    // tenant Tenant creates opted-in StatefulSet Name of class Class with Replicas (kept if it exists)
 	ScaleStatefulSet  Kind = "ScaleStatefulSet"  // tenant Tenant scales StatefulSet Name to Replicas
 	DeleteStatefulSet Kind = "DeleteStatefulSet" // tenant Tenant deletes StatefulSet Name
+	// Faults (faults.go), the administrator's.
+	RestartOperator Kind = "RestartOperator" // stop the operator's manager, start a new one
+	WebhooksOff     Kind = "WebhooksOff"     // delete the webhook configurations: writes are admitted unchecked
+	WebhooksOn      Kind = "WebhooksOn"      // make them again, then restart the operator
 )
 
 // Op is one operation. Only the fields its Kind reads are set, so that a

@@ -118,6 +118,28 @@ var regressions = []struct {
 		{Kind: PutListener, Name: "web", Ports: []int32{80}, Overrides: []string{"annotations:metallb.io/address-pool=public"}},
 		{Kind: PutClass, Type: "ClusterIP", Mode: "Warn"},
 	}},
+	// A Listener moved to a ClusterIP class with its ports removed kept
+	// the LoadBalancer Service of its old class: a portless Listener has
+	// no Service.
+	{name: "ServicesFollowTheirClass", seed: 0, ops: []Op{
+		{Kind: PutClass, Type: "LoadBalancer"},
+		{Kind: PutClass, Class: 1, Type: "ClusterIP"},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}},
+		{Kind: PutListener, Name: "web", Class: 1},
+	}},
+	// A Listener moved to a class whose node-port range has no room for
+	// its new port: its Service must still drop the ports the Listener no
+	// longer has and take its new class's metadata, keeping only what needs
+	// a node port it cannot have.
+	{name: "ServicesFollowTheirClass", seed: 16976949378229261705, ops: []Op{
+		{Kind: PutClass, Type: "ClusterIP"},
+		{Kind: PutClass, Class: 1, Type: "LoadBalancer", Range: true, Network: "private"},
+		{Kind: PutListener, Tenant: 1, Name: "db", Class: 1, Ports: []int32{8080}},
+		{Kind: PutListener, Name: "kafka", Class: 1, Ports: []int32{443, 8080}},
+		{Kind: PutListener, Tenant: 1, Name: "kafka", Class: 1, Ports: []int32{443}, Labels: []string{"app.kubernetes.io/name=x", "team=a"}},
+		{Kind: PutListener, Name: "db", Ports: []int32{8080, 9092}},
+		{Kind: PutListener, Name: "db", Class: 1, Ports: []int32{9092}, Overrides: []string{"spec:sessionAffinity=ClientIP"}},
+	}},
 	// Found with pods (seed 367551721487141630, shrunk from 19 operations):
 	// a StatefulSet deleted, its claims kept, and their class narrowed
 	// from NodePort to ClusterIP. The claims' Listeners say Invalid (no

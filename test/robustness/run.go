@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,8 @@ type Cluster struct {
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
 	Window, Bound, Quiet time.Duration
+	// Faults restart the operator and switch the webhooks off and on.
+	Faults *Faults
 }
 
 // Warnings collects the warnings the API server sends one client
@@ -107,12 +110,17 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err := c.runPods(ctx, w); err != nil {
 			return nil, err
 		}
-		mark, writes, err := c.settle(ctx, w)
+		st, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		if writes != nil {
-			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, writes...)), nil
+		if !st.settled {
+			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
+		}
+		if op.Kind == RestartOperator && len(st.writes) > 0 {
+			// Nothing changed but the operator: what it finds is what it
+			// made, and a reconcile of that writes nothing.
+			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, st.writes...)), nil
 		}
 		cur, err := Take(ctx, c.Admin, w)
 		if err != nil {
@@ -121,14 +129,14 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err := c.observePods(ctx, cur); err != nil {
 			return nil, err
 		}
-		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer}
+		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer, WebhooksOff: c.Faults != nil && c.Faults.off, Refused: st.refused}
 		cov.add(step)
 		for _, inv := range Invariants() {
 			if lines := inv.Check(step); len(lines) > 0 {
 				return fail(inv.Name, lines), nil
 			}
 		}
-		if lines, err := c.quiet(ctx, w, mark); err != nil || len(lines) > 0 {
+		if lines, err := c.quiet(ctx, w, st.mark); err != nil || len(lines) > 0 {
 			return fail("QuietAfterSettling", lines), err
 		}
 		prev = cur
@@ -136,38 +144,51 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 	return nil, nil
 }
 
+// settling is what settle saw: where the audit log ended, the
+// operator's writes in the world's namespaces until then (the last few
+// when it did not settle) and those of them the API server refused.
+type settling struct {
+	mark    int64
+	writes  []string
+	refused []testenv.Write
+	settled bool
+	all     []testenv.Write
+}
+
 // settle waits until the audit log shows no write of the operator in the
-// world's namespaces for c.Window, and returns where it ended then. When
-// c.Bound passes first, it returns the last of those writes instead.
-// Writes elsewhere (a world before this one being torn down, cluster-wide
+// world's namespaces for c.Window (settled), at most c.Bound. Writes
+// elsewhere (a world before this one being torn down, cluster-wide
 // volumes) do not count.
-func (c *Cluster) settle(ctx context.Context, w World) (mark int64, writes []string, err error) {
+func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 	start := time.Now()
-	mark, err = c.Audit.Mark()
-	if err != nil {
-		return 0, nil, err
+	var st settling
+	var err error
+	if st.mark, err = c.Audit.Mark(); err != nil {
+		return st, err
 	}
 	changed := start
-	var seen []string
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, nil, ctx.Err()
+			return st, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		fresh, end, err := c.Audit.Writes(mark)
+		fresh, end, err := c.Audit.Writes(st.mark)
 		if err != nil {
-			return 0, nil, err
+			return st, err
 		}
-		mark = end
+		st.mark = end
 		if mine := w.writes(fresh); len(mine) > 0 {
-			seen, changed = append(seen, mine...), time.Now()
+			st.writes, changed = append(st.writes, mine...), time.Now()
+			st.all = append(st.all, w.mine(fresh)...)
 		}
 		if time.Since(changed) >= c.Window {
-			return mark, nil, nil
+			st.settled, st.refused = true, unresolved(st.all)
+			return st, nil
 		}
 		if time.Since(start) > c.Bound {
-			return 0, seen[max(0, len(seen)-10):], nil
+			st.writes = st.writes[max(0, len(st.writes)-10):]
+			return st, nil
 		}
 	}
 }
@@ -178,6 +199,36 @@ func (w World) writes(ws []testenv.Write) []string {
 	for _, x := range ws {
 		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
 			out = append(out, x.String())
+		}
+	}
+	return out
+}
+
+// mine are the writes of ws in the world's namespaces.
+func (w World) mine(ws []testenv.Write) []testenv.Write {
+	var out []testenv.Write
+	for _, x := range ws {
+		if x.Namespace == w.Tenants[0] || x.Namespace == w.Tenants[1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// unresolved are the writes of ws the API server refused and that no
+// later write of the same object in ws made good, leaving out conflicts,
+// AlreadyExists and NotFound, which the operator resolves itself.
+func unresolved(ws []testenv.Write) []testenv.Write {
+	var out []testenv.Write
+	for i, x := range ws {
+		if x.Code < 400 || x.Code == 404 || x.Code == 409 {
+			continue
+		}
+		good := slices.ContainsFunc(ws[i+1:], func(y testenv.Write) bool {
+			return y.Resource == x.Resource && y.Namespace == x.Namespace && y.Name == x.Name && y.Code < 300
+		})
+		if !good {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -228,6 +279,15 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		err = actor.Create(ctx, w.Claim(op))
 	case DeleteClaim:
 		err = actor.Delete(ctx, w.Claim(op))
+	case RestartOperator:
+		return Answer{}, c.restart(ctx)
+	case WebhooksOff:
+		return Answer{}, c.webhooksOff(ctx)
+	case WebhooksOn:
+		if err := c.webhooksOn(ctx); err != nil {
+			return Answer{}, err
+		}
+		return Answer{}, c.restart(ctx)
 	default:
 		var known bool
 		if known, err = c.applyWorkload(ctx, actor, w, op); !known {
@@ -285,6 +345,12 @@ func (c *Cluster) prepare(ctx context.Context, w World) error {
 func (c *Cluster) cleanup(parent context.Context, w World) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
 	defer cancel()
+	if c.Faults != nil && c.Faults.off {
+		// The next history starts with the webhooks on.
+		if err := c.webhooksOn(ctx); err == nil {
+			_ = c.restart(ctx)
+		}
+	}
 	c.cleanupNodes(ctx, w)
 	for i := range classSlots {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))

@@ -1,0 +1,6 @@
+//go:build !robustness_mutant_owned_condition
+
+package listener
+
+// mutantConditionNotOwned: see mutants.go.
+const mutantConditionNotOwned = false

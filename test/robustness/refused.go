@@ -1,0 +1,56 @@
+package robustness
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listener-operator/listener-operator/api/names"
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// RefusedWritesVisible: a write of a Listener's Service that the API
+// server refused and the operator did not make good before it settled
+// (Step.Refused) shows on that Listener: a condition that is not True, or
+// a Warning event about it. Otherwise only the operator's log knows.
+func RefusedWritesVisible(st Step) []string {
+	var out []string
+	for _, x := range st.Refused {
+		if x.Resource != "services" {
+			continue
+		}
+		for t, ns := range st.Cur.World.Tenants {
+			if ns != x.Namespace {
+				continue
+			}
+			for i := range st.Cur.Listeners[t] {
+				l := &st.Cur.Listeners[t][i]
+				if l.DeletionTimestamp != nil || names.ServiceName(l.Name) != x.Name && l.Status.ServiceName != x.Name {
+					continue
+				}
+				if !saysSo(l, st.Cur.Events[t]) {
+					out = append(out, fmt.Sprintf("the API server refused the operator's %s, and Listener %s/%s shows it nowhere (all its conditions True, no Warning event)", x, l.Namespace, l.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// saysSo says whether Listener l has a condition that is not True or a
+// Warning event about it among evs.
+func saysSo(l *v1alpha1.Listener, evs []eventsv1.Event) bool {
+	for _, c := range l.Status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			return true
+		}
+	}
+	for _, ev := range evs {
+		if ev.Type == corev1.EventTypeWarning && ev.Regarding.Kind == "Listener" && ev.Regarding.Name == l.Name && ev.Regarding.UID == l.UID {
+			return true
+		}
+	}
+	return false
+}
