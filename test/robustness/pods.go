@@ -195,13 +195,20 @@ func (c *Cluster) cleanupNodes(ctx context.Context, w World) {
 	}
 }
 
-// runPods lets the kubelet do its work after an operation (nothing
-// without one).
-func (c *Cluster) runPods(ctx context.Context, w World) error {
-	if c.Kubelet == nil {
+// runPods lets the kubelet do its work after op (nothing without one):
+// in the acting tenant's namespace only after a tenant's operation, so
+// that a pod of the other tenant starting then is not taken for the
+// operation's doing (TenantStaysInItsNamespace); not at all after the
+// operator's restart, which must find nothing changed
+// (RestartWritesNothing).
+func (c *Cluster) runPods(ctx context.Context, w World, op Op) error {
+	switch {
+	case c.Kubelet == nil || op.Kind == RestartOperator || op.Kind == WebhooksOn:
 		return nil
+	case isTenantOp(op.Kind):
+		return c.Kubelet.Sync(ctx, w, w.Tenants[op.Tenant:op.Tenant+1])
 	}
-	return c.Kubelet.Sync(ctx, w)
+	return c.Kubelet.Sync(ctx, w, w.Tenants[:])
 }
 
 // observePods records in s what each Running pod reads from its volumes.

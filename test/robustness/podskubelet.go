@@ -59,14 +59,14 @@ type listenerVolume struct {
 	pv    *corev1.PersistentVolume
 }
 
-// Sync does the scheduler's and kubelet's work in the world until nothing
-// is left to do, or only what no one here will end (a Listener waiting
-// for a load balancer, a class that does not exist): those pods stay
-// Pending (ContainerCreating), as on a real node.
-func (k *Kubelet) Sync(ctx context.Context, w World) error {
+// Sync does the scheduler's and kubelet's work in namespaces (of world
+// w) until nothing is left to do, or only what no one here will end (a
+// Listener waiting for a load balancer, a class that does not exist):
+// those pods stay Pending (ContainerCreating), as on a real node.
+func (k *Kubelet) Sync(ctx context.Context, w World, namespaces []string) error {
 	deadline := time.Now().Add(k.Bound)
 	for {
-		progress, waiting, err := k.pass(ctx, w)
+		progress, waiting, err := k.pass(ctx, w, namespaces)
 		if err != nil {
 			return err
 		}
@@ -81,10 +81,11 @@ func (k *Kubelet) Sync(ctx context.Context, w World) error {
 	}
 }
 
-// pass does one round over the world's pods: progress when it changed
-// something, waiting when something the cluster is making is not there yet.
-func (k *Kubelet) pass(ctx context.Context, w World) (progress, waiting bool, err error) {
-	for _, ns := range w.Tenants {
+// pass does one round over the pods of the world's namespaces: progress
+// when it changed something, waiting when something the cluster is making
+// is not there yet.
+func (k *Kubelet) pass(ctx context.Context, w World, namespaces []string) (progress, waiting bool, err error) {
+	for _, ns := range namespaces {
 		var pods corev1.PodList
 		var sets appsv1.StatefulSetList
 		for _, l := range []client.ObjectList{&pods, &sets} {

@@ -107,7 +107,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
-		if err := c.runPods(ctx, w); err != nil {
+		if err := c.runPods(ctx, w, op); err != nil {
 			return nil, err
 		}
 		st, err := c.settle(ctx, w)
