@@ -43,6 +43,7 @@ func (c *Coverage) add(st Step) {
 		c.Refused[st.Op.Kind]++
 		c.Refusals[st.Op.Kind] = st.Answer.Err
 	}
+	c.addPods(st)
 	if len(st.Refused) > 0 {
 		c.States["operator writes refused"] += len(st.Refused)
 		c.Messages["operator writes refused"] = st.Refused[0].String()

@@ -3,13 +3,20 @@
 // of an administrator (ListenerClasses of every service type, node-port
 // ranges, hostname templates and tenant-metadata modes, changed and
 // deleted; Services deleted; faults.go: the operator restarted, the
-// webhooks switched off and on) and of two tenants who hold only the built-in
+// webhooks switched off and on; the nodes' address annotations) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
-// objectOverrides and ports; listener claims). After each operation the
+// objectOverrides and ports; listener claims; standalone pods with
+// listener volumes; StatefulSets created, scaled, deleted and recreated
+// under the same name: pods.go, podsgen.go). No scheduler or kubelet runs: the suite's
+// Kubelet (podskubelet.go, podscsi.go) binds pods to the world's nodes,
+// publishes their listener volumes through the CSI driver's node service
+// in this process and marks them Running, in `make test` and `make
+// robustness` alike (not kwok). After each operation the
 // runner (run.go) waits until the operator has settled, that is written
 // nothing for a while as the API server's audit log counts it (internal/testenv/audit.go),
 // and checks every invariant (invariants.go): plain functions, each named
-// for the promise it checks, over what the API server holds (snapshot.go).
+// for the promise it checks, over what the API server holds (snapshot.go)
+// and what each Running pod reads from its volumes (podstold.go).
 //
 // An operation (ops.go) is a flat value that prints as a Go literal; a
 // World gives each history classes, namespaces and a DNS domain of its
@@ -24,8 +31,8 @@
 // robustness_test.go.
 //
 // The control plane (kube-apiserver with an audit log, kube-controller-
-// manager with the clusterrole-aggregation and garbage-collector
-// controllers) and the operator's webhooks and reconcilers run in the test
+// manager with the clusterrole-aggregation, garbage-collector, namespace,
+// statefulset, ephemeral-volume and persistentvolume-binder controllers) and the operator's webhooks and reconcilers run in the test
 // process (main_test.go). `make test` runs a short fixed-seed budget,
 // `make robustness` random seeds for a while, and `make
 // robustness-mutants` the fixed budget against each test-only mutant

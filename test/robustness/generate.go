@@ -62,7 +62,7 @@ type weighted struct {
 
 // operations are the generator's table: what each actor does, how often.
 func operations() []weighted {
-	return []weighted{
+	return append([]weighted{
 		{3, func(r *rand.Rand, m *model) Op { return genPutClass(r, r.IntN(classSlots)) }},
 		{4, genReviseClass},
 		{1, func(r *rand.Rand, m *model) Op { return Op{Kind: DeleteClass, Class: m.slot(r)} }},
@@ -84,7 +84,7 @@ func operations() []weighted {
 			t := r.IntN(2)
 			return Op{Kind: DeleteClaim, Tenant: t, Name: m.name(r, t, "claim-", true)}
 		}},
-	}
+	}, workloadOperations()...)
 }
 
 // Generate returns n operations drawn from seed: the same seed gives the
@@ -134,9 +134,9 @@ func (m *model) record(op Op) {
 		m.classes[op.Class] = op
 	case DeleteClass:
 		delete(m.classes, op.Class)
-	case PutListener, PutClaim:
+	case PutListener, PutClaim, PutPod, PutStatefulSet:
 		m.listeners[op.Tenant][op.Name] = op.Class
-	case DeleteListener, DeleteClaim:
+	case DeleteListener, DeleteClaim, DeletePod, DeleteStatefulSet:
 		delete(m.listeners[op.Tenant], op.Name)
 	case WebhooksOff, WebhooksOn:
 		m.webhooksOff = op.Kind == WebhooksOff
@@ -157,6 +157,7 @@ func genPutClass(r *rand.Rand, slot int) Op {
 	if r.IntN(3) == 0 {
 		op.Network = pick(r, []string{"internal", "private"})
 	}
+	op.NodeAnnotation = op.Type == v1alpha1.ServiceTypeNodePort && r.IntN(2) == 0
 	return op
 }
 

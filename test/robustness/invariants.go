@@ -51,6 +51,7 @@ func Invariants() []Invariant {
 		{"NoOtherTenantNamed", NoOtherTenantNamed},
 		{"TenantStaysInItsNamespace", TenantStaysInItsNamespace},
 		{"NotReadySaysWhy", NotReadySaysWhy},
+		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
 		{"RefusedWritesVisible", RefusedWritesVisible},
 	}
 }
@@ -75,7 +76,7 @@ func ServicesFollowTheirClass(st Step) []string {
 				continue
 			}
 			class := s.classOf(l)
-			if class == nil {
+			if class == nil || awaitsItsStatefulSet(s, t, l) {
 				// A Listener whose class is gone keeps the Service its
 				// class last made (it says so in Ready): docs/reconcile.md,
 				// "Promises".
@@ -286,7 +287,7 @@ func NoOtherTenantNamed(st Step) []string {
 // isTenantOp says whether a tenant does operations of kind k.
 func isTenantOp(k Kind) bool {
 	switch k {
-	case PutListener, DeleteListener, PutClaim, DeleteClaim:
+	case PutListener, DeleteListener, PutClaim, DeleteClaim, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet:
 		return true
 	}
 	return false

@@ -95,14 +95,20 @@ func TestInvariantsFindBreaches(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prev := world(clusterIP, ok)
-			got := tt.inv(Step{Prev: prev, Cur: world(clusterIP, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused})
-			switch {
-			case tt.want == "" && len(got) > 0:
-				t.Errorf("breaches %q, want none", got)
-			case tt.want != "" && !strings.Contains(strings.Join(got, "\n"), tt.want):
-				t.Errorf("breaches %q, want one saying %q", got, tt.want)
-			}
+			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(clusterIP, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused}), tt.want)
 		})
+	}
+}
+
+// wantBreach fails t unless got (an invariant's breaches) has one saying
+// want, or none when want is "".
+func wantBreach(t *testing.T, got []string, want string) {
+	t.Helper()
+	switch {
+	case want == "" && len(got) > 0:
+		t.Errorf("breaches %q, want none", got)
+	case want != "" && !strings.Contains(strings.Join(got, "\n"), want):
+		t.Errorf("breaches %q, want one saying %q", got, want)
 	}
 }
 

@@ -73,8 +73,11 @@ func run(m *testing.M) (int, error) {
 	}
 	e, err := testenv.Start(testenv.Options{
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{configs}, LocalServingHost: "127.0.0.1"},
-		ControllerManager:     []string{"clusterrole-aggregation", "garbagecollector", "namespace"},
-		APIServerFlags:        auditFlags,
+		// statefulset, ephemeral-volume (a pod's ephemeral claim) and
+		// persistentvolume-binder (claims bound to the volumes the operator
+		// provisions) for the pods of pods.go.
+		ControllerManager: []string{"clusterrole-aggregation", "garbagecollector", "namespace", "statefulset", "ephemeral-volume", "persistentvolume-binder"},
+		APIServerFlags:    auditFlags,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("start control plane: %w", err)
@@ -96,7 +99,13 @@ func run(m *testing.M) (int, error) {
 	if err := waitForEditRole(ctx, e.Client); err != nil {
 		return 0, err
 	}
+	kubelet, stopKubelet, err := startKubelet(ctx, e)
+	if err != nil {
+		return 0, err
+	}
+	defer stopKubelet()
 	env, cluster = e, newCluster(e, audit)
+	cluster.Kubelet = kubelet
 	cluster.Faults = &Faults{Restart: op.restart}
 	if err := cluster.Faults.KeepWebhooks(ctx, e.Client); err != nil {
 		return 0, err

@@ -31,6 +31,13 @@ const (
 	PutClaim       Kind = "PutClaim"       // tenant Tenant creates listener claim Name (kept if it exists)
 	DeleteClaim    Kind = "DeleteClaim"    // tenant Tenant deletes claim Name
 
+	// Nodes and workloads (pods.go).
+	PutNodeAddress    Kind = "PutNodeAddress"    // the administrator sets (Address "" removes) Node's address annotation
+	PutPod            Kind = "PutPod"            // tenant Tenant creates pod Name with a listener volume (of claim Claim, else ephemeral of class Class)
+	DeletePod         Kind = "DeletePod"         // tenant Tenant deletes pod Name
+	PutStatefulSet    Kind = "PutStatefulSet"    // tenant Tenant creates opted-in StatefulSet Name of class Class with Replicas (kept if it exists)
+	ScaleStatefulSet  Kind = "ScaleStatefulSet"  // tenant Tenant scales StatefulSet Name to Replicas
+	DeleteStatefulSet Kind = "DeleteStatefulSet" // tenant Tenant deletes StatefulSet Name
 	// Faults (faults.go), the administrator's.
 	RestartOperator Kind = "RestartOperator" // stop the operator's manager, start a new one
 	WebhooksOff     Kind = "WebhooksOff"     // delete the webhook configurations: writes are admitted unchecked
@@ -57,6 +64,17 @@ type Op struct {
 	Ports     []int32  // spec.ports p0, p1, …
 	Labels    []string // "key=value" on the Listener (or claim)
 	Overrides []string // one objectOverrides entry: "annotations:key=value", "labels:key=value", "spec:field=value"
+
+	// PutClass: spec.nodeAddress Annotation (NodePort classes read the
+	// node address annotation first).
+	NodeAnnotation bool
+	// PutNodeAddress: which of the world's nodes, and the annotation's value.
+	Node    int
+	Address string
+	// PutPod: the existing claim the pod's volume names ("" an ephemeral volume).
+	Claim string
+	// PutStatefulSet, ScaleStatefulSet.
+	Replicas int
 }
 
 // networkKey is the exposure annotation classes set and tenants try to.
@@ -165,6 +183,9 @@ func (w World) Class(op Op) *v1alpha1.ListenerClass {
 	}
 	if op.Network != "" {
 		spec.ServiceAnnotations = map[string]string{networkKey: op.Network}
+	}
+	if op.NodeAnnotation {
+		spec.NodeAddress = v1alpha1.NodeAddressAnnotation
 	}
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: w.ClassName(op.Class)}, Spec: spec}
 }

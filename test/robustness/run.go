@@ -30,6 +30,10 @@ type Cluster struct {
 	Tenants  [2]client.Client
 	Warnings [2]*Warnings
 	Audit    *testenv.AuditLog
+	// Kubelet schedules and runs the world's pods, publishing their
+	// listener volumes through the CSI node service (nil: pods stay
+	// Pending).
+	Kubelet *Kubelet
 	// Window is how long the operator must write nothing to count as
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
@@ -104,6 +108,9 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
+		if err := c.runPods(ctx, w, op); err != nil {
+			return nil, err
+		}
 		st, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
@@ -118,6 +125,9 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		}
 		cur, err := Take(ctx, c.Admin, w)
 		if err != nil {
+			return nil, err
+		}
+		if err := c.observePods(ctx, cur); err != nil {
 			return nil, err
 		}
 		step := Step{Prev: prev, Cur: cur, Op: op, Answer: answer, WebhooksOff: c.Faults != nil && c.Faults.off, Refused: st.refused}
@@ -309,7 +319,10 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		}
 		return Answer{}, c.restart(ctx)
 	default:
-		return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
+		var known bool
+		if known, err = c.applyWorkload(ctx, actor, w, op); !known {
+			return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
+		}
 	}
 	a := Answer{}
 	if err != nil {
@@ -354,7 +367,7 @@ func (c *Cluster) prepare(ctx context.Context, w World) error {
 			}
 		}
 	}
-	return nil
+	return c.prepareNodes(ctx, w)
 }
 
 // cleanup deletes the world's classes and namespaces (the namespace
@@ -368,6 +381,7 @@ func (c *Cluster) cleanup(parent context.Context, w World) {
 			_ = c.restart(ctx)
 		}
 	}
+	c.cleanupNodes(ctx, w)
 	for i := range classSlots {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}

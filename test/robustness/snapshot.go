@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,18 @@ type Snapshot struct {
 	Listeners [2][]v1alpha1.Listener
 	Services  [2][]corev1.Service
 	Events    [2][]eventsv1.Event
+	// Pods, Claims, PodListeners and StatefulSets are those of the
+	// tenants' namespaces too; Volumes the claims' bound volumes by name,
+	// Nodes the world's nodes by name (podstold.go).
+	Pods         [2][]corev1.Pod
+	Claims       [2][]corev1.PersistentVolumeClaim
+	PodListeners [2][]v1alpha1.PodListeners
+	StatefulSets [2][]appsv1.StatefulSet
+	Volumes      map[string]*corev1.PersistentVolume
+	Nodes        map[string]*corev1.Node
+	// Told is what each Running pod's listener volume tells it, by
+	// toldKey (Kubelet.Observe).
+	Told map[string]Told
 }
 
 // Take reads the world's objects as the administrator (c).
@@ -48,7 +61,7 @@ func Take(ctx context.Context, c client.Reader, w World) (*Snapshot, error) {
 		}
 		s.Listeners[t], s.Services[t], s.Events[t] = ls.Items, svcs.Items, evs.Items
 	}
-	return s, nil
+	return s, s.takeWorkloads(ctx, c)
 }
 
 // listener is tenant t's Listener name, or nil.
