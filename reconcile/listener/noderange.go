@@ -203,7 +203,7 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 		}
 		ports, err := ask.NodePorts()
 		if err != nil && current != nil {
-			return nil, r.writeHeld(ctx, l, want, current, need, err)
+			return nil, r.writeHeld(ctx, l, want, current, need, &ask.Range, err)
 		} else if err != nil {
 			return nil, err
 		}
@@ -239,7 +239,7 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 // metadata follows, and only the ports in need are kept back. It writes
 // nothing when current is that already (its own hash), so that a
 // recheck of a full range is no write. The error says what is kept back.
-func (r *listenerReconciler) writeHeld(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, current *corev1.Service, need []string, short error) error {
+func (r *listenerReconciler) writeHeld(ctx context.Context, l *v1alpha1.Listener, want *unstructured.Unstructured, current *corev1.Service, need []string, rng *v1alpha1.NodePortRange, short error) error {
 	held := service.WithinHeld(want, current, need)
 	if held == nil {
 		return fmt.Errorf("%w; until then Service %s stays as it is, without %s", short, current.Name, strings.Join(need, ", "))
@@ -257,7 +257,24 @@ func (r *listenerReconciler) writeHeld(ctx context.Context, l *v1alpha1.Listener
 	if current.Spec.Type == corev1.ServiceTypeClusterIP {
 		return fmt.Errorf("%w; until then Service %s stays of type ClusterIP", short, current.Name)
 	}
-	return fmt.Errorf("%w; until then Service %s is without %s", short, current.Name, strings.Join(need, ", "))
+	return fmt.Errorf("%w; until then Service %s is without %s%s", short, current.Name, strings.Join(need, ", "), keptOutside(current, service.WithoutNodePort(held, nil), rng))
+}
+
+// keptOutside names the node ports outside rng of current's ports named in
+// kept, the ports the held Service keeps (a Service moved from a class
+// without the range keeps its node ports), as the end of writeHeld's
+// message; "" when there are none.
+func keptOutside(current *corev1.Service, kept []string, rng *v1alpha1.NodePortRange) string {
+	var outside []string
+	for _, p := range current.Spec.Ports {
+		if p.NodePort != 0 && !rng.Contains(p.NodePort) && slices.Contains(kept, p.Name) {
+			outside = append(outside, fmt.Sprintf("%s=%d", p.Name, p.NodePort))
+		}
+	}
+	if len(outside) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and keeps node ports %s outside range %s", strings.Join(outside, ", "), rng)
 }
 
 // writeService creates want (current nil) or applies it to current.

@@ -16,7 +16,7 @@ import (
 )
 
 // The tests of this file take their ranges from the API server's static
-// band (30000-30085) where no other test's range is: 30078-30081.
+// band (30000-30085) where no other test's range is: 30078-30082.
 
 // TestNodePortRangeShortKeepsBackOnlyWhatNeedsAPort: while its class's
 // range has no room for a Listener's new ports, its existing Service still
@@ -60,6 +60,21 @@ func TestNodePortRangeShortKeepsBackOnlyWhatNeedsAPort(t *testing.T) {
 		}
 		if msg := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "until then Service db stays of type ClusterIP") {
 			t.Errorf("Ready message %q does not say the Service stays ClusterIP", msg)
+		}
+	})
+	t.Run("node ports kept outside the range are named", func(t *testing.T) {
+		lb := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
+		rng := v1alpha1.NodePortRange{From: 30082, To: 30082}
+		ranged := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort, NodePortRange: &rng})
+		testenv.Create(t, ctx, c, reconciletest.Listener(ns, "fill", ranged.Name, reconciletest.Port("x", 1)))
+		inRange(t, c, ns, "fill", rng, 1)
+		testenv.Create(t, ctx, c, reconciletest.Listener(ns, "moved", lb.Name, reconciletest.Port("http", 80)))
+		old := serviceHas(t, c, ns, "moved", []string{"http"}, "", "").Spec.Ports[0].NodePort
+		moveListener(t, c, ns, "moved", ranged.Name, reconciletest.Port("http", 80), reconciletest.Port("admin", 81))
+		l := reconciletest.WaitReason(t, ctx, c, ns, "moved", v1alpha1.ReasonNodePortRangeExhausted)
+		want := fmt.Sprintf("until then Service moved is without admin, and keeps node ports http=%d outside range 30082-30082", old)
+		if msg := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, want) {
+			t.Errorf("Ready message %q, want %q", msg, want)
 		}
 	})
 }

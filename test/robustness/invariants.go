@@ -197,8 +197,11 @@ func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class 
 	}
 	outside := meta.IsStatusConditionFalse(l.Status.Conditions, v1alpha1.ConditionNodePortsInRange)
 	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 && !r.Contains(p.NodePort) && !outside {
-			out = append(out, fmt.Sprintf("%s has node port %d (port %s) outside the class's range %s, and the Listener does not say so (NodePortsInRange)", where, p.NodePort, p.Name, r))
+		// A Listener its range is short for says in Ready which node
+		// ports outside the range its Service keeps meanwhile.
+		said := rangeShort(l) && strings.Contains(meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Message, fmt.Sprintf("%s=%d", p.Name, p.NodePort))
+		if p.NodePort != 0 && !r.Contains(p.NodePort) && !outside && !said {
+			out = append(out, fmt.Sprintf("%s has node port %d (port %s) outside the class's range %s, and the Listener does not say so (NodePortsInRange, or Ready while the range is short)", where, p.NodePort, p.Name, r))
 		}
 	}
 	return out

@@ -153,6 +153,16 @@ var regressions = []struct {
 		{Kind: DeleteStatefulSet, Name: "sts-web"},
 		{Kind: PutClass, Type: "ClusterIP", Template: 4, Mode: "Warn", Network: "private"},
 	}},
+	// A Listener moved into a class whose range the StatefulSet's pods
+	// filled keeps its Service's node port from its old class, outside the
+	// range: Ready says so.
+	{name: "ServicesFollowTheirClass", seed: 7614991737441153512, ops: []Op{
+		{Kind: PutClass, Type: "LoadBalancer", Template: 4, Mode: "Warn"},
+		{Kind: PutClass, Class: 3, Type: "NodePort", Range: true, Template: 1, Allow: true},
+		{Kind: PutStatefulSet, Name: "sts-db", Class: 3, Ports: []int32{8080, 9092}, Replicas: 2},
+		{Kind: PutListener, Tenant: 1, Name: "web", Ports: []int32{9092}},
+		{Kind: PutListener, Tenant: 1, Name: "web", Class: 3, Ports: []int32{8080, 443}},
+	}},
 }
 
 // TestRegressions plays every shrunk history that once broke a promise.
