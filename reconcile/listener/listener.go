@@ -125,9 +125,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if end, err := r.refuseCollision(ctx, l); err != nil || end.ends() { // namecollision.go
 		return end, err
 	}
-	class, end, err := r.classOf(ctx, l)
-	if err != nil || end.ends() {
-		return end, err
+	class, awaiting, err := r.classOf(ctx, l)
+	if err != nil || awaiting.ends() {
+		return awaiting, err
 	}
 	// The class is policy, and one rule (service.Service) decides with the
 	// webhook what the overrides may change: what it refuses is left out
@@ -159,7 +159,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			return outcome{}, err
 		}
 	}
-	if v, err = r.withRefusedSelection(ctx, l, v); err != nil { // podselection.go
+	if v, err = r.withRefusedSelection(ctx, l, awaiting.verdict.or(v)); err != nil { // podselection.go
 		return outcome{}, err
 	}
 	if refused := found.refused; len(refused) > 0 {
@@ -197,12 +197,11 @@ func (r *listenerReconciler) classOf(ctx context.Context, l *v1alpha1.Listener) 
 	errs = append(errs, validation.Listener(l, validation.NewClassNames(class.Name))...)
 	// Only the operator's Listeners of claims a StatefulSet made select a
 	// pod by name (podselection.go).
-	podErrs, err := r.statefulSetPodErrors(ctx, l)
-	if err != nil {
-		return nil, outcome{}, err
+	podErrs, awaiting, err := r.statefulSetPodErrors(ctx, l)
+	if err != nil || awaiting && len(errs) == 0 && len(l.Spec.Ports) > 0 {
+		return class, awaitingStatefulSet(podErrs), err // decided later, once the Service follows the class
 	}
-	errs = append(errs, podErrs...)
-	if len(errs) > 0 {
+	if errs = append(errs, podErrs...); len(errs) > 0 {
 		return nil, judged(verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}), nil
 	}
 	if len(l.Spec.Ports) == 0 {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
+	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 )
@@ -26,32 +27,49 @@ import (
 // StatefulSet's create and delete reconcile l (setup.go). A different
 // StatefulSet of that name, without the claim template (the first one
 // deleted, its claims kept, another made), would get the pod the Service
-// selects by name: the Listener's Service goes. While no
-// StatefulSet of that name exists the Service stays as it is: a
+// selects by name: the Listener's Service goes. While no StatefulSet of
+// that name exists (awaiting, when it has a Service) the Service keeps
+// selecting that pod: a
 // StatefulSet deleted with --cascade=orphan and applied again keeps its
 // pods and its Listeners' addresses.
-func (r *listenerReconciler) statefulSetPodErrors(ctx context.Context, l *v1alpha1.Listener) (field.ErrorList, error) {
+func (r *listenerReconciler) statefulSetPodErrors(ctx context.Context, l *v1alpha1.Listener) (errs field.ErrorList, awaiting bool, err error) {
 	pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]
 	if !ok {
-		return nil, nil
+		return nil, false, nil
 	}
 	claim, err := claimlistener.ControllingClaim(ctx, r.client, l)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var sts *appsv1.StatefulSet
 	if claim != nil && claims.StatefulSetPod(claim.Name, claim.Annotations) == pod {
 		if sts, err = claimlistener.StatefulSetOf(ctx, r.live, l.Namespace, pod); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	errs := validation.StatefulSetPodAnnotation(l, claim, sts)
+	errs = validation.StatefulSetPodAnnotation(l, claim, sts)
 	if len(errs) > 0 && sts != nil {
 		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return errs, nil
+	if len(errs) == 0 || sts != nil {
+		return errs, false, nil
+	}
+	// Only a Service made while the StatefulSet was there waits for it; a
+	// Listener that never had one (its annotation forged on a plain
+	// claim's Listener) gets none.
+	svc, err := r.existingService(ctx, l.Namespace, names.ServiceName(l.Name))
+	return errs, svc != nil, err
+}
+
+// awaitingStatefulSet is the verdict on a Listener whose pod is selected
+// by name while no StatefulSet of that name exists (errs, from
+// statefulSetPodErrors): its Service keeps selecting that pod, and still
+// follows its class (exposure is the class's, whatever the StatefulSet),
+// but the Listener is not Ready until the StatefulSet is back.
+func awaitingStatefulSet(errs field.ErrorList) outcome {
+	return outcome{verdict: verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}}
 }
 
 // withRefusedSelection is v, the verdict on a Listener whose Service was

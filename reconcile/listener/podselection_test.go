@@ -123,18 +123,7 @@ func TestReplacedStatefulSetSelectsNoPodByName(t *testing.T) {
 	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
 	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
-	sts := reconciletest.ListenerStatefulSet(ns, "db", "listener", class.Name)
-	testenv.Create(t, ctx, c, sts)
-	claim := reconciletest.ListenerClaim(ns, "listener-db-0", map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: "listener"})
-	testenv.Create(t, ctx, c, claim)
-	l := reconciletest.Listener(ns, claim.Name, class.Name, reconciletest.Port("http", 8080))
-	l.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: "db-0"}
-	l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: claim.Name, UID: claim.UID, Controller: ptr.To(true)}}
-	testenv.Create(t, ctx, c, l)
-	claim.Annotations[v1alpha1.AnnotationListenerClass] = class.Name
-	if err := c.Update(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
+	sts, l := replicaOfStatefulSet(t, c, ns, "db", class.Name)
 	reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonReady)
 	reconciletest.GetService(t, ctx, c, ns, l.Name, func(s *corev1.Service) error {
 		if want := map[string]string{v1alpha1.LabelStatefulSetPodName: "db-0"}; !maps.Equal(s.Spec.Selector, want) {
@@ -181,11 +170,68 @@ func TestReplacedStatefulSetSelectsNoPodByName(t *testing.T) {
 
 	// A fresh reconciler (a restarted operator) judges the same.
 	fresh := &listenerReconciler{client: reconciletest.LeaderClient, live: c, recorder: events.NewFakeRecorder(10), opts: reconciletest.Options(), gatewayAPI: &gatewayAPIState{}}
-	errs, err := fresh.statefulSetPodErrors(ctx, got)
+	errs, _, err := fresh.statefulSetPodErrors(ctx, got)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if agg := errs.ToAggregate(); agg == nil || !strings.Contains(agg.Error(), why) {
 		t.Errorf("a fresh reconciler's verdict %v, want %q", agg, why)
 	}
+}
+
+// TestStatefulSetGoneServiceFollowsClass: while no StatefulSet of the
+// name exists, the Listener of its claim is not Ready (Invalid, waiting for
+// it), its Service keeps selecting the pod by name, and still follows its
+// class: a class narrowed from NodePort to ClusterIP leaves no node port
+// open.
+func TestStatefulSetGoneServiceFollowsClass(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeNodePort})
+	sts, l := replicaOfStatefulSet(t, c, ns, "web", class.Name)
+	reconciletest.GetService(t, ctx, c, ns, l.Name, func(s *corev1.Service) error {
+		if s.Spec.Type != corev1.ServiceTypeNodePort {
+			return fmt.Errorf("type %s", s.Spec.Type)
+		}
+		return nil
+	})
+	if err := c.Delete(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonInvalid)
+	class.Spec.ServiceType = v1alpha1.ServiceTypeClusterIP
+	if err := c.Update(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	reconciletest.GetService(t, ctx, c, ns, l.Name, func(s *corev1.Service) error {
+		if want := map[string]string{v1alpha1.LabelStatefulSetPodName: "web-0"}; s.Spec.Type != corev1.ServiceTypeClusterIP || !maps.Equal(s.Spec.Selector, want) {
+			return fmt.Errorf("type %s, selector %v; want ClusterIP selecting %v", s.Spec.Type, s.Spec.Selector, want)
+		}
+		return nil
+	})
+	ready := meta.FindStatusCondition(reconciletest.WaitReason(t, ctx, c, ns, l.Name, v1alpha1.ReasonInvalid).Status.Conditions, v1alpha1.ConditionReady)
+	if !strings.Contains(ready.Message, `StatefulSet "web"`) {
+		t.Errorf("Ready message %q does not say it waits for StatefulSet web", ready.Message)
+	}
+}
+
+// replicaOfStatefulSet makes StatefulSet name with a listener claim
+// template of class, and its replica 0's claim and Listener as the
+// operator makes them (selecting pod <name>-0 by name).
+func replicaOfStatefulSet(t *testing.T, c client.Client, ns, name, class string) (*appsv1.StatefulSet, *v1alpha1.Listener) {
+	t.Helper()
+	ctx := t.Context()
+	sts := reconciletest.ListenerStatefulSet(ns, name, "listener", class)
+	testenv.Create(t, ctx, c, sts)
+	claim := reconciletest.ListenerClaim(ns, "listener-"+name+"-0", map[string]string{v1alpha1.AnnotationStatefulSetClaimTemplate: "listener"})
+	testenv.Create(t, ctx, c, claim)
+	l := reconciletest.Listener(ns, claim.Name, class, reconciletest.Port("http", 8080))
+	l.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: name + "-0"}
+	l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: claim.Name, UID: claim.UID, Controller: ptr.To(true)}}
+	testenv.Create(t, ctx, c, l)
+	claim.Annotations[v1alpha1.AnnotationListenerClass] = class
+	if err := c.Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	return sts, l
 }

@@ -41,6 +41,14 @@ type verdict struct {
 // none reports whether v is the zero verdict: a check that found nothing.
 func (v verdict) none() bool { return v.reason == "" }
 
+// or is v, or other when v is none.
+func (v verdict) or(other verdict) verdict {
+	if v.none() {
+		return other
+	}
+	return v
+}
+
 // serviceStatus computes the status a Listener with a Service publishes.
 // problems are the entries of node address annotations that were skipped
 // (addresses.NodeRule), for a NodeAddressInvalid event.

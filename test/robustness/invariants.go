@@ -76,7 +76,7 @@ func ServicesFollowTheirClass(st Step) []string {
 				continue
 			}
 			class := s.classOf(l)
-			if class == nil || awaitsItsStatefulSet(s, t, l) {
+			if class == nil {
 				// A Listener whose class is gone keeps the Service its
 				// class last made (it says so in Ready): docs/reconcile.md,
 				// "Promises".

@@ -263,25 +263,3 @@ func readyNow(l *v1alpha1.Listener) bool {
 	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == l.Generation
 }
-
-// awaitsItsStatefulSet says whether l is the Listener of a StatefulSet's
-// claim, selecting its pod by name, while no StatefulSet of that name
-// exists: it says Invalid, and its Service stays as it was, whatever its
-// class says since (reconcile/listener, statefulSetPodErrors). This is an
-// open defect the suite found (the regression row "StatefulSet gone, class
-// narrowed"): a class changed from NodePort to ClusterIP leaves such a
-// Service of type NodePort. ServicesFollowTheirClass leaves these
-// Services out until it is decided; take this out with the fix.
-func awaitsItsStatefulSet(s *Snapshot, t int, l *v1alpha1.Listener) bool {
-	pod, ok := l.Annotations[v1alpha1.AnnotationStatefulSetPod]
-	if !ok || readyNow(l) {
-		return false
-	}
-	name := claims.StatefulSetOfPod(pod)
-	for _, sts := range s.StatefulSets[t] {
-		if sts.Name == name {
-			return false
-		}
-	}
-	return true
-}

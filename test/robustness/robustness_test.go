@@ -142,12 +142,10 @@ var regressions = []struct {
 	}},
 	// Found with pods (seed 367551721487141630, shrunk from 19 operations):
 	// a StatefulSet deleted, its claims kept, and their class narrowed
-	// from NodePort to ClusterIP. The claims' Listeners say Invalid (no
-	// StatefulSet of that name) and keep NodePort Services: open, and
-	// ServicesFollowTheirClass leaves them out until it is decided
-	// (awaitsItsStatefulSet); the row keeps every other promise of the
-	// history checked.
-	{name: "StatefulSet gone, class narrowed", seed: 367551721487141630, ops: []Op{
+	// from NodePort to ClusterIP. The claims' Listeners wait for their
+	// StatefulSet (Invalid), and their Services must still follow the
+	// class: they kept NodePort before.
+	{name: "ServicesFollowTheirClass", seed: 367551721487141630, ops: []Op{
 		{Kind: PutClass, Type: "NodePort", Mode: "Enforce", Network: "private"},
 		{Kind: PutStatefulSet, Name: "sts-web", Ports: []int32{8080}, Replicas: 2},
 		{Kind: DeleteStatefulSet, Name: "sts-web"},
