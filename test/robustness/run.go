@@ -236,8 +236,8 @@ func (w World) writes(ws []testenv.Write) []string {
 
 // objectWrites are the writes of ws other than events: a restarted
 // operator reports a problem that persists (a node's address annotation
-// it skips, NodeAddressInvalid) again, once, by an event; a report is not
-// a change.
+// it skips, tenant metadata it leaves off a Service) again, once, by an
+// event; a report is not a change.
 func objectWrites(ws []testenv.Write) []string {
 	var out []string
 	for _, x := range ws {
