@@ -40,7 +40,9 @@
 // pods, StatefulSet pod templates and workload pod templates share, and
 // the mounts), optin.go (the claim annotations an opted-in object gets),
 // request.go (decoding, patch building, denials and the fail-open metric),
-// podscan.go (the pod's decoder, which builds only its view),
+// podscan.go (the pod's decoder, which builds only its view), podgate.go
+// (the readiness gate of classes with spec.podReadiness Gate, and the
+// index of those classes),
 // lookup.go and livereads.go (reads through the cache, live reads when it
 // lacks an object), ordinaryclaims.go (the bounded memory of claims that
 // are not listener claims, which the cache does not hold), gatewayports.go

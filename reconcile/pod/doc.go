@@ -3,7 +3,7 @@
 // not), keeps each pod's PodListeners (what the pod was told, by
 // addresses.ForPod, the rule the CSI driver follows too), signals when
 // those addresses change, and sets the readiness gate's condition of pods
-// whose class gates them (gate.go, api/podready).
+// whose class gates them (api/podready is the rule).
 //
 // Contract:
 //   - watches pods with claim-backed volumes, PersistentVolumeClaims,

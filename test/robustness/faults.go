@@ -29,6 +29,28 @@ type Faults struct {
 	Validating []admissionv1.ValidatingWebhookConfiguration
 	// off says the webhooks are switched off now.
 	off bool
+	// unchecked says a tenant wrote while the webhooks were off since the
+	// operator last started: a claim admitted unmarked then is found by
+	// the next start's scan (or the periodic one), so that start writes.
+	unchecked bool
+}
+
+// catchesUp says whether restarting the operator before op catches up with
+// writes admitted while the webhooks were off (RestartWritesNothing does
+// not apply), and notes op: a tenant's operation while the webhooks are
+// off leaves work for the next start, which a restart does.
+func (f *Faults) catchesUp(op Op) bool {
+	if f == nil {
+		return false
+	}
+	switch {
+	case f.off && isTenantOp(op.Kind):
+		f.unchecked = true
+	case op.Kind == RestartOperator || op.Kind == WebhooksOn:
+		defer func() { f.unchecked = false }()
+		return f.unchecked
+	}
+	return false
 }
 
 // KeepWebhooks reads the webhook configurations as installed.
