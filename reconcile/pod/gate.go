@@ -43,7 +43,6 @@ func gated(pod *corev1.Pod) bool {
 // with what its PodListeners holds (recorded), and writes the verdict as
 // the pod's condition when it differs from the one the pod has.
 func (r *podReconciler) gate(ctx context.Context, pod *corev1.Pod, vols []podready.Volume, recorded v1alpha1.PodListenersSpec) (ctrl.Result, error) {
-	recheck := false
 	for i := range vols {
 		v := &vols[i]
 		if e, ok := recorded.Listeners[v.Name]; ok {
@@ -59,13 +58,10 @@ func (r *podReconciler) gate(ctx context.Context, pod *corev1.Pod, vols []podrea
 		v.Certificate = cert
 	}
 	verdict := podready.Judge(vols)
-	if verdict.Reason == v1alpha1.ReasonCertificateNotReady || verdict.Reason == v1alpha1.ReasonCertificateStale {
-		recheck = true
-	}
 	if err := r.writeGateCondition(ctx, pod, verdict); err != nil {
 		return ctrl.Result{}, err
 	}
-	if recheck {
+	if verdict.Reason == v1alpha1.ReasonCertificateNotReady || verdict.Reason == v1alpha1.ReasonCertificateStale {
 		return ctrl.Result{RequeueAfter: certificateRecheck}, nil
 	}
 	return ctrl.Result{}, nil
