@@ -162,7 +162,11 @@ func startManager(ctx context.Context, e *testenv.Env) (<-chan struct{}, error) 
 		return nil, err
 	}
 	mgr.GetWebhookServer().Register(pathTestSidecarInjector, &webhook.Admission{Handler: sidecarInjector{}})
-	testLookup = &lookup{cache: mgr.GetCache(), live: mgr.GetAPIReader(), plainClasses: l.plainClasses, gatingClasses: l.gatingClasses, heldClaims: l.heldClaims}
+	// The handlers' lookup with its indexes, without the memories and
+	// bounds a test would share with the running webhooks.
+	tl := *l
+	tl.reads, tl.ordinary, tl.namespaces = nil, nil, nil
+	testLookup = &tl
 	webhookServer = mgr.GetWebhookServer()
 	stopped := make(chan struct{})
 	go func() {
