@@ -9,7 +9,7 @@ import (
 )
 
 // The API server of the reconcile suites keeps an audit log of the writes
-// the operator's identity makes to Listeners and Services
+// the operator's identity makes to Listeners, Services and pods' status
 // (testenv.AuditLog), so that a test counts writes where they land rather
 // than by the operator's own metrics.
 
@@ -17,14 +17,14 @@ import (
 var auditLog *testenv.AuditLog
 
 // auditFlags writes the audit policy (the operator's writes to Listeners,
-// their status, and Services) into a new directory and returns the API
+// their status, Services and pods' status) into a new directory and returns the API
 // server flags that log to a file beside it.
 func auditFlags() ([]string, error) {
 	dir, err := os.MkdirTemp("", "reconcile-audit-")
 	if err != nil {
 		return nil, err
 	}
-	policy := testenv.AuditPolicy(testenv.OperatorUser, "/services", "listeners.stackable.tech/listeners", "listeners.stackable.tech/listeners/status")
+	policy := testenv.AuditPolicy(testenv.OperatorUser, "/services", "/pods/status", "listeners.stackable.tech/listeners", "listeners.stackable.tech/listeners/status")
 	log, flags, err := testenv.NewAuditLog(dir, policy)
 	auditLog = log
 	return flags, err
@@ -44,8 +44,8 @@ func MarkAudit(t *testing.T) AuditMark {
 	return AuditMark(mark)
 }
 
-// OperatorWrites are the writes the operator made to Listeners and
-// Services in namespace ns since mark, as "verb resource[/subresource]
+// OperatorWrites are the writes the operator made to Listeners,
+// Services and pods' status in namespace ns since mark, as "verb resource[/subresource]
 // name (code)".
 func OperatorWrites(t *testing.T, mark AuditMark, ns string) []string {
 	t.Helper()

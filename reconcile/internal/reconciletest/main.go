@@ -70,6 +70,9 @@ func (c *ReconcileCounts) wrap(controller string, r crreconcile.Reconciler) crre
 	c.controllers = append(c.controllers, controller)
 	c.mu.Unlock()
 	return crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+		if ownLeaders(req) {
+			return crreconcile.Result{}, nil // StartLeader's
+		}
 		k := c.key(controller, req.NamespacedName)
 		c.mu.Lock()
 		k.started++
@@ -173,6 +176,7 @@ type SetupFunc func(mgr manager.Manager, opts options.Options, recorder events.E
 // cluster) and a manager whose controllers setup registers (with Options),
 // runs the tests and stops both. Call it from TestMain.
 func Main(m *testing.M, setup SetupFunc) {
+	mainSetup = setup
 	audit, err := auditFlags()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "reconciletest: audit log: %v\n", err)
@@ -208,6 +212,9 @@ func Main(m *testing.M, setup SetupFunc) {
 		},
 	})
 }
+
+// mainSetup is the setup Main was given (StartLeader runs it again).
+var mainSetup SetupFunc
 
 // leaderCache is the cache the reconcilers read.
 var leaderCache cache.Cache
