@@ -27,6 +27,8 @@ type Volume struct {
 	// Now is what the pod is told now (addresses.ForPod), nil while that
 	// waits.
 	Now *v1alpha1.PodListener
+	// Pending is why Now is nil (addresses.Wait's reason), "" when unknown.
+	Pending string
 	// Recorded is the volume's entry in the pod's PodListeners, nil when
 	// there is none.
 	Recorded *v1alpha1.PodListener
@@ -62,6 +64,23 @@ func Judge(vols []Volume) Verdict {
 	return Verdict{Ready: true, Reason: v1alpha1.ReasonAddressesReady, Message: "every listener volume is reachable at the addresses the pod was told"}
 }
 
+// Refused is the verdict on a pod whose PodListeners the operator could
+// not write (refusal says why: a quota, an admission policy of the
+// namespace): Judge's without what was recorded, whose message says what
+// refused the write when that is what the pod lacks.
+func Refused(vols []Volume, refusal string) Verdict {
+	unrecorded := make([]Volume, len(vols))
+	for i, v := range vols {
+		v.Recorded = nil
+		unrecorded[i] = v
+	}
+	out := Judge(unrecorded)
+	if out.Reason == v1alpha1.ReasonAddressesNotRecorded {
+		out.Message += fmt.Sprintf(": the API server refused the operator's write of it (%s); lift what refuses it, a ResourceQuota or an admission policy of this namespace", refusal)
+	}
+	return out
+}
+
 func judgeVolume(v Volume) (Verdict, bool) {
 	if v.Listener == nil {
 		return notReady(v1alpha1.ReasonListenerMissing, "volume %s: its Listener does not exist yet; it is made from the volume's claim, or create the Listener its claim names", v.Name)
@@ -76,7 +95,11 @@ func judgeVolume(v Volume) (Verdict, bool) {
 		return notReady(v1alpha1.ReasonListenerNotReady, "volume %s: Listener %s %s; see `kubectl describe listener %s`", v.Name, name, why, name)
 	}
 	if v.Now == nil {
-		return notReady(v1alpha1.ReasonAddressesPending, "volume %s: the operator cannot tell the pod its addresses of Listener %s yet", v.Name, name)
+		why := ""
+		if v.Pending != "" {
+			why = " (" + v.Pending + ")"
+		}
+		return notReady(v1alpha1.ReasonAddressesPending, "volume %s: the operator cannot tell the pod its addresses of Listener %s yet%s", v.Name, name, why)
 	}
 	if v.Recorded == nil || !sameAddresses(v.Recorded.IngressAddresses, v.Now.IngressAddresses) && len(v.Recorded.AddressesAtStart) == 0 {
 		return notReady(v1alpha1.ReasonAddressesNotRecorded, "volume %s: the pod's PodListeners does not hold its addresses of Listener %s yet", v.Name, name)

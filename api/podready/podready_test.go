@@ -56,7 +56,9 @@ func TestJudge(t *testing.T) {
 			vol(func(v *Volume) {
 				v.Listener = listener(cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoNodes, 2))
 			})},
-		{"addresses pending", v1alpha1.ReasonAddressesPending, "cannot tell the pod its addresses", vol(func(v *Volume) { v.Now = nil })},
+		{"addresses pending", v1alpha1.ReasonAddressesPending, "cannot tell the pod its addresses of Listener data-kafka-0 yet", vol(func(v *Volume) { v.Now = nil })},
+		{"addresses pending, and why", v1alpha1.ReasonAddressesPending, "cannot tell the pod its addresses of Listener data-kafka-0 yet (waiting for node n1 to report an address)",
+			vol(func(v *Volume) { v.Now, v.Pending = nil, "waiting for node n1 to report an address" })},
 		{"not recorded", v1alpha1.ReasonAddressesNotRecorded, "PodListeners does not hold", vol(func(v *Volume) { v.Recorded = nil })},
 		{"recorded differs", v1alpha1.ReasonAddressesNotRecorded, "PodListeners does not hold",
 			vol(func(v *Volume) { v.Recorded = &v1alpha1.PodListener{IngressAddresses: addr("10.0.0.1", 30093)} })},
@@ -99,6 +101,36 @@ func TestJudge(t *testing.T) {
 			got := Judge(tc.vols)
 			if got.Reason != tc.reason || got.Ready != (tc.reason == v1alpha1.ReasonAddressesReady) || !strings.Contains(got.Message, tc.message) {
 				t.Errorf("Judge = %+v, want reason %s with %q", got, tc.reason, tc.message)
+			}
+		})
+	}
+}
+
+// TestRefused: a refused PodListeners write is what the pod lacks once its
+// Listener is Ready, and the message says what refused it; before that the
+// Listener decides.
+func TestRefused(t *testing.T) {
+	ready := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1}}
+	ready.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady, ObservedGeneration: 1}}
+	now := &v1alpha1.PodListener{IngressAddresses: []v1alpha1.ListenerIngress{{Address: "10.0.0.1"}}}
+	for _, tc := range []struct {
+		name, reason, message string
+		vol                   Volume
+	}{
+		{"recorded before, refused now", v1alpha1.ReasonAddressesNotRecorded,
+			"volume listener: the pod's PodListeners does not hold its addresses of Listener web yet: the API server refused the operator's write of it (exceeded quota: q); lift what refuses it",
+			Volume{Name: "listener", Listener: ready, Now: now, Recorded: now}},
+		{"Listener missing first", v1alpha1.ReasonListenerMissing, "its Listener does not exist yet; it is made from the volume's claim, or create the Listener its claim names",
+			Volume{Name: "listener"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vols := []Volume{tc.vol}
+			got := Refused(vols, "exceeded quota: q")
+			if got.Ready || got.Reason != tc.reason || !strings.HasSuffix(got.Message, tc.message) && !strings.Contains(got.Message, tc.message) {
+				t.Errorf("Refused = %+v, want reason %s and message %q", got, tc.reason, tc.message)
+			}
+			if vols[0].Recorded != tc.vol.Recorded {
+				t.Error("Refused changed the volumes it was given")
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package pod
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -67,6 +68,17 @@ func (r *podReconciler) gate(ctx context.Context, pod *corev1.Pod, vols []podrea
 	return ctrl.Result{}, nil
 }
 
+// refusal is what the API server said when it refused a write: its
+// status message, which names only the object written and what refused it
+// (a quota, a policy of the namespace), or the error itself.
+func refusal(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
 // certificate reads the Listener's Certificate live; nil when it does not
 // exist or cert-manager is not installed.
 func (r *podReconciler) certificate(ctx context.Context, namespace, listener string) (*podready.Certificate, error) {
@@ -107,8 +119,12 @@ func (r *podReconciler) writeGateCondition(ctx context.Context, pod *corev1.Pod,
 			cond.LastTransitionTime = c.LastTransitionTime
 		}
 	}
+	// The pod's resourceVersion makes the patch conditional: a pod read
+	// from a cache that has not seen the last write (this one's, or the
+	// kubelet's) is judged again when its update arrives, rather than
+	// written twice.
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pod.UID},
+		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion},
 		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
 	})
 	if err != nil {

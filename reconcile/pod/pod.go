@@ -154,6 +154,9 @@ func (r *podReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	res, recorded, err := r.writePodListeners(ctx, pod, spec, waiting, vols)
+	if err != nil && gated(pod) {
+		return res, errors.Join(err, r.writeGateCondition(ctx, pod, podready.Refused(judged, refusal(err)))) // gate.go
+	}
 	if err != nil || recorded == nil || !gated(pod) {
 		return res, err
 	}
@@ -273,6 +276,7 @@ func (r *podReconciler) podListenersSpec(ctx context.Context, pod *corev1.Pod, v
 		switch {
 		case errors.As(err, &w):
 			waiting = append(waiting, v.volume)
+			pr.Pending = w.Reason
 			continue
 		case err != nil:
 			return spec, nil, nil, err
