@@ -58,10 +58,7 @@ func BenchmarkPodAdmission(b *testing.B) {
 		{name: "live read", namespace: unmarked, object: strings.ReplaceAll(statefulSetPodJSON, "NS", unmarked), live: 1, unbounded: true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			live := &liveCounter{Reader: testLookup.live}
-			l := newLookup(testLookup.cache, live, nil)
-			l.plainClasses = testLookup.plainClasses
-			l.heldClaims = testLookup.heldClaims
+			l, live := countedLookup()
 			if bc.unbounded {
 				l.reads = nil
 			}
@@ -120,6 +117,17 @@ func patchString(b *testing.B, resp admission.Response) string {
 }
 
 // liveCounter counts the reads it passes to Reader.
+// countedLookup is the handlers' lookup (testLookup: its cache and every
+// index, so that a benchmark takes production's path) with memories and
+// bounds of its own, reading live through a counter.
+func countedLookup() (*lookup, *liveCounter) {
+	live := &liveCounter{Reader: testLookup.live}
+	fresh := newLookup(testLookup.cache, live, nil)
+	l := *testLookup
+	l.live, l.reads, l.ordinary = live, fresh.reads, fresh.ordinary
+	return &l, live
+}
+
 type liveCounter struct {
 	client.Reader
 	reads atomic.Int64

@@ -44,10 +44,7 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 	if err := e.Client.Create(b.Context(), shared); err != nil {
 		b.Fatal(err)
 	}
-	live := &liveCounter{Reader: testLookup.live}
-	l := newLookup(testLookup.cache, live, nil)
-	l.plainClasses = testLookup.plainClasses
-	l.heldClaims = testLookup.heldClaims
+	l, live := countedLookup()
 	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	stsKind := metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
 	ephemeralPod := `{"metadata": {"name": "p", "labels": {"app": "p"}}, "spec": {
