@@ -79,14 +79,7 @@ func ourPatch(tb testing.TB, ns string, pod *corev1.Pod) []byte {
 	if !resp.Allowed {
 		tb.Fatalf("our handler denies the pod: %v", resp.Result)
 	}
-	if len(resp.Patches) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(resp.Patches)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return patchJSON(tb, resp)
 }
 
 // floorModes registers a no-op and a constant-patch handler (returning

@@ -73,7 +73,7 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 			}
 			eventually(b, "a patch without live reads", func() error {
 				before := live.reads.Load()
-				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
+				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(patchJSON(b, resp)) == 0 {
 					return errorf("not patched yet: %+v", resp.Result)
 				}
 				if n := live.reads.Load() - before; n != 0 {
@@ -84,7 +84,7 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 			b.ReportAllocs()
 			reads0 := live.reads.Load()
 			for b.Loop() {
-				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
+				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(patchJSON(b, resp)) == 0 {
 					b.Fatal("no patch")
 				}
 			}
