@@ -259,10 +259,10 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-func TestEscape(t *testing.T) {
-	for in, want := range map[string]string{"app": "app", "a/b": "a~1b", "a~b/c": "a~0b~1c", "~/": "~0~1"} {
-		if got := escape(in); got != want {
-			t.Errorf("escape(%q) = %q, want %q", in, got, want)
+func TestEntry(t *testing.T) {
+	for in, want := range map[string]string{"app": "/m/app", "a/b": "/m/a~1b", "a~b/c": "/m/a~0b~1c", "~/": "/m/~0~1", "": "/m/"} {
+		if got := entry("/m", in); got != want {
+			t.Errorf("entry(/m, %q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func (p *patch) setMapEntry(path string, exists *bool, key string, value any) {
 		*exists = true
 		return
 	}
-	p.add(path+"/"+escape(key), value)
+	p.add(entry(path, key), value)
 }
 
 // appendTo appends value to the list at path, creating the list when the
@@ -191,13 +191,14 @@ func length[T any](s []T) int {
 	return len(s)
 }
 
-// escape escapes a map key for a JSON pointer (RFC 6901).
-func escape(key string) string {
-	if !strings.ContainsAny(key, "~/") {
-		return key
-	}
+// entry is the JSON pointer (RFC 6901) of key in the map at path, key's
+// "~" and "/" escaped, written in one piece: label keys have a "/", and a
+// separate escape and join cost a pod admission an allocation per label.
+func entry(path, key string) string {
 	var b strings.Builder
-	b.Grow(len(key) + 4)
+	b.Grow(len(path) + 1 + len(key) + strings.Count(key, "~") + strings.Count(key, "/"))
+	b.WriteString(path)
+	b.WriteByte('/')
 	for i := 0; i < len(key); i++ {
 		switch key[i] {
 		case '~':
