@@ -49,8 +49,8 @@ func TestAgreement(t *testing.T) {
 			t.Fatalf("denied: %v", resp.Result)
 		}
 		patched := s.Pod.DeepCopy()
-		if len(resp.Patches) > 0 {
-			p, err := jsonpatch.DecodePatch(mustJSON(t, resp.Patches))
+		if patch := patchJSON(t, resp); patch != nil {
+			p, err := jsonpatch.DecodePatch(patch)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func standardPatch(raw []byte) (int, error) {
 		switch {
 		case op.Operation == "remove":
 			removed++
-		case strings.HasSuffix(op.Path, escape(names.PodSelectorLabel("listener-web-0"))):
+		case op.Path == entry("/metadata/labels", names.PodSelectorLabel("listener-web-0")):
 			labelled = true
 		}
 	}

@@ -79,14 +79,7 @@ func ourPatch(tb testing.TB, ns string, pod *corev1.Pod) []byte {
 	if !resp.Allowed {
 		tb.Fatalf("our handler denies the pod: %v", resp.Result)
 	}
-	if len(resp.Patches) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(resp.Patches)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return patchJSON(tb, resp)
 }
 
 // floorModes registers a no-op and a constant-patch handler (returning
@@ -259,10 +252,7 @@ func BenchmarkPodWebhookServing(b *testing.B) {
 	// Ours with the lookup the webhooks run with, in steady state: the
 	// listener claim marked and cached, the data claim remembered as
 	// ordinary; checked before timing, and its live reads counted.
-	live := &liveCounter{Reader: testLookup.live}
-	l := newLookup(testLookup.cache, live, nil)
-	l.plainClasses = testLookup.plainClasses
-	l.heldClaims = testLookup.heldClaims
+	l, live := countedLookup()
 	ours := &podMutator{lookup: l, validator: &workloadValidator{lookup: l}}
 	eventually(b, "ours in steady state", func() error {
 		return onPath(b, ours, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{

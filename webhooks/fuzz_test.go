@@ -312,11 +312,7 @@ func TestFuzzFixture(t *testing.T) {
 			}
 			got := resp.Result.String()
 			if tc.allowed {
-				b, err := json.Marshal(resp.Patches)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = string(b)
+				got = string(patchJSON(t, resp))
 			}
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("answer does not mention %q: %s", tc.want, got)

@@ -189,12 +189,14 @@ func TestPatches(t *testing.T) {
 			if !resp.Allowed {
 				t.Fatalf("denied: %v", resp.Result)
 			}
-			got, err := json.MarshalIndent(resp.Patches, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(resp.Patches) == 0 {
-				got = []byte("null")
+			patch := patchJSON(t, resp)
+			got := []byte("null")
+			if patch != nil {
+				var b bytes.Buffer
+				if err := json.Indent(&b, patch, "", "  "); err != nil {
+					t.Fatal(err)
+				}
+				got = b.Bytes()
 			}
 			golden := filepath.Join("testdata", "patches", c.name+".json")
 			if *update {
@@ -209,10 +211,10 @@ func TestPatches(t *testing.T) {
 			if !bytes.Equal(bytes.TrimSpace(want), got) {
 				t.Errorf("patch differs from %s (run with -update after checking):\n got: %s\nwant: %s", golden, got, want)
 			}
-			if len(resp.Patches) == 0 {
+			if patch == nil {
 				return
 			}
-			p, err := jsonpatch.DecodePatch(mustJSON(t, resp.Patches))
+			p, err := jsonpatch.DecodePatch(patch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,11 +228,26 @@ func TestPatches(t *testing.T) {
 				}
 			}
 			again := c.handler.Handle(t.Context(), request(ns, c, patched))
-			if !again.Allowed || len(again.Patches) != 0 {
-				t.Errorf("not idempotent: second pass gives %+v", again.Patches)
+			if patch := patchJSON(t, again); !again.Allowed || patch != nil {
+				t.Errorf("not idempotent: second pass gives %s", patch)
 			}
 		})
 	}
+}
+
+// patchJSON is the JSON patch of a handler's answer as the webhook server
+// sends it, nil when it has none. The handlers write the patch's bytes
+// (respond); an answer that also has operations for the server to encode,
+// or bytes of another patch type, fails the test.
+func patchJSON(t testing.TB, resp admission.Response) []byte {
+	t.Helper()
+	if len(resp.Patches) > 0 {
+		t.Fatalf("the answer has operations for the webhook server to encode: %v", resp.Patches)
+	}
+	if resp.Patch != nil && (resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch) {
+		t.Fatalf("patch type %v, want %s", resp.PatchType, admissionv1.PatchTypeJSONPatch)
+	}
+	return resp.Patch
 }
 
 func mustJSON(t testing.TB, v any) []byte {
@@ -242,10 +259,10 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-func TestEscape(t *testing.T) {
-	for in, want := range map[string]string{"app": "app", "a/b": "a~1b", "a~b/c": "a~0b~1c", "~/": "~0~1"} {
-		if got := escape(in); got != want {
-			t.Errorf("escape(%q) = %q, want %q", in, got, want)
+func TestEntry(t *testing.T) {
+	for in, want := range map[string]string{"app": "/m/app", "a/b": "/m/a~1b", "a~b/c": "/m/a~0b~1c", "~/": "/m/~0~1", "": "/m/"} {
+		if got := entry("/m", in); got != want {
+			t.Errorf("entry(/m, %q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -315,7 +332,7 @@ func TestPodFailOpen(t *testing.T) {
 	// The mount needs no lookup; the selector label (the claim's Listener)
 	// does. The listener-volume label puts the pod in the controller's
 	// cache, which labels it once the claim can be read.
-	if got := string(mustJSON(t, resp.Patches)); got != `[{"op":"add","path":"/spec/containers/0/volumeMounts","value":[{"name":"listener","readOnly":true,"mountPath":"/stackable/listener"}]},{"op":"add","path":"/metadata/labels/listeners.stackable.tech~1listener-volume","value":"true"}]` {
+	if got := string(patchJSON(t, resp)); got != `[{"op":"add","path":"/spec/containers/0/volumeMounts","value":[{"name":"listener","readOnly":true,"mountPath":"/stackable/listener"}]},{"op":"add","path":"/metadata/labels/listeners.stackable.tech~1listener-volume","value":"true"}]` {
 		t.Errorf("patch: %s", got)
 	}
 	if d := testutil.ToFloat64(failOpen.WithLabelValues("pods.mutate")) - before; d != 1 {

@@ -44,10 +44,7 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 	if err := e.Client.Create(b.Context(), shared); err != nil {
 		b.Fatal(err)
 	}
-	live := &liveCounter{Reader: testLookup.live}
-	l := newLookup(testLookup.cache, live, nil)
-	l.plainClasses = testLookup.plainClasses
-	l.heldClaims = testLookup.heldClaims
+	l, live := countedLookup()
 	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	stsKind := metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
 	ephemeralPod := `{"metadata": {"name": "p", "labels": {"app": "p"}}, "spec": {
@@ -76,7 +73,7 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 			}
 			eventually(b, "a patch without live reads", func() error {
 				before := live.reads.Load()
-				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
+				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(patchJSON(b, resp)) == 0 {
 					return errorf("not patched yet: %+v", resp.Result)
 				}
 				if n := live.reads.Load() - before; n != 0 {
@@ -87,7 +84,7 @@ func BenchmarkAdmissionByKind(b *testing.B) {
 			b.ReportAllocs()
 			reads0 := live.reads.Load()
 			for b.Loop() {
-				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(resp.Patches) == 0 {
+				if resp := bc.handler.Handle(b.Context(), req); !resp.Allowed || len(patchJSON(b, resp)) == 0 {
 					b.Fatal("no patch")
 				}
 			}

@@ -28,7 +28,7 @@ var podDecodeCases = []struct{ name, raw string }{
 	{"init containers, ports, mounts", `{"spec":{"initContainers":[{"name":"i","ports":[{"name":"p","containerPort":1,"protocol":"UDP","hostPort":2}],"volumeMounts":[{"name":"l","mountPath":"/stackable/listener","readOnly":true}]}]}}`},
 	{"negative and largest ports", `{"spec":{"containers":[{"ports":[{"containerPort":-1},{"containerPort":2147483647},{"containerPort":null}]}]}}`},
 	{"claim and ephemeral sources", `{"spec":{"volumes":[{"name":"a","persistentVolumeClaim":{"claimName":"c","readOnly":true}},{"name":"b","ephemeral":{"volumeClaimTemplate":{"metadata":{"labels":{"l":"v"}},"spec":{"storageClassName":"listeners.stackable.tech"}}}},{"name":"c","persistentVolumeClaim":null},{"name":"d","csi":{"driver":"d","volumeAttributes":{"a":"b"}}}]}}`},
-
+	{"claim sources, odd", `{"spec":{"volumes":[{"persistentVolumeClaim":{}},{"persistentVolumeClaim":{"claimName":null,"readOnly":null}},{"persistentVolumeClaim":{"readOnly":false,"claimName":"c\u0031","x":{"y":[1]}}},{"persistentVolumeClaim":{"claimName":"a","readOnly":true},"persistentVolumeClaim":{"claimName":"b"}},{"persistentVolumeClaim":{"claimName":"a"},"persistentVolumeClaim":null},{"persistentVolumeClaim":{"readOnly":true,"readOnly":false,"ClaimName":"x"}}]}}`},
 	{"readiness gates", `{"spec":{"readinessGates":[{"conditionType":"listeners.stackable.tech/addresses-ready"},{"conditionType":"x","other":1},{}]}}`},
 	{"null readiness gates", `{"spec":{"readinessGates":null}}`},
 
@@ -47,6 +47,11 @@ var podDecodeCases = []struct{ name, raw string }{
 	{"port too large", `{"spec":{"containers":[{"ports":[{"containerPort":2147483648}]}]}}`},
 	{"port with a plus", `{"spec":{"containers":[{"ports":[{"containerPort":+80}]}]}}`},
 	{"claim source a string", `{"spec":{"volumes":[{"persistentVolumeClaim":"c"}]}}`},
+	{"claim source a list", `{"spec":{"volumes":[{"persistentVolumeClaim":[]}]}}`},
+	{"claim name a number", `{"spec":{"volumes":[{"persistentVolumeClaim":{"claimName":1}}]}}`},
+	{"read-only a string", `{"spec":{"volumes":[{"persistentVolumeClaim":{"readOnly":"true"}}]}}`},
+	{"read-only a number", `{"spec":{"volumes":[{"persistentVolumeClaim":{"readOnly":1}}]}}`},
+	{"read-only misspelt", `{"spec":{"volumes":[{"persistentVolumeClaim":{"readOnly":tru}}]}}`},
 	{"affinity a list", `{"spec":{"affinity":[]}}`},
 	{"readiness gate a string", `{"spec":{"readinessGates":["g"]}}`},
 	{"bad literal in a skipped field", `{"spec":{"hostNetwork":nope}}`},
