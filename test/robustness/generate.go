@@ -24,6 +24,10 @@ type model struct {
 	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
 	// webhooksOff: a WebhooksOff without its WebhooksOn yet.
 	webhooksOff bool
+	// quota: the tenant whose namespace a PutQuota caps (-1: none);
+	// quotaMet: that tenant has acted since, so that the cap met a write.
+	quota    int
+	quotaMet bool
 }
 
 // slot picks a class slot: mostly one that exists.
@@ -96,12 +100,14 @@ func Generate(seed uint64, n int) []Op {
 	// the table leaves where they fall alone; its constant is one that
 	// gives the fixed seeds (1, 17) a restart and the webhooks off and on.
 	fr := rand.New(rand.NewPCG(seed, 0x107))
+	// Quotas too (quota.go), so that they leave the rest alone.
+	qr := rand.New(rand.NewPCG(seed, 0x4a))
 	table := operations()
 	total := 0
 	for _, w := range table {
 		total += w.weight
 	}
-	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}}
+	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}, quota: -1}
 	ops := make([]Op, 0, n)
 	for len(ops) < n {
 		var op Op
@@ -109,6 +115,8 @@ func Generate(seed uint64, n int) []Op {
 			op = genPutClass(r, len(ops))
 		} else if m.webhooksOff && fr.IntN(4) == 0 {
 			op = Op{Kind: WebhooksOn} // off for a few operations
+		} else if q, ok := genQuota(qr, m); ok {
+			op = q
 		} else if fr.IntN(faultOdds) == 0 {
 			op = genFault(fr, m)
 		} else {
@@ -140,6 +148,13 @@ func (m *model) record(op Op) {
 		delete(m.listeners[op.Tenant], op.Name)
 	case WebhooksOff, WebhooksOn:
 		m.webhooksOff = op.Kind == WebhooksOff
+	case PutQuota:
+		m.quota, m.quotaMet = op.Tenant, false
+	case LiftQuota:
+		m.quota = -1
+	}
+	if isTenantOp(op.Kind) && op.Tenant == m.quota {
+		m.quotaMet = true
 	}
 }
 
@@ -279,4 +294,19 @@ func genFault(r *rand.Rand, m *model) Op {
 		return Op{Kind: WebhooksOff}
 	}
 	return Op{Kind: RestartOperator}
+}
+
+// quotaOdds: one operation in quotaOdds caps a tenant's Services.
+const quotaOdds = 20
+
+// genQuota is the administrator capping a tenant's Services at what it
+// has (a quota: the operator's writes of new Services and node ports are
+// refused) and lifting the cap again a few operations after the tenant
+// acted; ok false
+// when r says neither now.
+func genQuota(r *rand.Rand, m *model) (Op, bool) {
+	if m.quota >= 0 {
+		return Op{Kind: LiftQuota, Tenant: m.quota}, m.quotaMet && r.IntN(3) == 0
+	}
+	return Op{Kind: PutQuota, Tenant: r.IntN(2)}, r.IntN(quotaOdds) == 0
 }

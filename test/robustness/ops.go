@@ -42,7 +42,18 @@ const (
 	RestartOperator Kind = "RestartOperator" // stop the operator's manager, start a new one
 	WebhooksOff     Kind = "WebhooksOff"     // delete the webhook configurations: writes are admitted unchecked
 	WebhooksOn      Kind = "WebhooksOn"      // make them again, then restart the operator
+	// Quotas (quota.go), the administrator's.
+	PutQuota  Kind = "PutQuota"  // cap tenant Tenant's Services, node ports and load balancers at what it has
+	LiftQuota Kind = "LiftQuota" // remove that cap, then wait until the Listeners it held back have their Services
 )
+
+// kinds are every operation kind: the fixed seeds must play each
+// (Coverage.Unplayed); apply refuses a kind it does not know.
+var kinds = []Kind{
+	PutClass, DeleteClass, DeleteService, PutListener, DeleteListener, PutClaim, DeleteClaim,
+	PutNodeAddress, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet,
+	RestartOperator, WebhooksOff, WebhooksOn, PutQuota, LiftQuota,
+}
 
 // Op is one operation. Only the fields its Kind reads are set, so that a
 // sequence prints (GoString) as short table rows.

@@ -40,6 +40,8 @@ type Cluster struct {
 	Window, Bound, Quiet time.Duration
 	// Faults restart the operator and switch the webhooks off and on.
 	Faults *Faults
+	// quotas are the namespaces a PutQuota caps now (quota.go).
+	quotas map[string]bool
 }
 
 // Warnings collects the warnings the API server sends one client
@@ -119,7 +121,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if !st.settled {
 			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
 		}
-		if changed := objectWrites(st.all); op.Kind == RestartOperator && !catchesUp && len(changed) > 0 {
+		if changed := objectWrites(c.withoutRetries(st.all)); op.Kind == RestartOperator && !catchesUp && len(changed) > 0 {
 			// Nothing changed but the operator: what it finds is what it
 			// made, and a reconcile of that writes nothing.
 			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, changed...)), nil
@@ -289,7 +291,7 @@ func (c *Cluster) quiet(ctx context.Context, w World, mark int64) ([]string, err
 	case <-time.After(c.Quiet):
 	}
 	all, _, err := c.Audit.Writes(mark)
-	writes := w.writes(all)
+	writes := w.writes(c.withoutRetries(all))
 	if len(writes) > 0 {
 		writes = append([]string{"the operator wrote after it had settled, with nothing changed:"}, writes...)
 	}
@@ -328,6 +330,8 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		return Answer{}, c.restart(ctx)
 	case WebhooksOff:
 		return Answer{}, c.webhooksOff(ctx)
+	case PutQuota, LiftQuota:
+		return Answer{}, c.applyQuota(ctx, w, op)
 	case WebhooksOn:
 		if err := c.webhooksOn(ctx); err != nil {
 			return Answer{}, err
@@ -401,6 +405,7 @@ func (c *Cluster) cleanup(parent context.Context, w World) {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
 	for _, ns := range w.Tenants {
+		delete(c.quotas, ns)
 		_ = c.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 }
