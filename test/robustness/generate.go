@@ -94,7 +94,12 @@ func operations() []weighted {
 // Generate returns n operations drawn from seed: the same seed gives the
 // same history. It starts with two classes, so that the first tenants'
 // operations have something to use.
-func Generate(seed uint64, n int) []Op {
+func Generate(seed uint64, n int) []Op { return GenerateWith(seed, n, false) }
+
+// GenerateWith is Generate, with Gateways and gateway classes among the
+// operations when withGateway (Traefik runs): drawn from a stream of their
+// own, so that the other operations of a seed stay as they are.
+func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	r := rand.New(rand.NewPCG(seed, 0x49))
 	// Faults are drawn from a stream of their own, so that a change of
 	// the table leaves where they fall alone; its constant is one that
@@ -102,6 +107,7 @@ func Generate(seed uint64, n int) []Op {
 	fr := rand.New(rand.NewPCG(seed, 0x107))
 	// Quotas too (quota.go), so that they leave the rest alone.
 	qr := rand.New(rand.NewPCG(seed, 0x4a))
+	gr := rand.New(rand.NewPCG(seed, 0x39))
 	table := operations()
 	total := 0
 	for _, w := range table {
@@ -117,6 +123,8 @@ func Generate(seed uint64, n int) []Op {
 			op = Op{Kind: WebhooksOn} // off for a few operations
 		} else if q, ok := genQuota(qr, m); ok {
 			op = q
+		} else if withGateway && gr.IntN(gatewayOdds) == 0 {
+			op = genGateway(gr, m)
 		} else if fr.IntN(faultOdds) == 0 {
 			op = genFault(fr, m)
 		} else {

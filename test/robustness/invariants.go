@@ -54,6 +54,9 @@ func Invariants() []Invariant {
 		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
 		{"RefusedWritesVisible", RefusedWritesVisible},
 		{"RefusalsHealWhenLifted", RefusalsHealWhenLifted},
+		{"RoutesFollowTheirClass", RoutesFollowTheirClass},
+		{"RoutesPublishedOnce", RoutesPublishedOnce},
+		{"GatewayRefusalsSaid", GatewayRefusalsSaid},
 	}
 }
 

@@ -86,6 +86,12 @@ type Op struct {
 	Claim string
 	// PutStatefulSet, ScaleStatefulSet.
 	Replicas int
+	// PutGateway, DeleteGateway: the Gateway slot and its sections
+	// ("<name>:<kind>", gateway.go); PutClass: spec.gateway's parents
+	// ("g<slot>/<section>").
+	Gateway  int
+	Sections []string
+	Parents  []string
 }
 
 // networkKey is the exposure annotation classes set and tenants try to.
@@ -145,6 +151,9 @@ type World struct {
 	Domain  string    // of the hostname templates
 	// RangeBase is the first node port of slot 0's range.
 	RangeBase int32
+	// Gateway: Traefik runs, and the world has a namespace of Gateways
+	// (gateway.go).
+	Gateway bool
 }
 
 // NewWorld is the world of history number n.
@@ -198,6 +207,7 @@ func (w World) Class(op Op) *v1alpha1.ListenerClass {
 	if op.NodeAnnotation {
 		spec.NodeAddress = v1alpha1.NodeAddressAnnotation
 	}
+	spec.Gateway = w.gatewayParents(op)
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: w.ClassName(op.Class)}, Spec: spec}
 }
 

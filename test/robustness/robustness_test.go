@@ -21,7 +21,9 @@ var (
 	// and is lifted), so that every kind is played (Unplayed).
 	seedList = flag.String("robustness.seeds", "1:26,17:18,1957:13", "the seeds TestFixedSeeds plays, comma-separated, each with :<operations> or -robustness.ops")
 	opsFlag  = flag.Int("robustness.ops", 30, "operations per history")
-	shrink   = flag.Duration("robustness.shrink", 4*time.Minute, "how long to shrink a failing history at most (0: not at all)")
+	// withGateway runs Traefik and plays gateway classes (make robustness).
+	withGateway = flag.Bool("robustness.gateway", false, "run Traefik (bin/tools/traefik) against the API server and play Gateways and gateway classes (make robustness; needs make gateway-tools)")
+	shrink      = flag.Duration("robustness.shrink", 4*time.Minute, "how long to shrink a failing history at most (0: not at all)")
 )
 
 // histories hands each history a world of its own.
@@ -32,7 +34,9 @@ type histories struct {
 
 func (h *histories) world() World {
 	h.n++
-	return NewWorld(h.n)
+	w := NewWorld(h.n)
+	w.Gateway = cluster.Gateway != nil
+	return w
 }
 
 // play runs ops of seed in a fresh world and fails t with the seed and the
@@ -84,7 +88,7 @@ func TestFixedSeeds(t *testing.T) {
 			return
 		}
 	}
-	t.Logf("ROBUSTNESS: not found: %d histories, %d operations; reached:\n%s", h.n, total, h.cov)
+	t.Logf("ROBUSTNESS: not found: %d histories, %d operations%s; reached:\n%s", h.n, total, traefikNote(), h.cov)
 	if missing := h.cov.Unplayed(); len(missing) > 0 {
 		t.Errorf("the fixed seeds never played %v: choose -robustness.seeds (or weights in generate.go) that do", missing)
 	}
@@ -118,11 +122,19 @@ func TestRandomHistories(t *testing.T) {
 	runs, total := 0, 0
 	for time.Now().Before(deadline) && !t.Failed() {
 		seed := rand.Uint64()
-		ops := Generate(seed, *opsFlag)
+		ops := GenerateWith(seed, *opsFlag, cluster.Gateway != nil)
 		h.play(t, seed, ops)
 		runs, total = runs+1, total+len(ops)
 	}
-	t.Logf("ROBUSTNESS: %d histories, %d operations in %s; reached:\n%s", runs, total, *duration, h.cov)
+	t.Logf("ROBUSTNESS: %d histories, %d operations in %s%s; reached:\n%s", runs, total, *duration, traefikNote(), h.cov)
+}
+
+// traefikNote says whether the run played gateway classes against Traefik.
+func traefikNote() string {
+	if cluster.Gateway == nil {
+		return ", leaving Traefik and gateway classes out (-robustness.gateway: make robustness)"
+	}
+	return ", with Traefik and gateway classes"
 }
 
 // regressions are shrunk histories the suite found, each kept as a test:

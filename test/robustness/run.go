@@ -42,6 +42,8 @@ type Cluster struct {
 	Faults *Faults
 	// quotas are the namespaces a PutQuota caps now (quota.go).
 	quotas map[string]bool
+	// Gateway is Traefik (nil: gateway classes are not played).
+	Gateway *GatewayEnv
 }
 
 // Warnings collects the warnings the API server sends one client
@@ -191,9 +193,21 @@ func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 			// A quiet window alone is not settled on a loaded machine: a
 			// Listener the operator has not judged yet would be written
 			// after it, with nothing changed.
-			judged, err := c.judged(ctx, w)
+			judged, err := operatorIdle() // idle.go
 			if err != nil {
 				return st, err
+			}
+			if judged {
+				if judged, err = c.judged(ctx, w); err != nil {
+					return st, err
+				}
+			}
+			if judged {
+				// With Traefik: and it judged every route, which the
+				// operator judges Listeners by (gatewayinvariants.go).
+				if judged, err = c.routesJudged(ctx, w); err != nil {
+					return st, err
+				}
 			}
 			if judged {
 				st.settled, st.refused = true, unresolved(st.all)
@@ -332,6 +346,8 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		return Answer{}, c.webhooksOff(ctx)
 	case PutQuota, LiftQuota:
 		return Answer{}, c.applyQuota(ctx, w, op)
+	case PutGateway, DeleteGateway:
+		err = c.applyGateway(ctx, w, op)
 	case WebhooksOn:
 		if err := c.webhooksOn(ctx); err != nil {
 			return Answer{}, err
@@ -371,9 +387,16 @@ func put[T client.Object](ctx context.Context, c client.Client, want T, set func
 // prepare makes the tenants' namespaces and binds each tenant to edit in
 // its own.
 func (c *Cluster) prepare(ctx context.Context, w World) error {
+	if w.Gateway {
+		if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.GatewayNamespace()}}); err != nil {
+			return fmt.Errorf("prepare world %s: %w", w.Prefix, err)
+		}
+	}
 	for t, ns := range w.Tenants {
+		// Only tenant a's routes reach a Gateway section of "Selector".
+		labels := map[string]string{gatewayAccessLabel: map[bool]string{true: "allowed", false: "no"}[t == 0]}
 		objs := []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
 			&rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "edit", Namespace: ns},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
@@ -407,5 +430,8 @@ func (c *Cluster) cleanup(parent context.Context, w World) {
 	for _, ns := range w.Tenants {
 		delete(c.quotas, ns)
 		_ = c.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	if w.Gateway {
+		_ = c.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.GatewayNamespace()}})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -36,6 +37,10 @@ type Snapshot struct {
 	// Told is what each Running pod's listener volume tells it, by
 	// toldKey (Kubelet.Observe).
 	Told map[string]Told
+	// Routes are the TLSRoutes the operator made in the tenants'
+	// namespaces, Gateways the world's by name (with Traefik only).
+	Routes   [2][]gwv1.TLSRoute
+	Gateways map[string]*gwv1.Gateway
 }
 
 // Take reads the world's objects as the administrator (c).
@@ -60,6 +65,9 @@ func Take(ctx context.Context, c client.Reader, w World) (*Snapshot, error) {
 			}
 		}
 		s.Listeners[t], s.Services[t], s.Events[t] = ls.Items, svcs.Items, evs.Items
+	}
+	if err := s.takeGateways(ctx, c); err != nil {
+		return nil, err
 	}
 	return s, s.takeWorkloads(ctx, c)
 }
