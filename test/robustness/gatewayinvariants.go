@@ -220,3 +220,18 @@ func ptrString[T ~string | ~int32](p *T) string {
 	}
 	return fmt.Sprint(*p)
 }
+
+// addRoutes counts the operator's routes and what Traefik said of each
+// parent ("TLSRoute parent Accepted=<reason>").
+func (c *Coverage) addRoutes(st Step) {
+	for t := range st.Cur.Routes {
+		for _, r := range st.Cur.Routes[t] {
+			c.States["TLSRoute"]++
+			for _, ps := range r.Status.Parents {
+				if a := meta.FindStatusCondition(ps.Conditions, string(gwv1.RouteConditionAccepted)); a != nil {
+					c.States["TLSRoute parent Accepted="+a.Reason]++
+				}
+			}
+		}
+	}
+}

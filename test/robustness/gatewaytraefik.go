@@ -35,11 +35,19 @@ type GatewayEnv struct {
 // it accepted the class. stop ends it; its log is bin/robustness-traefik.log.
 func startTraefik(ctx context.Context, e *testenv.Env) (gw *GatewayEnv, stop func(), err error) {
 	bin := filepath.Join(testenv.RepoRoot(), "bin", "tools", "traefik")
-	if _, err := os.Stat(bin); err != nil {
-		return nil, nil, fmt.Errorf("-robustness.gateway needs Traefik: run `make gateway-tools`: %w", err)
+	crds := filepath.Join(testenv.RepoRoot(), "bin", "gateway-crds", "standard")
+	for _, p := range []string{bin, crds} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil, fmt.Errorf("-robustness.gateway needs Traefik and the Gateway API CRDs it is built against: run `make gateway-tools`: %w", err)
+		}
 	}
-	if err := testenv.InstallGatewayAPI(e.Config); err != nil {
-		return nil, nil, fmt.Errorf("install the Gateway API CRDs: %w", err)
+	// Every CRD of the channel (Traefik waits for the informers of all of
+	// them), server-side: they are too large for the last-applied annotation.
+	if out, err := e.Kubectl(ctx, nil, "apply", "--server-side", "-f", crds); err != nil {
+		return nil, nil, fmt.Errorf("install the Gateway API CRDs from %s: %w: %s", crds, err, out)
+	}
+	if out, err := e.Kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"); err != nil {
+		return nil, nil, fmt.Errorf("wait for the Gateway API CRDs: %w: %s", err, out)
 	}
 	gw = &GatewayEnv{}
 	args := []string{"--providers.kubernetesgateway=true", "--providers.kubernetesgateway.statusaddress.ip=127.0.0.1",
