@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,24 +129,37 @@ const gatewayOdds = 4
 // (ClusterIP with a hostname template, as a gateway class must be; its
 // parents sometimes a Gateway or section that is not there).
 func genGateway(r *rand.Rand, m *model) Op {
-	switch r.IntN(8) {
-	case 0, 1, 2:
+	switch x := r.IntN(8); {
+	case x < 3 || len(m.gateways) == 0:
 		op := Op{Kind: PutGateway, Gateway: r.IntN(gatewaySlots)}
 		for _, name := range []string{"p0", "p1"} {
-			if r.IntN(3) > 0 {
-				op.Sections = append(op.Sections, name+":"+pick(r, []string{"All", "All", "All", "Selector", "Same", "Elsewhere", "Terminate"}))
+			if r.IntN(3) > 0 || name == "p1" && len(op.Sections) == 0 {
+				op.Sections = append(op.Sections, name+":"+pick(r, []string{"All", "All", "All", "All", "Selector", "Same", "Elsewhere", "Terminate"}))
 			}
 		}
 		return op
-	case 3:
+	case x == 3:
 		return Op{Kind: DeleteGateway, Gateway: r.IntN(gatewaySlots)}
 	}
 	op := genPutClass(r, r.IntN(classSlots))
 	op.Type, op.Range, op.NodeAnnotation = v1alpha1.ServiceTypeClusterIP, false, false
 	op.Template = 1 + r.IntN(len(templates))
 	op.Parents = nil
+	// Mostly sections that are there, now and then any (a Gateway that
+	// never exists, a section it lacks).
+	var there []string
+	for g, sections := range m.gateways {
+		for _, s := range sections {
+			name, _, _ := strings.Cut(s, ":")
+			there = append(there, fmt.Sprintf("g%d/%s", g, name))
+		}
+	}
+	slices.Sort(there) // map order is random; a seed's history is not
 	for range 1 + r.IntN(2) {
 		p := fmt.Sprintf("g%d/%s", r.IntN(gatewaySlots+1), pick(r, []string{"p0", "p0", "p1"}))
+		if len(there) > 0 && r.IntN(5) > 0 {
+			p = pick(r, there)
+		}
 		if !strings.Contains(strings.Join(op.Parents, ","), p) {
 			op.Parents = append(op.Parents, p)
 		}

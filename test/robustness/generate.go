@@ -28,6 +28,8 @@ type model struct {
 	// quotaMet: that tenant has acted since, so that the cap met a write.
 	quota    int
 	quotaMet bool
+	// gateways are the sections of each Gateway slot put (gateway.go).
+	gateways map[int][]string
 }
 
 // slot picks a class slot: mostly one that exists.
@@ -113,7 +115,7 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	for _, w := range table {
 		total += w.weight
 	}
-	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}, quota: -1}
+	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}, quota: -1, gateways: map[int][]string{}}
 	ops := make([]Op, 0, n)
 	for len(ops) < n {
 		var op Op
@@ -160,6 +162,10 @@ func (m *model) record(op Op) {
 		m.quota, m.quotaMet = op.Tenant, false
 	case LiftQuota:
 		m.quota = -1
+	case PutGateway:
+		m.gateways[op.Gateway] = op.Sections
+	case DeleteGateway:
+		delete(m.gateways, op.Gateway)
 	}
 	if isTenantOp(op.Kind) && op.Tenant == m.quota {
 		m.quotaMet = true
