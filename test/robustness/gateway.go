@@ -193,12 +193,5 @@ func (s *Snapshot) takeGateways(ctx context.Context, c client.Reader) error {
 
 // routeOwner is the Listener of tenant t that controls route r, or nil.
 func (s *Snapshot) routeOwner(t int, r *gwv1.TLSRoute) *v1alpha1.Listener {
-	for _, ref := range r.OwnerReferences {
-		if ref.Kind == "Listener" && ref.Controller != nil && *ref.Controller {
-			if l := s.listener(t, ref.Name); l != nil && l.UID == ref.UID {
-				return l
-			}
-		}
-	}
-	return nil
+	return s.controller(t, r.OwnerReferences)
 }

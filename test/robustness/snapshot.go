@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -94,7 +95,13 @@ func (s *Snapshot) service(t int, name string) *corev1.Service {
 
 // owner is the Listener that controls svc (of tenant t), or nil.
 func (s *Snapshot) owner(t int, svc *corev1.Service) *v1alpha1.Listener {
-	for _, ref := range svc.OwnerReferences {
+	return s.controller(t, svc.OwnerReferences)
+}
+
+// controller is the Listener of tenant t that refs name as controller, or
+// nil.
+func (s *Snapshot) controller(t int, refs []metav1.OwnerReference) *v1alpha1.Listener {
+	for _, ref := range refs {
 		if ref.Kind == "Listener" && ref.Controller != nil && *ref.Controller {
 			if l := s.listener(t, ref.Name); l != nil && l.UID == ref.UID {
 				return l
