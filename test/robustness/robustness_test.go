@@ -221,3 +221,36 @@ func TestRegressions(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", r.name, r.seed), func(t *testing.T) { h.play(t, r.seed, r.ops) })
 	}
 }
+
+// gatewayRegressions are shrunk histories with Gateways: played only with
+// Traefik (-robustness.gateway).
+var gatewayRegressions = []struct {
+	name string
+	seed uint64
+	ops  []Op
+}{
+	// Found by make robustness (seed 17144973799700076321, 26 operations
+	// as shrunk, cut by hand to these): a Listener that left its gateway
+	// class kept its TLSRoute, and the Gateway went on routing its name.
+	{name: "RoutesFollowTheirClass", seed: 17144973799700076321, ops: []Op{
+		{Kind: PutClass, Type: "LoadBalancer"},
+		{Kind: PutGateway, Sections: []string{"p0:All"}},
+		{Kind: PutClass, Class: 1, Type: "ClusterIP", Template: 1, Parents: []string{"g0/p0"}},
+		{Kind: PutListener, Name: "web", Class: 1, Ports: []int32{80}},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}},
+		{Kind: PutListener, Tenant: 1, Name: "web", Class: 1, Ports: []int32{80}},
+		{Kind: PutListener, Tenant: 1, Name: "web", Class: 1},
+	}},
+}
+
+// TestGatewayRegressions plays every shrunk history with Gateways.
+func TestGatewayRegressions(t *testing.T) {
+	testenv.Require(t, env)
+	if cluster.Gateway == nil {
+		t.Skip("set -robustness.gateway (Traefik)")
+	}
+	h := &histories{n: 3000}
+	for _, r := range gatewayRegressions {
+		t.Run(fmt.Sprintf("%s/%d", r.name, r.seed), func(t *testing.T) { h.play(t, r.seed, r.ops) })
+	}
+}
