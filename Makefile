@@ -153,9 +153,11 @@ ROBUSTNESS_OPS      ?= 30
 # the list is read from the tree, so a new mutant is run without an edit here.
 ROBUSTNESS_MUTANTS  := $(sort $(patsubst mutant_%.go,%,$(notdir $(filter-out %_off.go,$(shell git ls-files '*mutant_*.go')))))
 .PHONY: robustness
-robustness: k8s-binaries ## Play random histories for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history.
+# With Traefik (gateway-tools) against the suite's API server: Gateways and
+# gateway classes are played too (-robustness.gateway; make test leaves them out).
+robustness: k8s-binaries gateway-tools ## Play random histories, Traefik and gateway classes included, for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history.
 	@mkdir -p $(BIN)
-	go test -count=1 -v -timeout 0 ./test/robustness/ -run 'TestRandomHistories' \
+	go test -count=1 -v -timeout 0 ./test/robustness/ -run 'TestRandomHistories|TestGatewayRegressions' -robustness.gateway \
 	  -robustness.duration=$(ROBUSTNESS_DURATION) -robustness.ops=$(ROBUSTNESS_OPS) 2>&1 | tee $(BIN)/robustness.log
 
 # Each mutant re-introduces a fixed defect behind the build tag

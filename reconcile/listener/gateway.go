@@ -212,6 +212,19 @@ func hostnames(r *gwv1.TLSRoute) []string {
 	return out
 }
 
+// leaveGateway deletes the routes the operator made for l unless class
+// routes it through a Gateway (class nil: l has no ports): a class that
+// stopped routing, a Listener that names another class or dropped its
+// ports. Before, only a Listener still of a gateway class lost its stale
+// routes, and the Gateway went on routing its name (found by
+// test/robustness, RoutesFollowTheirClass).
+func (r *listenerReconciler) leaveGateway(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) error {
+	if class != nil && class.Spec.Gateway != nil && len(l.Spec.Ports) > 0 {
+		return nil
+	}
+	return r.deleteStaleRoutes(ctx, l, nil)
+}
+
 // deleteStaleRoutes deletes the routes the operator made for l that keep
 // does not name (all of them for a nil keep): a port removed, a class
 // that stopped routing, a name l may no longer publish.

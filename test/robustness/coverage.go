@@ -44,6 +44,7 @@ func (c *Coverage) add(st Step) {
 		c.Refusals[st.Op.Kind] = st.Answer.Err
 	}
 	c.addPods(st)
+	c.addRoutes(st) // gatewayinvariants.go
 	if len(st.Refused) > 0 {
 		c.States["operator writes refused"] += len(st.Refused)
 		c.Messages["operator writes refused"] = st.Refused[0].String()
@@ -69,6 +70,29 @@ func (c *Coverage) add(st Step) {
 	}
 }
 
+// Unplayed are the operation kinds never played (accepted or refused).
+func (c *Coverage) Unplayed() []Kind {
+	var out []Kind
+	for _, k := range kinds {
+		if c.Accepted[k]+c.Refused[k] == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// neverAccepted are the kinds played but always refused: a delete of
+// something already gone, a create of something there. String says so.
+func (c *Coverage) neverAccepted() []Kind {
+	var out []Kind
+	for _, k := range kinds {
+		if c.Accepted[k] == 0 && c.Refused[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // String is the count, one line per kind of thing.
 func (c *Coverage) String() string {
 	var b strings.Builder
@@ -77,6 +101,9 @@ func (c *Coverage) String() string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Refused)) {
 		fmt.Fprintf(&b, "refused %s: %d (e.g. %.200s)\n", k, c.Refused[k], c.Refusals[k])
+	}
+	if never := c.neverAccepted(); len(never) > 0 {
+		fmt.Fprintf(&b, "played but never accepted: %v\n", never)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.States)) {
 		fmt.Fprintf(&b, "state %s: %d", k, c.States[k])

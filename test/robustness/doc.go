@@ -3,7 +3,11 @@
 // of an administrator (ListenerClasses of every service type, node-port
 // ranges, hostname templates and tenant-metadata modes, changed and
 // deleted; Services deleted; faults.go: the operator restarted, the
-// webhooks switched off and on; the nodes' address annotations) and of two tenants who hold only the built-in
+// webhooks switched off and on; quota.go: a tenant's Services capped by a
+// ResourceQuota, so that the operator's writes are refused for good, and
+// the cap lifted; the nodes' address annotations; with Traefik
+// (-robustness.gateway, make robustness; gateway.go, gatewaytraefik.go):
+// Gateways and classes routed through them) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
@@ -13,7 +17,8 @@
 // in this process and marks them Running, in `make test` and `make
 // robustness` alike (not kwok). After each operation the
 // runner (run.go) waits until the operator has settled, that is written
-// nothing for a while as the API server's audit log counts it (internal/testenv/audit.go),
+// nothing for a while as the API server's audit log counts it (internal/testenv/audit.go)
+// with its workqueues empty (idle.go) and, with Traefik, every route judged,
 // and checks every invariant (invariants.go): plain functions, each named
 // for the promise it checks, over what the API server holds (snapshot.go)
 // and what each Running pod reads from its volumes (podstold.go).

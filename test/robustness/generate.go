@@ -24,6 +24,12 @@ type model struct {
 	listeners [2]map[string]int // by tenant, name to class slot; claims under their names
 	// webhooksOff: a WebhooksOff without its WebhooksOn yet.
 	webhooksOff bool
+	// quota: the tenant whose namespace a PutQuota caps (-1: none);
+	// quotaMet: that tenant has acted since, so that the cap met a write.
+	quota    int
+	quotaMet bool
+	// gateways are the sections of each Gateway slot put (gateway.go).
+	gateways map[int][]string
 }
 
 // slot picks a class slot: mostly one that exists.
@@ -90,18 +96,26 @@ func operations() []weighted {
 // Generate returns n operations drawn from seed: the same seed gives the
 // same history. It starts with two classes, so that the first tenants'
 // operations have something to use.
-func Generate(seed uint64, n int) []Op {
+func Generate(seed uint64, n int) []Op { return GenerateWith(seed, n, false) }
+
+// GenerateWith is Generate, with Gateways and gateway classes among the
+// operations when withGateway (Traefik runs): drawn from a stream of their
+// own, so that the other operations of a seed stay as they are.
+func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	r := rand.New(rand.NewPCG(seed, 0x49))
 	// Faults are drawn from a stream of their own, so that a change of
 	// the table leaves where they fall alone; its constant is one that
 	// gives the fixed seeds (1, 17) a restart and the webhooks off and on.
 	fr := rand.New(rand.NewPCG(seed, 0x107))
+	// Quotas too (quota.go), so that they leave the rest alone.
+	qr := rand.New(rand.NewPCG(seed, 0x4a))
+	gr := rand.New(rand.NewPCG(seed, 0x39))
 	table := operations()
 	total := 0
 	for _, w := range table {
 		total += w.weight
 	}
-	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}}
+	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}, quota: -1, gateways: map[int][]string{}}
 	ops := make([]Op, 0, n)
 	for len(ops) < n {
 		var op Op
@@ -109,6 +123,10 @@ func Generate(seed uint64, n int) []Op {
 			op = genPutClass(r, len(ops))
 		} else if m.webhooksOff && fr.IntN(4) == 0 {
 			op = Op{Kind: WebhooksOn} // off for a few operations
+		} else if q, ok := genQuota(qr, m); ok {
+			op = q
+		} else if withGateway && gr.IntN(gatewayOdds) == 0 {
+			op = genGateway(gr, m)
 		} else if fr.IntN(faultOdds) == 0 {
 			op = genFault(fr, m)
 		} else {
@@ -140,6 +158,17 @@ func (m *model) record(op Op) {
 		delete(m.listeners[op.Tenant], op.Name)
 	case WebhooksOff, WebhooksOn:
 		m.webhooksOff = op.Kind == WebhooksOff
+	case PutQuota:
+		m.quota, m.quotaMet = op.Tenant, false
+	case LiftQuota:
+		m.quota = -1
+	case PutGateway:
+		m.gateways[op.Gateway] = op.Sections
+	case DeleteGateway:
+		delete(m.gateways, op.Gateway)
+	}
+	if isTenantOp(op.Kind) && op.Tenant == m.quota {
+		m.quotaMet = true
 	}
 }
 
@@ -279,4 +308,19 @@ func genFault(r *rand.Rand, m *model) Op {
 		return Op{Kind: WebhooksOff}
 	}
 	return Op{Kind: RestartOperator}
+}
+
+// quotaOdds: one operation in quotaOdds caps a tenant's Services.
+const quotaOdds = 20
+
+// genQuota is the administrator capping a tenant's Services at what it
+// has (a quota: the operator's writes of new Services and node ports are
+// refused) and lifting the cap again a few operations after the tenant
+// acted; ok false
+// when r says neither now.
+func genQuota(r *rand.Rand, m *model) (Op, bool) {
+	if m.quota >= 0 {
+		return Op{Kind: LiftQuota, Tenant: m.quota}, m.quotaMet && r.IntN(3) == 0
+	}
+	return Op{Kind: PutQuota, Tenant: r.IntN(2)}, r.IntN(quotaOdds) == 0
 }

@@ -53,6 +53,10 @@ func Invariants() []Invariant {
 		{"NotReadySaysWhy", NotReadySaysWhy},
 		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
 		{"RefusedWritesVisible", RefusedWritesVisible},
+		{"RefusalsHealWhenLifted", RefusalsHealWhenLifted},
+		{"RoutesFollowTheirClass", RoutesFollowTheirClass},
+		{"RoutesPublishedOnce", RoutesPublishedOnce},
+		{"GatewayRefusalsSaid", GatewayRefusalsSaid},
 	}
 }
 
@@ -80,6 +84,12 @@ func ServicesFollowTheirClass(st Step) []string {
 				// A Listener whose class is gone keeps the Service its
 				// class last made (it says so in Ready): docs/reconcile.md,
 				// "Promises".
+				continue
+			}
+			if says(l, v1alpha1.ReasonServiceRefused) {
+				// The API server refused its Service's write (a quota):
+				// it keeps the Service it had, and Ready says so
+				// (RefusedWritesVisible).
 				continue
 			}
 			where := fmt.Sprintf("Service %s/%s of Listener %s (class %s)", svc.Namespace, svc.Name, l.Name, class.Name)
@@ -210,9 +220,13 @@ func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class 
 // rangeShort says whether l is not Ready because its class's node-port
 // range, or its namespace's share of it, has no room.
 func rangeShort(l *v1alpha1.Listener) bool {
+	return says(l, v1alpha1.ReasonNodePortRangeExhausted) || says(l, v1alpha1.ReasonNodePortShareExceeded)
+}
+
+// says says whether l is not Ready for reason.
+func says(l *v1alpha1.Listener, reason string) bool {
 	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
-	return c != nil && c.Status != metav1.ConditionTrue &&
-		(c.Reason == v1alpha1.ReasonNodePortRangeExhausted || c.Reason == v1alpha1.ReasonNodePortShareExceeded)
+	return c != nil && c.Status != metav1.ConditionTrue && c.Reason == reason
 }
 
 // HostnamesPublishedOnce: no two Listeners publish one hostname of the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -84,10 +85,23 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			change: func(s *Snapshot) { s.Services[0][0].UID = "new" }},
 		{name: "a refused write unseen", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "patch", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
 			want: "shows it nowhere"},
-		{name: "a refused write said", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "patch", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+		{name: "a refused write said", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "patch", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 422}},
 			change: func(s *Snapshot) {
-				s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonServiceRefused}
+				s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid}
 			}},
+		{name: "a forbidden write said", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "create", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+			change: func(s *Snapshot) { quotaRefused(s, "exceeded quota: "+quotaName, true) }},
+		{name: "a forbidden write without its event", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "create", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+			change: func(s *Snapshot) { quotaRefused(s, "exceeded quota: "+quotaName, false) }, want: "has no Warning event"},
+		{name: "a quota not named", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "create", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+			change: func(s *Snapshot) { quotaRefused(s, "exceeded quota", true) }, want: "does not name the quota"},
+		{name: "a forbidden write under another reason", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "create", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
+			change: func(s *Snapshot) {
+				s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid, Message: "x"}
+			}, want: "not ServiceRefused"},
+		{name: "held back after the lift", inv: RefusalsHealWhenLifted, tenant: Op{Kind: LiftQuota},
+			change: func(s *Snapshot) { quotaRefused(s, "exceeded quota: "+quotaName, true) }, want: "still say their Service is refused"},
+		{name: "healed after the lift", inv: RefusalsHealWhenLifted, tenant: Op{Kind: LiftQuota}},
 		{name: "not Ready without a word", inv: NotReadySaysWhy, change: func(s *Snapshot) {
 			s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}
 		}, want: "without a reason and message"},
@@ -97,6 +111,16 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			prev := world(clusterIP, ok)
 			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(clusterIP, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused}), tt.want)
 		})
+	}
+}
+
+// quotaRefused makes tenant a's Listener say its Service was refused with
+// message msg, with a Warning event when event.
+func quotaRefused(s *Snapshot, msg string, event bool) {
+	l := &s.Listeners[0][0]
+	l.Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonServiceRefused, Message: msg}
+	if event {
+		s.Events[0] = []eventsv1.Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonServiceRefused, Regarding: corev1.ObjectReference{Kind: "Listener", Name: l.Name, UID: l.UID}}}
 	}
 }
 

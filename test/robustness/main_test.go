@@ -71,13 +71,18 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// statefulset, ephemeral-volume (a pod's ephemeral claim) and
+	// persistentvolume-binder (claims bound to the volumes the operator
+	// provisions) for the pods of pods.go; with Traefik, endpointslice
+	// (Traefik resolves a route's backend Service by its EndpointSlices).
+	controllers := []string{"clusterrole-aggregation", "garbagecollector", "namespace", "statefulset", "ephemeral-volume", "persistentvolume-binder"}
+	if *withGateway {
+		controllers = append(controllers, "endpointslice")
+	}
 	e, err := testenv.Start(testenv.Options{
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{configs}, LocalServingHost: "127.0.0.1"},
-		// statefulset, ephemeral-volume (a pod's ephemeral claim) and
-		// persistentvolume-binder (claims bound to the volumes the operator
-		// provisions) for the pods of pods.go.
-		ControllerManager: []string{"clusterrole-aggregation", "garbagecollector", "namespace", "statefulset", "ephemeral-volume", "persistentvolume-binder"},
-		APIServerFlags:    auditFlags,
+		ControllerManager:     controllers,
+		APIServerFlags:        auditFlags,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("start control plane: %w", err)
@@ -87,6 +92,14 @@ func run(m *testing.M) (int, error) {
 	defer cancel()
 	if out, err := e.Kubectl(ctx, nil, "apply", "-f", filepath.Join(testenv.RepoRoot(), "config", "rbac", "aggregate_roles.yaml")); err != nil {
 		return 0, fmt.Errorf("aggregated roles: %v: %s", err, out)
+	}
+	var gateway *GatewayEnv
+	if *withGateway {
+		var stopTraefik func()
+		if gateway, stopTraefik, err = startTraefik(ctx, e); err != nil {
+			return 0, err
+		}
+		defer stopTraefik()
 	}
 	op, err := newOperator(ctx, e)
 	if err != nil {
@@ -106,6 +119,7 @@ func run(m *testing.M) (int, error) {
 	defer stopKubelet()
 	env, cluster = e, newCluster(e, audit)
 	cluster.Kubelet = kubelet
+	cluster.Gateway = gateway
 	cluster.Faults = &Faults{Restart: op.restart}
 	if err := cluster.Faults.KeepWebhooks(ctx, e.Client); err != nil {
 		return 0, err
@@ -250,14 +264,15 @@ func startOperator(ctx context.Context, e *testenv.Env, cfg *rest.Config) (<-cha
 }
 
 // operatorOptions are the shipped defaults, but: no presets (each history
-// makes its own classes), no Gateway API (no Traefik here yet), and a
+// makes its own classes), the Gateway API only with Traefik
+// (-robustness.gateway), and a
 // short wait for a new Service's allocations (a LoadBalancer never gets
 // one here), so that the operator settles within seconds.
 func operatorOptions() reconcile.Options {
 	o := reconcile.DefaultOptions()
 	o.ClusterDomain = "example.test"
 	o.Preset = reconcile.PresetNone
-	o.GatewayAPI = false
+	o.GatewayAPI = *withGateway
 	o.CreatePollInterval = 100 * time.Millisecond
 	o.CreateWaitDuration = 500 * time.Millisecond
 	return o

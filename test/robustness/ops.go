@@ -42,7 +42,18 @@ const (
 	RestartOperator Kind = "RestartOperator" // stop the operator's manager, start a new one
 	WebhooksOff     Kind = "WebhooksOff"     // delete the webhook configurations: writes are admitted unchecked
 	WebhooksOn      Kind = "WebhooksOn"      // make them again, then restart the operator
+	// Quotas (quota.go), the administrator's.
+	PutQuota  Kind = "PutQuota"  // cap tenant Tenant's Services, node ports and load balancers at what it has
+	LiftQuota Kind = "LiftQuota" // remove that cap, then wait until the Listeners it held back have their Services
 )
+
+// kinds are every operation kind: the fixed seeds must play each
+// (Coverage.Unplayed); apply refuses a kind it does not know.
+var kinds = []Kind{
+	PutClass, DeleteClass, DeleteService, PutListener, DeleteListener, PutClaim, DeleteClaim,
+	PutNodeAddress, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet,
+	RestartOperator, WebhooksOff, WebhooksOn, PutQuota, LiftQuota,
+}
 
 // Op is one operation. Only the fields its Kind reads are set, so that a
 // sequence prints (GoString) as short table rows.
@@ -75,6 +86,12 @@ type Op struct {
 	Claim string
 	// PutStatefulSet, ScaleStatefulSet.
 	Replicas int
+	// PutGateway, DeleteGateway: the Gateway slot and its sections
+	// ("<name>:<kind>", gateway.go); PutClass: spec.gateway's parents
+	// ("g<slot>/<section>").
+	Gateway  int
+	Sections []string
+	Parents  []string
 }
 
 // networkKey is the exposure annotation classes set and tenants try to.
@@ -134,6 +151,9 @@ type World struct {
 	Domain  string    // of the hostname templates
 	// RangeBase is the first node port of slot 0's range.
 	RangeBase int32
+	// Gateway: Traefik runs, and the world has a namespace of Gateways
+	// (gateway.go).
+	Gateway bool
 }
 
 // NewWorld is the world of history number n.
@@ -187,6 +207,7 @@ func (w World) Class(op Op) *v1alpha1.ListenerClass {
 	if op.NodeAnnotation {
 		spec.NodeAddress = v1alpha1.NodeAddressAnnotation
 	}
+	spec.Gateway = w.gatewayParents(op)
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: w.ClassName(op.Class)}, Spec: spec}
 }
 

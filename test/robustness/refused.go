@@ -2,13 +2,16 @@ package robustness
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // RefusedWritesVisible: a write of a Listener's Service that the API
@@ -32,6 +35,8 @@ func RefusedWritesVisible(st Step) []string {
 				}
 				if !saysSo(l, st.Cur.Events[t]) {
 					out = append(out, fmt.Sprintf("the API server refused the operator's %s, and Listener %s/%s shows it nowhere (all its conditions True, no Warning event)", x, l.Namespace, l.Name))
+				} else if x.Code == 403 {
+					out = append(out, saysForbidden(l, st.Cur.Events[t], x)...)
 				}
 			}
 		}
@@ -53,4 +58,27 @@ func saysSo(l *v1alpha1.Listener, evs []eventsv1.Event) bool {
 		}
 	}
 	return false
+}
+
+// saysForbidden: a Service write the API server forbade (a quota, an
+// admission policy: nothing the Listener can change) leaves l not Ready,
+// for a reason that names the refusal, and a Warning event about it; one
+// a quota forbade names the quota, so that the user knows what to raise.
+func saysForbidden(l *v1alpha1.Listener, evs []eventsv1.Event, x testenv.Write) []string {
+	who := fmt.Sprintf("the API server forbade the operator's %s, and Listener %s/%s", x, l.Namespace, l.Name)
+	ready := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready == nil || ready.Status == metav1.ConditionTrue:
+		return []string{who + " is Ready"}
+	case ready.Reason != v1alpha1.ReasonServiceRefused:
+		return []string{fmt.Sprintf("%s says %s (%s), not %s", who, ready.Reason, ready.Message, v1alpha1.ReasonServiceRefused)}
+	case strings.Contains(ready.Message, "exceeded quota") && !strings.Contains(ready.Message, quotaName):
+		return []string{fmt.Sprintf("%s does not name the quota %s: %s", who, quotaName, ready.Message)}
+	}
+	for _, ev := range evs {
+		if ev.Type == corev1.EventTypeWarning && ev.Reason == v1alpha1.ReasonServiceRefused && ev.Regarding.UID == l.UID {
+			return nil
+		}
+	}
+	return []string{who + " has no Warning event " + v1alpha1.ReasonServiceRefused}
 }

@@ -40,6 +40,10 @@ type Cluster struct {
 	Window, Bound, Quiet time.Duration
 	// Faults restart the operator and switch the webhooks off and on.
 	Faults *Faults
+	// quotas are the namespaces a PutQuota caps now (quota.go).
+	quotas map[string]bool
+	// Gateway is Traefik (nil: gateway classes are not played).
+	Gateway *GatewayEnv
 }
 
 // Warnings collects the warnings the API server sends one client
@@ -119,7 +123,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if !st.settled {
 			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
 		}
-		if changed := objectWrites(st.all); op.Kind == RestartOperator && !catchesUp && len(changed) > 0 {
+		if changed := objectWrites(c.withoutRetries(st.all)); op.Kind == RestartOperator && !catchesUp && len(changed) > 0 {
 			// Nothing changed but the operator: what it finds is what it
 			// made, and a reconcile of that writes nothing.
 			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, changed...)), nil
@@ -189,9 +193,21 @@ func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 			// A quiet window alone is not settled on a loaded machine: a
 			// Listener the operator has not judged yet would be written
 			// after it, with nothing changed.
-			judged, err := c.judged(ctx, w)
+			judged, err := operatorIdle() // idle.go
 			if err != nil {
 				return st, err
+			}
+			if judged {
+				if judged, err = c.judged(ctx, w); err != nil {
+					return st, err
+				}
+			}
+			if judged {
+				// With Traefik: and it judged every route, which the
+				// operator judges Listeners by (gatewayinvariants.go).
+				if judged, err = c.routesJudged(ctx, w); err != nil {
+					return st, err
+				}
 			}
 			if judged {
 				st.settled, st.refused = true, unresolved(st.all)
@@ -289,7 +305,7 @@ func (c *Cluster) quiet(ctx context.Context, w World, mark int64) ([]string, err
 	case <-time.After(c.Quiet):
 	}
 	all, _, err := c.Audit.Writes(mark)
-	writes := w.writes(all)
+	writes := w.writes(c.withoutRetries(all))
 	if len(writes) > 0 {
 		writes = append([]string{"the operator wrote after it had settled, with nothing changed:"}, writes...)
 	}
@@ -328,6 +344,10 @@ func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
 		return Answer{}, c.restart(ctx)
 	case WebhooksOff:
 		return Answer{}, c.webhooksOff(ctx)
+	case PutQuota, LiftQuota:
+		return Answer{}, c.applyQuota(ctx, w, op)
+	case PutGateway, DeleteGateway:
+		err = c.applyGateway(ctx, w, op)
 	case WebhooksOn:
 		if err := c.webhooksOn(ctx); err != nil {
 			return Answer{}, err
@@ -367,9 +387,16 @@ func put[T client.Object](ctx context.Context, c client.Client, want T, set func
 // prepare makes the tenants' namespaces and binds each tenant to edit in
 // its own.
 func (c *Cluster) prepare(ctx context.Context, w World) error {
+	if w.Gateway {
+		if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.GatewayNamespace()}}); err != nil {
+			return fmt.Errorf("prepare world %s: %w", w.Prefix, err)
+		}
+	}
 	for t, ns := range w.Tenants {
+		// Only tenant a's routes reach a Gateway section of "Selector".
+		labels := map[string]string{gatewayAccessLabel: map[bool]string{true: "allowed", false: "no"}[t == 0]}
 		objs := []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}},
 			&rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "edit", Namespace: ns},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
@@ -401,6 +428,10 @@ func (c *Cluster) cleanup(parent context.Context, w World) {
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
 	for _, ns := range w.Tenants {
+		delete(c.quotas, ns)
 		_ = c.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	if w.Gateway {
+		_ = c.Admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.GatewayNamespace()}})
 	}
 }

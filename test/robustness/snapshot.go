@@ -8,7 +8,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -36,6 +38,10 @@ type Snapshot struct {
 	// Told is what each Running pod's listener volume tells it, by
 	// toldKey (Kubelet.Observe).
 	Told map[string]Told
+	// Routes are the TLSRoutes the operator made in the tenants'
+	// namespaces, Gateways the world's by name (with Traefik only).
+	Routes   [2][]gwv1.TLSRoute
+	Gateways map[string]*gwv1.Gateway
 }
 
 // Take reads the world's objects as the administrator (c).
@@ -60,6 +66,9 @@ func Take(ctx context.Context, c client.Reader, w World) (*Snapshot, error) {
 			}
 		}
 		s.Listeners[t], s.Services[t], s.Events[t] = ls.Items, svcs.Items, evs.Items
+	}
+	if err := s.takeGateways(ctx, c); err != nil {
+		return nil, err
 	}
 	return s, s.takeWorkloads(ctx, c)
 }
@@ -86,7 +95,13 @@ func (s *Snapshot) service(t int, name string) *corev1.Service {
 
 // owner is the Listener that controls svc (of tenant t), or nil.
 func (s *Snapshot) owner(t int, svc *corev1.Service) *v1alpha1.Listener {
-	for _, ref := range svc.OwnerReferences {
+	return s.controller(t, svc.OwnerReferences)
+}
+
+// controller is the Listener of tenant t that refs name as controller, or
+// nil.
+func (s *Snapshot) controller(t int, refs []metav1.OwnerReference) *v1alpha1.Listener {
+	for _, ref := range refs {
 		if ref.Kind == "Listener" && ref.Controller != nil && *ref.Controller {
 			if l := s.listener(t, ref.Name); l != nil && l.UID == ref.UID {
 				return l
