@@ -55,6 +55,8 @@ import (
 //	claim bound        the claim is Bound
 //	Listener Ready     the claim's Listener is Ready
 //	address readable   the container started (volumes mounted)
+//	addresses-ready True the operator set the gate's condition True (a
+//	                   gated pod)
 //	pod Ready          the pod's Ready condition is True
 //
 // Time to Ready is measured twice in the same run (issue 50): the listener
@@ -96,6 +98,9 @@ const (
 	stageListener    = "Listener Ready"
 	stageStarted     = "address readable"
 	stageReady       = "pod Ready"
+	// stageGateTrue: the operator set the pod's readiness gate condition
+	// True (gated bursts only).
+	stageGateTrue = "addresses-ready True"
 	// stageGated is not a stage: that the pod carries the readiness
 	// gate (a gated burst checks every pod does).
 	stageGated = "gated"
@@ -223,6 +228,9 @@ func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string]
 		}
 		if slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == v1alpha1.PodConditionAddressesReady }) {
 			rec.saw(p.Name, stageGated, now)
+		}
+		if gateCondition(p).Status == corev1.ConditionTrue {
+			rec.saw(p.Name, stageGateTrue, now)
 		}
 	})
 	if kind == burstBound {
