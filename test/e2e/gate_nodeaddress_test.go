@@ -4,14 +4,12 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,30 +128,6 @@ func TestReadinessGateNodePortNotReadyAddresses(t *testing.T) {
 	answers(t, ctx, addr, port, "hello-0")
 }
 
-// natNode is a real node other than the host's own: a DNAT in the host's
-// OUTPUT chain to the host's address would skip kube-proxy's rules.
-func natNode(t *testing.T, ctx context.Context) *corev1.Node {
-	t.Helper()
-	for _, n := range realNodes(t, ctx) {
-		if nodeAddress(t, &n, corev1.NodeInternalIP) != "10.88.0.1" {
-			return &n
-		}
-	}
-	t.Fatal("no node other than the host's")
-	return nil
-}
-
-// dnat sends the host's connections to ip on to the node's address until
-// the test ends.
-func dnat(t *testing.T, ctx context.Context, ip, nodeIP string) {
-	t.Helper()
-	rule := []string{"OUTPUT", "-d", ip + "/32", "-p", "tcp", "-j", "DNAT", "--to-destination", nodeIP}
-	if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-t", "nat", "-I"}, rule...)...).CombinedOutput(); err != nil {
-		t.Fatalf("iptables -t nat -I %v: %v: %s", rule, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-t", "nat", "-D"}, rule...)...).Run() })
-}
-
 // keepNodeAddress puts the node's address annotation back as it is now
 // (or removes it) when the test ends: other tests share the nodes.
 func keepNodeAddress(t *testing.T, ctx context.Context, node *corev1.Node) {
@@ -163,14 +137,4 @@ func keepNodeAddress(t *testing.T, ctx context.Context, node *corev1.Node) {
 		value = strconv.Quote(v)
 	}
 	t.Cleanup(func() { annotateNodeAddress(t, context.WithoutCancel(ctx), node.Name, value) })
-}
-
-// annotateNodeAddress sets the node's address annotation to value (a JSON
-// string, or null to remove it), as an administrator does.
-func annotateNodeAddress(t *testing.T, ctx context.Context, node, value string) {
-	t.Helper()
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v1alpha1.AnnotationNodeAddress+`":`+value+`}}}`))
-	if err := k8s.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, patch); err != nil {
-		t.Fatalf("annotate node %s: %v", node, err)
-	}
 }
