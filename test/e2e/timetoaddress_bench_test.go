@@ -313,7 +313,7 @@ func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string]
 	for rec.count(stageReady) < n {
 		select {
 		case <-ctx.Done():
-			b.Errorf("burst (kind %d): %d of %d pods started, %d Ready within %s", kind, rec.count(stageStarted), rec.count(stageReady), n, burstTimeout)
+			b.Errorf("burst (kind %d): of %d pods %d started, %d Ready within %s", kind, n, rec.count(stageStarted), rec.count(stageReady), burstTimeout)
 			cancel()
 			wg.Wait()
 			return rec.durations()
