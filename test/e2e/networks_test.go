@@ -78,25 +78,9 @@ func TestNodeAddressBehindNAT(t *testing.T) {
 		ServiceType: v1alpha1.ServiceTypeNodePort, PreferredAddressType: v1alpha1.PreferredAddressIP,
 		PinnedNodePorts: ptr.To(true), NodeAddress: v1alpha1.NodeAddressAnnotation,
 	}))
-	var natted *corev1.Node
-	for _, n := range realNodes(t, ctx) {
-		// Not the host's own node: a DNAT in the host's OUTPUT chain to the
-		// host's address would skip kube-proxy's rules there.
-		if nodeAddress(t, &n, corev1.NodeInternalIP) != "10.88.0.1" {
-			natted = &n
-			break
-		}
-	}
-	if natted == nil {
-		t.Fatal("no node other than the host's")
-	}
-	nodeIP := nodeAddress(t, natted, corev1.NodeInternalIP)
+	natted := natNode(t, ctx)
 	setNodeAddress(t, ctx, natted.Name, natIP)
-	rule := []string{"OUTPUT", "-d", natIP + "/32", "-p", "tcp", "-j", "DNAT", "--to-destination", nodeIP}
-	if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-t", "nat", "-I"}, rule...)...).CombinedOutput(); err != nil {
-		t.Fatalf("iptables -t nat -I %v: %v: %s", rule, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-t", "nat", "-D"}, rule...)...).Run() })
+	dnat(t, ctx, natIP, nodeAddress(t, natted, corev1.NodeInternalIP))
 
 	ns := namespace(t, ctx, "e2e-nat")
 	if err := k8s.client.Create(ctx, spreadStatefulSet(ns, "edge", classAnnotation("e2e-nodeport-nat"), 2)); err != nil {
@@ -130,12 +114,40 @@ func TestNodeAddressBehindNAT(t *testing.T) {
 // an administrator does, and removes it when the test ends.
 func setNodeAddress(t *testing.T, ctx context.Context, node, address string) {
 	t.Helper()
-	patch := func(ctx context.Context, value string) error {
-		return k8s.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
-			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v1alpha1.AnnotationNodeAddress+`":`+value+`}}}`)))
+	annotateNodeAddress(t, ctx, node, strconv.Quote(address))
+	t.Cleanup(func() { annotateNodeAddress(t, context.WithoutCancel(ctx), node, "null") })
+}
+
+// natNode is a real node other than the host's own: a DNAT in the host's
+// OUTPUT chain to the host's address would skip kube-proxy's rules.
+func natNode(t *testing.T, ctx context.Context) *corev1.Node {
+	t.Helper()
+	for _, n := range realNodes(t, ctx) {
+		if nodeAddress(t, &n, corev1.NodeInternalIP) != "10.88.0.1" {
+			return &n
+		}
 	}
-	if err := patch(ctx, strconv.Quote(address)); err != nil {
+	t.Fatal("no node other than the host's")
+	return nil
+}
+
+// dnat sends the host's connections to ip on to the node's address until
+// the test ends.
+func dnat(t *testing.T, ctx context.Context, ip, nodeIP string) {
+	t.Helper()
+	rule := []string{"OUTPUT", "-d", ip + "/32", "-p", "tcp", "-j", "DNAT", "--to-destination", nodeIP}
+	if out, err := exec.CommandContext(ctx, "iptables", append([]string{"-t", "nat", "-I"}, rule...)...).CombinedOutput(); err != nil {
+		t.Fatalf("iptables -t nat -I %v: %v: %s", rule, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("iptables", append([]string{"-t", "nat", "-D"}, rule...)...).Run() })
+}
+
+// annotateNodeAddress sets the node's address annotation to value (a JSON
+// string, or null to remove it), as an administrator does.
+func annotateNodeAddress(t *testing.T, ctx context.Context, node, value string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v1alpha1.AnnotationNodeAddress+`":`+value+`}}}`))
+	if err := k8s.client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, patch); err != nil {
 		t.Fatalf("annotate node %s: %v", node, err)
 	}
-	t.Cleanup(func() { _ = patch(context.WithoutCancel(ctx), "null") })
 }

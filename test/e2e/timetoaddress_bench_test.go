@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +55,14 @@ import (
 //	claim bound        the claim is Bound
 //	Listener Ready     the claim's Listener is Ready
 //	address readable   the container started (volumes mounted)
+//	addresses-ready True the operator set the gate's condition True (a
+//	                   gated pod)
+//	pod Ready          the pod's Ready condition is True
+//
+// Time to Ready is measured twice in the same run (issue 50): the listener
+// burst above (cluster-internal, no readiness gate) and the same burst on
+// a class that differs only by spec.podReadiness: Gate, with the operator's
+// pods/status writes during each (timetoready_bench_test.go).
 //
 // BENCH_PODS sets the burst (default 100, over the cluster's real nodes);
 // run it with `make bench-address`.
@@ -67,46 +75,16 @@ func BenchmarkTimeToAddress(b *testing.B) {
 		}
 	}
 	ctx := b.Context()
+	ensureGatedBenchClass(b, ctx)
 	for range b.N {
-		floor := burst(b, ctx, n, burstPlain)
-		bound := burst(b, ctx, n, burstBound)
-		listener := burst(b, ctx, n, burstListener)
-		var out strings.Builder
-		fmt.Fprintf(&out, "time to address, burst of %d pods on the real nodes, from pod creation:\n", n)
-		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  stage\tn\tp50\tp99\tmax")
-		for _, s := range stageOrder {
-			if d := listener[s]; len(d) > 0 {
-				fmt.Fprintf(tw, "  %s (listener volume)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
-			}
-		}
-		for _, s := range []string{stageScheduled, stageStarted} {
-			if d := floor[s]; len(d) > 0 {
-				fmt.Fprintf(tw, "  floor: %s (no listener volume)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
-			}
-		}
-		for _, s := range []string{stageBound, stageScheduled, stageStarted} {
-			if d := bound[s]; len(d) > 0 {
-				fmt.Fprintf(tw, "  bound-volume floor: %s (a volume Kubernetes binds)\t%d\t%s\t%s\t%s\n", s, len(d), pct(d, 50), pct(d, 99), pct(d, 100))
-			}
-		}
-		tw.Flush()
-		if l, f := listener[stageStarted], floor[stageStarted]; len(l) == n && len(f) == n {
-			ratio := pct(l, 99).Seconds() / max(pct(f, 99).Seconds(), 0.001)
-			fmt.Fprintf(&out, "  address readable p99 / floor p99 = %.2f\n", ratio)
-			b.ReportMetric(pct(l, 99).Seconds(), "s-p99-address")
-			b.ReportMetric(pct(f, 99).Seconds(), "s-p99-floor")
-			b.ReportMetric(ratio, "p99-ratio")
-			if bs := bound[stageStarted]; len(bs) == n {
-				fmt.Fprintf(&out, "  address readable p99 / bound-volume floor p99 = %.2f\n", pct(l, 99).Seconds()/max(pct(bs, 99).Seconds(), 0.001))
-				b.ReportMetric(pct(bs, 99).Seconds(), "s-p99-bound-floor")
-			}
-		} else {
-			b.Errorf("%d of %d listener pods and %d of %d floor pods started", len(l), n, len(f), n)
-		}
+		var r benchRuns
+		r.floor = burst(b, ctx, n, burstPlain)
+		r.bound = burst(b, ctx, n, burstBound)
+		r.listener, r.listenerWrites = burstCountingPodStatusWrites(b, ctx, n, burstListener)
+		r.gated, r.gatedWrites = burstCountingPodStatusWrites(b, ctx, n, burstGated)
 		// Printed whole: the testing package cuts a benchmark's log
 		// after ten lines.
-		fmt.Print(out.String())
+		fmt.Print(r.report(b, n))
 	}
 }
 
@@ -119,9 +97,16 @@ const (
 	stageBound       = "claim bound"
 	stageListener    = "Listener Ready"
 	stageStarted     = "address readable"
+	stageReady       = "pod Ready"
+	// stageGateTrue: the operator set the pod's readiness gate condition
+	// True (gated bursts only).
+	stageGateTrue = "addresses-ready True"
+	// stageGated is not a stage: that the pod carries the readiness
+	// gate (a gated burst checks every pod does).
+	stageGated = "gated"
 )
 
-var stageOrder = []string{stageClaim, stageSelected, stageProvisioned, stageBound, stageScheduled, stageListener, stageStarted}
+var stageOrder = []string{stageClaim, stageSelected, stageProvisioned, stageBound, stageScheduled, stageListener, stageStarted, stageReady}
 
 // annotationSelectedNode is where the scheduler writes the node it chose
 // for a claim of a WaitForFirstConsumer class.
@@ -145,13 +130,16 @@ const (
 	// burstListener: an ephemeral listener volume of the preset
 	// cluster-internal class.
 	burstListener
+	// burstGated: the same volume of a class that differs from
+	// cluster-internal only by the readiness gate (benchGatedClass).
+	burstGated
 )
 
 // burst creates n pods of the kind in a namespace of its own, waits until
 // every container started and returns the time of each stage per pod,
 // from the pod's creation.
 func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string][]time.Duration {
-	withListener := kind == burstListener
+	withListener := kind == burstListener || kind == burstGated
 	b.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-address-" + rand.String(5)}}
 	if err := k8s.client.Create(ctx, ns); err != nil {
@@ -235,6 +223,15 @@ func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string]
 				rec.saw(p.Name, stageStarted, now)
 			}
 		}
+		if isReady(p) {
+			rec.saw(p.Name, stageReady, now)
+		}
+		if slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == v1alpha1.PodConditionAddressesReady }) {
+			rec.saw(p.Name, stageGated, now)
+		}
+		if gateCondition(p).Status == corev1.ConditionTrue {
+			rec.saw(p.Name, stageGateTrue, now)
+		}
 	})
 	if kind == burstBound {
 		watchAll(&corev1.PersistentVolumeClaimList{}, in, func(obj any, now time.Time) {
@@ -309,13 +306,14 @@ func burst(b *testing.B, ctx context.Context, n int, kind burstKind) map[string]
 		b.Fatalf("%d of %d pods were not created", f, n)
 	}
 
-	// Wait until every container started (or the burst timed out).
+	// Wait until every pod is Ready (its container started) or the burst
+	// timed out.
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	for rec.count(stageStarted) < n {
+	for rec.count(stageReady) < n {
 		select {
 		case <-ctx.Done():
-			b.Errorf("burst (kind %d): %d of %d pods started within %s", kind, rec.count(stageStarted), n, burstTimeout)
+			b.Errorf("burst (kind %d): of %d pods %d started, %d Ready within %s", kind, n, rec.count(stageStarted), rec.count(stageReady), burstTimeout)
 			cancel()
 			wg.Wait()
 			return rec.durations()
@@ -353,11 +351,15 @@ func addressPod(ns, name string, kind burstKind) *corev1.Pod {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
 		}}}
 	}
-	if kind == burstListener {
+	if kind == burstListener || kind == burstGated {
+		class := "cluster-internal"
+		if kind == burstGated {
+			class = benchGatedClass
+		}
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "listener", MountPath: treeRoot}}
 		p.Spec.Volumes = []corev1.Volume{{Name: "listener", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerClass: "cluster-internal"}},
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerClass: class}},
 				Spec: corev1.PersistentVolumeClaimSpec{
 					StorageClassName: ptr.To(v1alpha1.StorageClassName),
 					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
