@@ -7,7 +7,8 @@
 // ResourceQuota, so that the operator's writes are refused for good, and
 // the cap lifted; the nodes' address annotations; with Traefik
 // (-robustness.gateway, make robustness; gateway.go, gatewaytraefik.go):
-// Gateways and classes routed through them) and of two tenants who hold only the built-in
+// Gateways and classes routed through them, whose routes the invariants of
+// gatewayinvariants.go judge) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
