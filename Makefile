@@ -215,6 +215,14 @@ monitoring-tools: ## Install promtool and prometheus (and with CHROMIUM=1 chromi
 gateway-tools: ## Build Traefik into bin/tools/traefik and copy the Gateway API CRDs into bin/gateway-crds, once (cold: ~5 min on 2 cores).
 	@hack/gateway/build-traefik.sh >/dev/null
 
+# MetalLB's controller and speaker (issue 51), the load balancer of the
+# LoadBalancer tests, built from the module proxy (pins and why they are
+# what they are: hack/metallb/versions), and its CRDs, copied into
+# bin/metallb-crds.
+.PHONY: metallb-tools
+metallb-tools: ## Build MetalLB's controller and speaker into bin/tools/metallb-{controller,speaker} and copy its CRDs into bin/metallb-crds, once (cold: ~10 min on 2 cores).
+	@hack/metallb/build.sh >/dev/null
+
 # Not part of `make test` or CI: it records what Traefik writes into the
 # Gateway API statuses (docs/gateway.md) and proves a passthrough connection.
 .PHONY: gateway-smoke
