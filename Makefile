@@ -223,6 +223,13 @@ gateway-tools: ## Build Traefik into bin/tools/traefik and copy the Gateway API 
 metallb-tools: ## Build MetalLB's controller and speaker into bin/tools/metallb-{controller,speaker} and copy its CRDs into bin/metallb-crds, once (cold: ~10 min on 2 cores).
 	@hack/metallb/build.sh >/dev/null
 
+# Not part of `make test` or CI: it records which addresses MetalLB's
+# controller gives LoadBalancer Services (sharing keys, asked addresses,
+# pools, exhaustion) against an envtest kube-apiserver.
+.PHONY: metallb-smoke
+metallb-smoke: k8s-binaries metallb-tools ## Run MetalLB's controller against an envtest kube-apiserver and record what it assigns (bin/metallb-smoke.txt).
+	go test -count=1 -v -tags metallb -timeout 10m ./hack/metallb/ 2>&1 | tee $(BIN)/metallb-smoke.log
+
 # Not part of `make test` or CI: it records what Traefik writes into the
 # Gateway API statuses (docs/gateway.md) and proves a passthrough connection.
 .PHONY: gateway-smoke
