@@ -215,6 +215,21 @@ monitoring-tools: ## Install promtool and prometheus (and with CHROMIUM=1 chromi
 gateway-tools: ## Build Traefik into bin/tools/traefik and copy the Gateway API CRDs into bin/gateway-crds, once (cold: ~5 min on 2 cores).
 	@hack/gateway/build-traefik.sh >/dev/null
 
+# MetalLB's controller and speaker (issue 51), the load balancer of the
+# LoadBalancer tests, built from the module proxy (pins and why they are
+# what they are: hack/metallb/versions), and its CRDs, copied into
+# bin/metallb-crds.
+.PHONY: metallb-tools
+metallb-tools: ## Build MetalLB's controller and speaker into bin/tools/metallb-{controller,speaker} and copy its CRDs into bin/metallb-crds, once (cold: ~10 min on 2 cores).
+	@hack/metallb/build.sh >/dev/null
+
+# Not part of `make test` or CI: it records which addresses MetalLB's
+# controller gives LoadBalancer Services (sharing keys, asked addresses,
+# pools, exhaustion) against an envtest kube-apiserver.
+.PHONY: metallb-smoke
+metallb-smoke: k8s-binaries metallb-tools ## Run MetalLB's controller against an envtest kube-apiserver and record what it assigns (bin/metallb-smoke.txt).
+	go test -count=1 -v -tags metallb -timeout 10m ./hack/metallb/ 2>&1 | tee $(BIN)/metallb-smoke.log
+
 # Not part of `make test` or CI: it records what Traefik writes into the
 # Gateway API statuses (docs/gateway.md) and proves a passthrough connection.
 .PHONY: gateway-smoke
