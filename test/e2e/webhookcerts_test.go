@@ -409,5 +409,20 @@ func restoreCertManager(t *testing.T, ctx context.Context, cm client.Client, spe
 		}
 		return c.Status.NotAfter != nil && time.Until(c.Status.NotAfter.Time) > time.Hour, "not after " + c.Status.NotAfter.String()
 	})
+	// Every replica Ready again (its /readyz failed on the expired
+	// certificate, which took it out of the webhook Service's endpoints)
+	// before the next test admits anything: answers from one replica alone
+	// let the next tests meet a Service with no endpoint.
+	eventually(t, ctx, 3*time.Minute, "every replica's /readyz answers 200 with the new certificate", func(ctx context.Context) (bool, string) {
+		for _, p := range operatorPods(t, ctx) {
+			if got, err := readyz(ctx, p); err != nil || !strings.HasPrefix(got, "200 ") {
+				return false, fmt.Sprintf("%s: %q %v", p.Name, got, err)
+			}
+			if !isReady(&p) {
+				return false, p.Name + " is not Ready yet"
+			}
+		}
+		return true, ""
+	})
 	webhooksAnswer(t, ctx)
 }
