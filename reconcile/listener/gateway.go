@@ -212,14 +212,15 @@ func hostnames(r *gwv1.TLSRoute) []string {
 	return out
 }
 
-// leaveGateway deletes the routes the operator made for l unless class
-// routes it through a Gateway (class nil: l has no ports): a class that
+// leaveGateway deletes the routes the operator made for l unless l has
+// ports and class routes them through a Gateway, or its class is gone (nil
+// with ports: what was made stays, as its Service does). So a class that
 // stopped routing, a Listener that names another class or dropped its
-// ports. Before, only a Listener still of a gateway class lost its stale
-// routes, and the Gateway went on routing its name (found by
+// ports loses its routes; before, only a Listener still of a gateway class
+// lost its stale ones, and the Gateway went on routing its name (found by
 // test/robustness, RoutesFollowTheirClass).
 func (r *listenerReconciler) leaveGateway(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) error {
-	if class != nil && class.Spec.Gateway != nil && len(l.Spec.Ports) > 0 {
+	if len(l.Spec.Ports) > 0 && (class == nil || class.Spec.Gateway != nil) {
 		return nil
 	}
 	return r.deleteStaleRoutes(ctx, l, nil)

@@ -126,7 +126,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 		return end, err
 	}
 	class, awaiting, err := r.classOf(ctx, l)
-	if err == nil && (class != nil || len(l.Spec.Ports) == 0) {
+	if err == nil {
 		err = r.leaveGateway(ctx, l, class) // gateway.go
 	}
 	if err != nil || awaiting.ends() {
