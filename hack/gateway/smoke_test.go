@@ -34,7 +34,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -108,7 +107,10 @@ func TestTraefikTLSRoutePassthrough(t *testing.T) {
 	}
 
 	backendPort := serveBackend(t, "broker-0."+domain)
-	gatewayPort := freePort(t)
+	gatewayPort, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	apply(t, ctx, env, manifests(gatewayPort, backendPort))
 	startTraefik(t, env, traefik, gatewayPort)
 
@@ -323,11 +325,7 @@ func apply(t *testing.T, ctx context.Context, env *testenv.Env, yaml string) {
 func startTraefik(t *testing.T, env *testenv.Env, bin string, port int) {
 	t.Helper()
 	logPath := filepath.Join(testenv.RepoRoot(), "bin", "gateway-smoke-traefik.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin,
+	p, err := env.StartProcess(logPath, bin,
 		fmt.Sprintf("--entrypoints.tls.address=127.0.0.1:%d", port),
 		"--providers.kubernetesgateway=true",
 		// Gateway status.addresses: Traefik writes what it is told.
@@ -336,38 +334,15 @@ func startTraefik(t *testing.T, env *testenv.Env, bin string, port int) {
 		"--global.sendanonymoususage=false",
 		"--log.level=DEBUG",
 	)
-	// Out of cluster, Traefik's Gateway provider reads $KUBECONFIG; with
-	// KUBERNETES_SERVICE_HOST/PORT set it would take the in-cluster path.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBERNETES_SERVICE_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
-	cmd.Env = append(cmd.Env, "KUBECONFIG="+env.Kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	if err := env.Guard(cmd.Process.Pid); err != nil {
-		t.Error(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = logFile.Close()
+		p.Stop()
 		t.Logf("Traefik stopped; its log: %s", logPath)
 	})
-	select {
-	case err := <-exited:
+	if exited, err := p.ExitedWithin(time.Second); exited {
 		t.Fatalf("Traefik exited at once: %v (log: %s)", err, logPath)
-	case <-time.After(time.Second):
 	}
 }
 
@@ -455,16 +430,6 @@ func dialSNI(port int, sni string) (string, error) {
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line), err
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // obj is the part of a GatewayClass, Gateway or TLSRoute the test reads.

@@ -22,10 +22,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -211,51 +209,17 @@ func or(s, alt string) string {
 func startController(t *testing.T, env *testenv.Env, bin, pod string) {
 	t.Helper()
 	logPath := filepath.Join(testenv.RepoRoot(), "bin", "metallb-smoke-controller.log")
-	logFile, err := os.Create(logPath)
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--namespace=metallb-system", "--webhook-mode=disabled", "--disable-cert-rotation",
-		"--port=0", fmt.Sprintf("--health-probe-port=%d", freePort(t)), "--lb-class="+lbClass, "--pod-name="+pod, "--log-level=debug")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBERNETES_SERVICE_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "KUBECONFIG="+env.Kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	if err := env.Guard(cmd.Process.Pid); err != nil {
-		t.Error(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = logFile.Close()
-	})
-	select {
-	case <-exited:
-		t.Fatalf("MetalLB's controller exited at once: %v (log: %s)", waitErr, logPath)
-	case <-time.After(2 * time.Second):
-	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := env.StartProcess(logPath, bin, "--namespace=metallb-system", "--webhook-mode=disabled", "--disable-cert-rotation",
+		"--port=0", fmt.Sprintf("--health-probe-port=%d", port), "--lb-class="+lbClass, "--pod-name="+pod, "--log-level=debug")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Cleanup(p.Stop)
+	if exited, err := p.ExitedWithin(2 * time.Second); exited {
+		t.Fatalf("MetalLB's controller exited at once: %v (log: %s)", err, logPath)
+	}
 }

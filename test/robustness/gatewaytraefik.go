@@ -3,12 +3,8 @@ package robustness
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,44 +49,16 @@ func startTraefik(ctx context.Context, e *testenv.Env) (gw *GatewayEnv, stop fun
 	args := []string{"--providers.kubernetesgateway=true", "--providers.kubernetesgateway.statusaddress.ip=127.0.0.1",
 		"--global.checknewversion=false", "--global.sendanonymoususage=false", "--log.level=INFO"}
 	for i := range gw.Ports {
-		if gw.Ports[i], err = freePort(); err != nil {
+		if gw.Ports[i], err = testenv.FreePort(); err != nil {
 			return nil, nil, err
 		}
 		args = append(args, fmt.Sprintf("--entrypoints.p%d.address=127.0.0.1:%d", i, gw.Ports[i]))
 	}
-	logFile, err := os.Create(filepath.Join(testenv.RepoRoot(), "bin", "robustness-traefik.log"))
+	traefik, err := e.StartProcess(filepath.Join(testenv.RepoRoot(), "bin", "robustness-traefik.log"), bin, args...)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	// Out of cluster Traefik reads $KUBECONFIG; KUBERNETES_SERVICE_* would
-	// send it down the in-cluster path.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBERNETES_SERVICE_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "KUBECONFIG="+e.Kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = logFile.Close()
-	}
-	if err := e.Guard(cmd.Process.Pid); err != nil {
-		stop()
-		return nil, nil, err
-	}
+	stop = traefik.Stop
 	class := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: gatewayClassName}, Spec: gwv1.GatewayClassSpec{ControllerName: "traefik.io/gateway-controller"}}
 	if err := e.Client.Create(ctx, class); err != nil {
 		stop()
@@ -105,14 +73,4 @@ func startTraefik(ctx context.Context, e *testenv.Env) (gw *GatewayEnv, stop fun
 			return nil, nil, fmt.Errorf("Traefik did not accept GatewayClass %s within a minute (log: bin/robustness-traefik.log)", gatewayClassName)
 		}
 	}
-}
-
-// freePort is a TCP port on 127.0.0.1 nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
