@@ -39,15 +39,7 @@ func TestReadinessGate(t *testing.T) {
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "gate", class.Name, reconciletest.Port("tls", 9093)), claim, gatedPod, plainPod)
 	waitGate(t, c, gatedPod, corev1.ConditionFalse, v1alpha1.ReasonListenerNotReady)
 
-	setIngress := func(ip string) {
-		t.Helper()
-		svc := reconciletest.GetService(t, ctx, c, ns, "gate", nil)
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		if err := c.Status().Update(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setIngress("198.51.100.7")
+	reconciletest.SetIngress(t, c, ns, "gate", "198.51.100.7")
 	ready := waitGate(t, c, gatedPod, corev1.ConditionTrue, v1alpha1.ReasonAddressesReady)
 
 	// Steady state: a change that changes no verdict writes nothing.
@@ -64,7 +56,7 @@ func TestReadinessGate(t *testing.T) {
 		t.Errorf("the pod was written at steady state: resourceVersion %s → %s", ready.ResourceVersion, now.ResourceVersion)
 	}
 
-	setIngress("198.51.100.9")
+	reconciletest.SetIngress(t, c, ns, "gate", "198.51.100.9")
 	changed := waitGate(t, c, gatedPod, corev1.ConditionFalse, v1alpha1.ReasonAddressesChanged)
 	if msg := gateCondition(changed).Message; msg != "volume listener: the addresses the pod started with (198.51.100.7) are no longer those of Listener gate (198.51.100.9): restart the pod to advertise the new ones, or set the class's addressChange.restartPods" {
 		t.Errorf("message %q", msg)

@@ -70,7 +70,7 @@ func TestGateReasons(t *testing.T) {
 				tc.prepare(t, c, ns)
 			}
 			claim := reconciletest.ListenerClaim(ns, "claim", map[string]string{v1alpha1.AnnotationListenerName: listener})
-			objs := []client.Object{claim, gatedPodOn(ns, "pod", claim.Name, tc.node)}
+			objs := []client.Object{claim, reconciletest.GatedPod(ns, "pod", claim.Name, tc.node)}
 			if tc.class != nil {
 				spec := *tc.class
 				spec.PodReadiness = ptr.To(v1alpha1.PodReadinessGate)
@@ -86,14 +86,6 @@ func TestGateReasons(t *testing.T) {
 			}
 		})
 	}
-}
-
-// gatedPodOn is a gated pod on node that mounts claim as volume "listener".
-func gatedPodOn(ns, name, claim, node string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "example"}},
-			Volumes:        []corev1.Volume{reconciletest.ClaimVolume("listener", claim)},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionAddressesReady}}}}
 }
 
 // noPodListeners puts a quota of no PodListeners on ns, with the usage the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,18 +31,18 @@ func TestGateAfterRestart(t *testing.T) {
 	// Three Listeners, one gated pod each (a pod named after its Listener).
 	for _, name := range []string{"steady", "moved", "late"} {
 		claim := reconciletest.ListenerClaim(ns, name, map[string]string{v1alpha1.AnnotationListenerName: name})
-		testenv.Create(t, ctx, c, reconciletest.Listener(ns, name, class.Name, reconciletest.Port("tls", 9093)), claim, gatedPod(ns, name, claim.Name))
+		testenv.Create(t, ctx, c, reconciletest.Listener(ns, name, class.Name, reconciletest.Port("tls", 9093)), claim, reconciletest.GatedPod(ns, name, claim.Name, "some-node"))
 	}
 	first := reconciletest.StartLeader(t, ns)
-	setIngress(t, c, ns, "steady", "198.51.100.11")
-	setIngress(t, c, ns, "moved", "198.51.100.12")
+	reconciletest.SetIngress(t, c, ns, "steady", "198.51.100.11")
+	reconciletest.SetIngress(t, c, ns, "moved", "198.51.100.12")
 	want := map[string]string{"steady": v1alpha1.ReasonAddressesReady, "moved": v1alpha1.ReasonAddressesReady, "late": v1alpha1.ReasonListenerNotReady}
 	before := waitGates(t, c, ns, want)
 	first()
 
 	// Down: the address of "moved" changes, "late" gets one.
-	setIngress(t, c, ns, "moved", "198.51.100.22")
-	setIngress(t, c, ns, "late", "198.51.100.13")
+	reconciletest.SetIngress(t, c, ns, "moved", "198.51.100.22")
+	reconciletest.SetIngress(t, c, ns, "late", "198.51.100.13")
 	time.Sleep(2 * time.Second) // what a write would take: no timing is asserted, only that none came
 	if now := gates(t, c, ns); !maps.Equal(now, before) {
 		t.Errorf("with the operator down, the pods' conditions changed: %v → %v", before, now)
@@ -67,26 +66,6 @@ func TestGateAfterRestart(t *testing.T) {
 	if wantWrites := []string{"patch pods/status late (200)", "patch pods/status moved (200)"}; !slices.Equal(podWrites, wantWrites) {
 		t.Errorf("the restarted operator wrote pods' status %q, want one write for each pod whose verdict changed: %q", podWrites, wantWrites)
 	}
-}
-
-func gatedPod(ns, name, claim string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: "some-node", Containers: []corev1.Container{{Name: "main", Image: "example"}},
-			Volumes:        []corev1.Volume{reconciletest.ClaimVolume("listener", claim)},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionAddressesReady}}}}
-}
-
-// setIngress gives the Service of Listener name the load-balancer address ip.
-func setIngress(t *testing.T, c client.Client, ns, name, ip string) {
-	t.Helper()
-	testenv.Converges(t, "set the ingress of "+name, func() error {
-		svc := &corev1.Service{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
-			return err
-		}
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		return c.Status().Update(t.Context(), svc)
-	})
 }
 
 // gates are the reasons of the gate conditions of ns's pods, by pod

@@ -281,3 +281,27 @@ func FakeClient(objs ...client.Object) client.Client {
 	}
 	return b.Build()
 }
+
+// GatedPod is a pod on node with the readiness gate of the addresses
+// (what the pod webhook adds for a gated class, which this package's API
+// server does not run) that mounts claim as volume "listener".
+func GatedPod(ns, name, claim, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "example"}},
+			Volumes:        []corev1.Volume{ClaimVolume("listener", claim)},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.PodConditionAddressesReady}}}}
+}
+
+// SetIngress gives the Service named name the load-balancer address ip, as
+// a load-balancer controller does.
+func SetIngress(t *testing.T, c client.Client, ns, name, ip string) {
+	t.Helper()
+	testenv.Converges(t, "set the ingress of "+name, func() error {
+		svc := &corev1.Service{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+			return err
+		}
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+		return c.Status().Update(t.Context(), svc)
+	})
+}
