@@ -31,21 +31,25 @@ module_dir() { # module@version: the read-only directory in the module cache
   go mod download -json "$1" | jq -r 'if .Error then error(.Error) else .Dir end'
 }
 
-if [ -x "$out-controller" ] && [ -x "$out-speaker" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$(stamp)" ] &&
-  [ "$(cat "$crds/.stamp" 2>/dev/null)" = "$(stamp)" ]; then
+metallb_dir=$(module_dir "go.universe.tf/metallb@$METALLB_VERSION")
+
+if [ "$(cat "$crds/.stamp" 2>/dev/null)" != "$(stamp)" ]; then
+  rm -rf "$crds"
+  mkdir -p "$crds"
+  cp "$metallb_dir"/config/crd/bases/*.yaml "$crds/"
+  chmod -R u+w "$crds"
+  stamp > "$crds/.stamp"
+  echo ">> MetalLB $METALLB_VERSION CRDs in $crds" >&2
+fi
+
+if [ -x "$out-controller" ] && [ -x "$out-speaker" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$(stamp)" ]; then
   echo "$out-controller $out-speaker"
   exit 0
 fi
 
 echo ">> building MetalLB $METALLB_VERSION from the module proxy (cold: ~10 min on 2 cores; warm: seconds)" >&2
 start=$SECONDS
-metallb_dir=$(module_dir "go.universe.tf/metallb@$METALLB_VERSION")
 module_dir "$FRR_K8S_REPLACE" >/dev/null || { echo "replace target $FRR_K8S_REPLACE is not served by the proxy" >&2; exit 1; }
-
-rm -rf "$crds"
-mkdir -p "$crds"
-cp "$metallb_dir"/config/crd/bases/*.yaml "$crds/"
-chmod -R u+w "$crds"
 
 rm -rf "$src"
 mkdir -p "$(dirname "$src")" "$(dirname "$out")"
@@ -61,6 +65,5 @@ for main in controller speaker; do
   mv "$out-$main.new" "$out-$main"
 done
 stamp > "$out.stamp"
-stamp > "$crds/.stamp"
 echo ">> MetalLB built in $((SECONDS - start))s" >&2
 echo "$out-controller $out-speaker"
