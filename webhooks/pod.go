@@ -243,29 +243,11 @@ func (vs *podVolumes) spread(optedIn bool, spec *podSpecView, listenerOf listene
 // listener-volume label, then the volumes'.
 func label(p *patch, podName string, labels map[string]string, listeners []claims.PodListener) {
 	exists := labels != nil
-	missing := claims.Missing(claims.PodLabels(podName, labels, listeners), labels)
-	if v, ok := missing[v1alpha1.LabelListenerVolume]; ok {
-		p.setMapEntry("/metadata/labels", &exists, v1alpha1.LabelListenerVolume, v)
-		delete(missing, v1alpha1.LabelListenerVolume)
-	}
-	if len(missing) == 1 {
-		// One label: no order to keep, and no second PodSelectorLabel
-		// (a regular expression) per Listener (BenchmarkPodWebhookServing).
-		for k, v := range missing {
+	claims.EachPodLabel(podName, labels, listeners, func(k, v string) {
+		if labels[k] != v {
 			p.setMapEntry("/metadata/labels", &exists, k, v)
 		}
-		return
-	}
-	order := make([]string, 0, len(listeners))
-	for _, l := range listeners {
-		order = append(order, names.PodSelectorLabel(l.Listener))
-	}
-	for _, k := range order {
-		if v, ok := missing[k]; ok {
-			p.setMapEntry("/metadata/labels", &exists, k, v)
-			delete(missing, k)
-		}
-	}
+	})
 }
 
 // pin requires the nodes that pinned listener volumes live on; a pod with

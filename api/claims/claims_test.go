@@ -2,6 +2,7 @@ package claims
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,6 +109,17 @@ func TestPodLabels(t *testing.T) {
 				t.Errorf("PodLabels = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	// The pod webhook patches them in EachPodLabel's order: each once, the
+	// listener-volume label first, then the Listeners' as the volumes list
+	// them (a Listener mounted twice, once by name and once by label,
+	// labels the pod once).
+	var order []string
+	EachPodLabel("web-0", stsLabels, []PodListener{{Listener: "b"}, {Listener: "listener-web-0", StatefulSetPod: "web-0"}, {Listener: "a"},
+		{Listener: "b"}, {Listener: "c", StatefulSetPod: "web-0"}, {Listener: "c"}}, func(k, v string) { order = append(order, k+"="+v) })
+	if want := []string{v1alpha1.LabelListenerVolume + "=true", "listener.stackable.tech/mnt.b=true", "listener.stackable.tech/mnt.a=true",
+		"listener.stackable.tech/mnt.c=true"}; !slices.Equal(order, want) {
+		t.Errorf("EachPodLabel gives %v, want %v", order, want)
 	}
 	have := map[string]string{v1alpha1.LabelListenerVolume: "true", "listener.stackable.tech/mnt.a": "false"}
 	want := map[string]string{"listener.stackable.tech/mnt.a": "true"}

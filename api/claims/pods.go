@@ -42,14 +42,34 @@ func SelectedPod(claimName string, annotations map[string]string, listener func(
 // pod selector label of each Listener whose Service does not select it by
 // its StatefulSet pod name.
 func PodLabels(podName string, podLabels map[string]string, listeners []PodListener) map[string]string {
-	want := map[string]string{v1alpha1.LabelListenerVolume: "true"}
-	for _, l := range listeners {
-		if l.Listener == "" || names.SelectsPodByName(l.StatefulSetPod, podName, podLabels) {
+	want := map[string]string{}
+	EachPodLabel(podName, podLabels, listeners, func(k, v string) { want[k] = v })
+	return want
+}
+
+// EachPodLabel calls f with each of PodLabels' labels once, in a stable
+// order: the listener-volume label, then each Listener's in the order of
+// listeners. The pod webhook patches them in that order without building
+// the map (BenchmarkPodWebhookServing: 5 allocations a pod).
+func EachPodLabel(podName string, podLabels map[string]string, listeners []PodListener, f func(k, v string)) {
+	f(v1alpha1.LabelListenerVolume, "true")
+	for i, l := range listeners {
+		if l.Listener == "" || names.SelectsPodByName(l.StatefulSetPod, podName, podLabels) || labelledBefore(listeners[:i], l.Listener, podName, podLabels) {
 			continue
 		}
-		want[names.PodSelectorLabel(l.Listener)] = v1alpha1.PodSelectorLabelValue
+		f(names.PodSelectorLabel(l.Listener), v1alpha1.PodSelectorLabelValue)
 	}
-	return want
+}
+
+// labelledBefore reports whether one of listeners already gave the label of
+// Listener name.
+func labelledBefore(listeners []PodListener, name, podName string, podLabels map[string]string) bool {
+	for _, l := range listeners {
+		if l.Listener == name && !names.SelectsPodByName(l.StatefulSetPod, podName, podLabels) {
+			return true
+		}
+	}
+	return false
 }
 
 // SelectorPodLabels are the labels of a Service selector that the operator
