@@ -69,7 +69,7 @@ func held(from, to int32) map[int32]string {
 }
 
 func stsPod(name, sts string) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts, Controller: ptrTrue()}}}}
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelStatefulSetPodName: name}}}
 }
 
 func ptrTrue() *bool { b := true; return &b }
@@ -93,6 +93,8 @@ func TestWorkloadOf(t *testing.T) {
 		{name: "shared, one pod yet", l: v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bootstrap"}},
 			pods: []corev1.Pod{stsPod("kafka-0", "kafka")}, want: Workload{Namespace: "ns", StatefulSet: "kafka", Replica: -1}, ok: true},
 		{name: "no pod yet", l: v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bootstrap"}}},
+		{name: "a pod whose label is not its name", l: v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "l"}},
+			pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Labels: map[string]string{v1alpha1.LabelStatefulSetPodName: "db-0"}}}}},
 		{name: "a pod of no StatefulSet", l: v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "l"}}, pods: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "web-0"}}}},
 		{name: "two StatefulSets", l: v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "l"}},
 			pods: []corev1.Pod{stsPod("a-0", "a"), stsPod("b-0", "b")}, wantErr: "Listener l is mounted by pods of more than one workload (StatefulSets a, b)"},

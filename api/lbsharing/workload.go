@@ -37,12 +37,12 @@ func KeyOfNamespace(key, ns string) bool {
 }
 
 // WorkloadOf is the workload of Listener l, mounted by pods (the pods of
-// its claims; the cache's, owner references kept):
+// its claims):
 //
 //   - a Listener that selects one StatefulSet pod by name
 //     (v1alpha1.AnnotationStatefulSetPod, a claim of an opted-in
 //     template) is that pod's StatefulSet's, replica its ordinal;
-//   - any other is the StatefulSet that controls the pods mounting it:
+//   - any other is the StatefulSet of the pods mounting it (StatefulSetOf):
 //     replica the pod's ordinal when l is a claim's own Listener mounted
 //     by one pod (a per-pod claim), else -1 (a Listener the pods share).
 //
@@ -60,11 +60,10 @@ func WorkloadOf(l *v1alpha1.Listener, pods []corev1.Pod) (w Workload, ok bool, e
 	}
 	var sets, loose []string
 	for i := range pods {
-		ref := metav1.GetControllerOf(&pods[i])
-		if ref == nil || ref.Kind != "StatefulSet" || !strings.HasPrefix(ref.APIVersion, "apps/") {
+		if sts := StatefulSetOf(&pods[i]); sts == "" {
 			loose = append(loose, pods[i].Name)
-		} else if !slices.Contains(sets, ref.Name) {
-			sets = append(sets, ref.Name)
+		} else if !slices.Contains(sets, sts) {
+			sets = append(sets, sts)
 		}
 	}
 	slices.Sort(sets)
@@ -81,6 +80,19 @@ func WorkloadOf(l *v1alpha1.Listener, pods []corev1.Pod) (w Workload, ok bool, e
 		w.Replica = Ordinal(pods[0].Name)
 	}
 	return w, true, nil
+}
+
+// StatefulSetOf is the StatefulSet of pod, "" when it is none's: a pod
+// that the StatefulSet controller labels with its own name
+// (statefulset.kubernetes.io/pod-name, which the reconcilers' cache keeps
+// while it drops owner references), a name "<statefulset>-<ordinal>". A
+// label a tenant writes by hand can only put its pod in a workload of its
+// own namespace, which a key never leaves.
+func StatefulSetOf(pod *corev1.Pod) string {
+	if pod.Labels[v1alpha1.LabelStatefulSetPodName] != pod.Name {
+		return ""
+	}
+	return claims.StatefulSetOfPod(pod.Name)
 }
 
 func otherPods(loose []string) string {

@@ -142,6 +142,10 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
+	sh, end, err := r.shareLoadBalancer(ctx, l, class, want, current) // lbsharing.go
+	if err != nil || end.ends() {
+		return end, err
+	}
 	svc, end, err := r.ensureService(ctx, l, class, want, found, current)
 	if err != nil || end.ends() {
 		return end, err
@@ -174,6 +178,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	st = r.withAddressFeatures(st, l, class, hc)                                                                                           // hostname.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionNodePortsInRange, rangeCondition(l, class, svc))                 // noderange.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionTenantMetadataAllowed, tenantMetadataCondition(l, class, found)) // tenantmeta.go
+	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionLoadBalancerShared, sharingCondition(l, sh, svc))                // lbsharing.go
 	return settled(st, v), nil
 }
 
