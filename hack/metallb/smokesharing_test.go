@@ -28,12 +28,16 @@ import (
 	"github.com/listener-operator/listener-operator/reconcile/options"
 )
 
-// TestMetalLBSharesOneIPPerStatefulSet (issue 51): the operator's
+// TestMetalLBSharesOneIPPerStatefulSet (issue 51) runs after
+// TestMetalLBControllerAssigns (this file's name sorts after
+// smoke_test.go), whose objects it leaves alone (createOnce): the operator's
 // reconcilers and MetalLB's controller against one API server. The
 // per-replica Listeners of a 3-replica StatefulSet of a class with
 // spec.loadBalancerSharing get ONE IP from MetalLB, on ports from,
 // from+1, from+2; a second StatefulSet's Listener gets another IP (the
-// same port: ports are counted per sharing key). No pod runs (no
+// same port: ports are counted per sharing key); a replica whose port a
+// Service unknown to the operator holds under the key gets another IP
+// from MetalLB and says so (SharingRefused). No pod runs (no
 // kubelet): the pods, claims and Listeners are what the StatefulSet
 // controller, the webhooks and the claim reconciler would make.
 func TestMetalLBSharesOneIPPerStatefulSet(t *testing.T) {
@@ -60,6 +64,10 @@ func TestMetalLBSharesOneIPPerStatefulSet(t *testing.T) {
 
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "shared-lb"}, Spec: v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(lbClass), LoadBalancerAllocateNodePorts: ptr.To(false),
+		// With several pools MetalLB may give a Service of a key an IP
+		// of another pool (seen here, with the smoke test's pool): a
+		// sharing class names its pool (docs/install.md).
+		ServiceAnnotations: map[string]string{"metallb.io/address-pool": "sharing"},
 		LoadBalancerSharing: &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}}}
 	createOnce(t, ctx, c, class)
 	pods := []string{"kafka-0", "kafka-1", "kafka-2", "zk-0"}
@@ -94,6 +102,38 @@ func TestMetalLBSharesOneIPPerStatefulSet(t *testing.T) {
 	if got["zk-0"].Address == got["kafka-0"].Address || got["zk-0"].Ports["kafka"] != 9000 {
 		t.Errorf("zk-0: %s port %d, want an IP other than kafka's %s, port 9000", got["zk-0"].Address, got["zk-0"].Ports["kafka"], got["kafka-0"].Address)
 	}
+
+	// A Service the operator does not know of holds 9003 under kafka's
+	// key on kafka's IP: MetalLB gives replica 3 another IP, silently, and
+	// the Listener says it is not shared.
+	squatter := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "squatter", Namespace: shareNS,
+		Annotations: map[string]string{v1alpha1.AnnotationMetalLBSharedIP: shareNS + "/kafka", "metallb.io/address-pool": "sharing"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(lbClass), AllocateLoadBalancerNodePorts: ptr.To(false),
+			Selector: map[string]string{"app": "squatter"}, Ports: []corev1.ServicePort{{Name: "x", Port: 9003}}}}
+	createOnce(t, ctx, c, squatter)
+	testenv.Eventually(t, 20*time.Second, "kafka's address for the squatter", func() error {
+		s := &corev1.Service{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(squatter), s); err != nil {
+			return err
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 || s.Status.LoadBalancer.Ingress[0].IP != got["kafka-0"].Address {
+			return fmt.Errorf("ingress %+v, want %s", s.Status.LoadBalancer.Ingress, got["kafka-0"].Address)
+		}
+		return nil
+	})
+	replica(t, ctx, c, shareNS, "kafka-3", class.Name)
+	testenv.Eventually(t, 60*time.Second, "LoadBalancerShared False on listener-kafka-3", func() error {
+		l := &v1alpha1.Listener{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: shareNS, Name: "listener-kafka-3"}, l); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionLoadBalancerShared)
+		if cond == nil || cond.Reason != v1alpha1.ReasonSharingRefused || !strings.Contains(cond.Message, "not "+got["kafka-0"].Address) {
+			return fmt.Errorf("LoadBalancerShared %+v, addresses %+v", cond, l.Status.IngressAddresses)
+		}
+		t.Logf("listener-kafka-3: %s", cond.Message)
+		return nil
+	})
 }
 
 // replica creates StatefulSet pod name (labelled as the StatefulSet
