@@ -67,7 +67,7 @@ func TestMetalLBSharesOneIPPerStatefulSet(t *testing.T) {
 		// With several pools MetalLB may give a Service of a key an IP
 		// of another pool (seen here, with the smoke test's pool): a
 		// sharing class names its pool (docs/install.md).
-		ServiceAnnotations: map[string]string{"metallb.io/address-pool": "sharing"},
+		ServiceAnnotations:  map[string]string{"metallb.io/address-pool": "sharing"},
 		LoadBalancerSharing: &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}}}
 	createOnce(t, ctx, c, class)
 	pods := []string{"kafka-0", "kafka-1", "kafka-2", "zk-0"}
