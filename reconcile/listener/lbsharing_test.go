@@ -54,6 +54,9 @@ func sharedService(t *testing.T, c client.Client, ns, name, key string, ports ma
 				return fmt.Errorf("ports %v, want %v", s.Spec.Ports, ports)
 			}
 		}
+		if v, ok := s.Annotations["lbipam.cilium.io/sharing-cross-namespace"]; ok {
+			return fmt.Errorf("sharing-cross-namespace %q", v)
+		}
 		if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster {
 			return fmt.Errorf("externalTrafficPolicy %s", s.Spec.ExternalTrafficPolicy)
 		}
