@@ -3,7 +3,6 @@ package lbsharing
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +54,7 @@ func WorkloadOf(l *v1alpha1.Listener, pods []corev1.Pod) (w Workload, ok bool, e
 		if w.StatefulSet = claims.StatefulSetOfPod(pod); w.StatefulSet == "" {
 			return w, false, nil
 		}
-		w.Replica = Ordinal(pod)
+		w.Replica = claims.Ordinal(pod)
 		return w, true, nil
 	}
 	var sets, loose []string
@@ -77,7 +76,7 @@ func WorkloadOf(l *v1alpha1.Listener, pods []corev1.Pod) (w Workload, ok bool, e
 	}
 	w.StatefulSet = sets[0]
 	if owner := metav1.GetControllerOf(l); owner != nil && owner.Kind == "PersistentVolumeClaim" && len(pods) == 1 {
-		w.Replica = Ordinal(pods[0].Name)
+		w.Replica = claims.Ordinal(pods[0].Name)
 	}
 	return w, true, nil
 }
@@ -103,17 +102,4 @@ func otherPods(loose []string) string {
 		loose = append(loose[:3:3], fmt.Sprintf("and %d more", len(loose)-3))
 	}
 	return "; pods of no StatefulSet: " + strings.Join(loose, ", ")
-}
-
-// Ordinal is the ordinal of a StatefulSet pod's name, -1 when it is not
-// one (claims.StatefulSetOfPod).
-func Ordinal(pod string) int {
-	if claims.StatefulSetOfPod(pod) == "" {
-		return -1
-	}
-	i, err := strconv.Atoi(pod[strings.LastIndexByte(pod, '-')+1:])
-	if err != nil || i > 1<<16 {
-		return -1
-	}
-	return i
 }
