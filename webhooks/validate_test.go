@@ -37,6 +37,14 @@ func TestListenerClassValidation(t *testing.T) {
 			`spec.ipFamilyPolicy: Required value: two ipFamilies need ipFamilyPolicy PreferDualStack or RequireDualStack (a Service without a policy is single-stack)`},
 		{"a node port range wider than a band", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", NodePortRange: &v1alpha1.NodePortRange{From: 20000, To: 32767}},
 			`spec.nodePortRange: Invalid value: "20000-32767": holds 12768 ports, more than the 4096 a range may`},
+		{"a sharing class of traffic policy Local", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerSharing: &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}, ServiceExternalTrafficPolicy: ptr(v1alpha1.TrafficPolicyLocal)},
+			`spec.serviceExternalTrafficPolicy: Invalid value: "Local": a load balancer shares one IP only between Services of externalTrafficPolicy Cluster (MetalLB refuses Local); set Cluster or remove it, or remove spec.loadBalancerSharing`},
+		{"a sharing class that sets MetalLB's key", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerSharing: &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}, ServiceAnnotations: map[string]string{"metallb.io/allow-shared-ip": "all"}},
+			`spec.serviceAnnotations[metallb.io/allow-shared-ip]: Forbidden: with spec.loadBalancerSharing the operator sets the sharing key itself, one per workload (docs/reconcile.md, "Shared load balancers"); remove this annotation`},
+		{"a sharing class that sets Cilium's key through overrides", v1alpha1.ListenerClassSpec{ServiceType: "LoadBalancer", LoadBalancerSharing: &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}, ServiceOverrides: &runtime.RawExtension{Raw: []byte(`{"metadata":{"annotations":{"lbipam.cilium.io/sharing-key":"all"}}}`)}},
+			`spec.serviceOverrides.metadata.annotations[lbipam.cilium.io/sharing-key]: Forbidden: with spec.loadBalancerSharing the operator sets the sharing key itself`},
+		{"a sharing NodePort class", v1alpha1.ListenerClassSpec{ServiceType: "NodePort", LoadBalancerSharing: &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}},
+			`spec.loadBalancerSharing: Invalid value: "9000-9099": only a load balancer gives Services one IP, and serviceType is NodePort; set serviceType: LoadBalancer, or remove spec.loadBalancerSharing`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := e.Client.Create(t.Context(), &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: tc.spec})

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,6 +34,20 @@ func StatefulSetOfPod(podName string) string {
 		return ""
 	}
 	return podName[:i]
+}
+
+// Ordinal is the ordinal of a StatefulSet pod's name (StatefulSetOfPod),
+// -1 when it is not one or the ordinal is beyond any replica count
+// (2^20).
+func Ordinal(podName string) int {
+	if StatefulSetOfPod(podName) == "" {
+		return -1
+	}
+	i, err := strconv.Atoi(podName[strings.LastIndexByte(podName, '-')+1:])
+	if err != nil || i > 1<<20 {
+		return -1
+	}
+	return i
 }
 
 // ByName is whether the own Listener of a claim selects its pod by name.

@@ -2,8 +2,6 @@ package nodeports
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -156,28 +154,15 @@ func nextFree(r v1alpha1.NodePortRange, off int64, taken map[int32]bool) int32 {
 // one workload, and its ports are first come, first served.
 func Replica(l *v1alpha1.Listener, podNames []string) int {
 	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
-		return ordinal(pod)
+		return claims.Ordinal(pod)
 	}
 	for _, pod := range podNames {
-		if i := ordinal(pod); i >= 0 {
+		if i := claims.Ordinal(pod); i >= 0 {
 			return i
 		}
 	}
 	if ref := metav1.GetControllerOf(l); ref != nil && ref.Kind == "PersistentVolumeClaim" && ref.APIVersion == "v1" {
-		return ordinal(ref.Name)
+		return claims.Ordinal(ref.Name)
 	}
 	return -1
-}
-
-// ordinal is the trailing decimal of a StatefulSet pod's name, -1 when it
-// has none.
-func ordinal(name string) int {
-	if claims.StatefulSetOfPod(name) == "" {
-		return -1
-	}
-	i, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
-	if err != nil || i > 1<<20 {
-		return -1
-	}
-	return i
 }

@@ -124,7 +124,7 @@ type ListenerStatus struct {
 	CertificateSecretName string `json:"certificateSecretName,omitempty"`
 
 	// Conditions report whether the Listener is served ("Ready"), how its
-	// class's features fared ("NodePortsKept", "NodePortsInRange",
+	// class's features fared ("NodePortsKept", "NodePortsInRange", "LoadBalancerShared",
 	// "HostnamePublished", "TenantMetadataAllowed", "CertificateManaged"),
 	// whether the nodes its volumes are pinned to are there
 	// ("PinnedNodesAvailable"), and whether the operator's last write of a

@@ -165,6 +165,15 @@ type ListenerClassSpec struct {
 	// +optional
 	NodePortRange *NodePortRange `json:"nodePortRange,omitempty"`
 
+	// LoadBalancerSharing gives the Listeners of one workload (one
+	// StatefulSet's per-replica Listeners and a Listener its pods share,
+	// within one namespace) one load-balancer IP, replica i on Service
+	// ports from + i*n + j. serviceType LoadBalancer only, with
+	// externalTrafficPolicy Cluster (docs/reconcile.md, "Shared load
+	// balancers").
+	// +optional
+	LoadBalancerSharing *LoadBalancerSharing `json:"loadBalancerSharing,omitempty"`
+
 	// NodeAddress says where a NodePort Listener reads the address clients
 	// reach a node on: Status (the default: the node's own addresses) or
 	// Annotation (the node's listeners.stackable.tech/address annotation
@@ -344,6 +353,7 @@ func (s *ListenerClassSpec) IsPinned() bool {
 // +kubebuilder:printcolumn:name="Issuer",type=string,JSONPath=`.spec.certificate.issuerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Sticky Node Ports",type=boolean,JSONPath=`.spec.stickyNodePorts`,priority=1
 // +kubebuilder:printcolumn:name="Node Port Range",type=string,JSONPath=`.spec.nodePortRange`,priority=1
+// +kubebuilder:printcolumn:name="Shared Ports",type=string,JSONPath=`.spec.loadBalancerSharing`,priority=1
 // +kubebuilder:printcolumn:name="Node Address",type=string,JSONPath=`.spec.nodeAddress`,priority=1
 // +kubebuilder:printcolumn:name="IP Families",type=string,JSONPath=`.spec.ipFamilies`,priority=1
 // +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.spec.gateway.parentRefs[*].name`,priority=1

@@ -55,6 +55,7 @@ func statusOwners() []statusPart {
 		{condition: ConditionReady, writer: ListenerStatusWriter},
 		{condition: ConditionNodePortsKept, writer: ListenerStatusWriter},
 		{condition: ConditionNodePortsInRange, writer: ListenerStatusWriter},
+		{condition: ConditionLoadBalancerShared, writer: ListenerStatusWriter},
 		{condition: ConditionHostnamePublished, writer: ListenerStatusWriter},
 		{condition: ConditionTenantMetadataAllowed, writer: ListenerStatusWriter},
 		{condition: ConditionCertificateManaged, writer: CertificateStatusWriter},

@@ -37,6 +37,7 @@ func ListenerClass(lc *v1alpha1.ListenerClass) field.ErrorList {
 	errs = append(errs, hostnamePolicy(s.Hostname, spec.Child("hostname"))...)             // hostname.go
 	errs = append(errs, networkFields(s, spec)...)                                         // network.go
 	errs = append(errs, gatewayFields(s, spec)...)                                         // gateway.go
+	errs = append(errs, sharingFields(s, spec)...)                                         // sharing.go
 	return errs
 }
 

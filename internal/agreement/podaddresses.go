@@ -40,7 +40,7 @@ const (
 
 // PodAddressShapes are the shapes of what a pod is told that the CSI node
 // plugin (csi) and PodListeners (reconcile) must both answer the same: each
-// service type, a class changed but not yet applied, a class gone, a node
+// service type (and a LoadBalancer class whose workloads share an IP), a class changed but not yet applied, a class gone, a node
 // without addresses, node ports not yet published, a hostname template, a
 // node address from the node's annotation, dual-stack Services; and the
 // Listeners a volume may not publish (being deleted, of an earlier claim,
@@ -66,6 +66,7 @@ func addressShapes() []PodAddressShape {
 	nodeIP := []v1alpha1.ListenerIngress{{Address: "10.0.0.7", AddressType: v1alpha1.AddressTypeIP, Ports: np}}
 	clusterIP := []v1alpha1.ListenerIngress{{Address: "broker-0.agree.svc.cluster.local", AddressType: v1alpha1.AddressTypeHostname, Ports: ports}}
 	lbIP := []v1alpha1.ListenerIngress{{Address: "203.0.113.5", AddressType: v1alpha1.AddressTypeIP, Ports: ports}}
+	sharedLB := []v1alpha1.ListenerIngress{{Address: "203.0.113.9", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 9001}}}
 	// What a Listener of gatewayClass publishes once its route is attached
 	// (addresses.GatewayIngress): its name, the Gateway listener's port.
 	gatewayIngress := []v1alpha1.ListenerIngress{{Address: "broker-0.agree.gw.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"kafka": 9443}}}
@@ -73,6 +74,10 @@ func addressShapes() []PodAddressShape {
 		{Name: "ClusterIP", Listener: podListener(v1alpha1.ServiceTypeClusterIP, clusterIP, nil), Class: podClass(v1alpha1.ServiceTypeClusterIP, nil), Node: podNode(true), Want: clusterIP},
 		{Name: "NodePort", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(true), Want: nodeIP},
 		{Name: "LoadBalancer", Listener: podListener(v1alpha1.ServiceTypeLoadBalancer, lbIP, nil), Class: podClass(v1alpha1.ServiceTypeLoadBalancer, nil), Node: podNode(true), Want: lbIP},
+		// A sharing class (spec.loadBalancerSharing): the workload's one IP,
+		// and the Service port the range gave this replica, not the port
+		// the pod serves (its targetPort).
+		{Name: "LoadBalancer, IP shared by the workload", Listener: podListener(v1alpha1.ServiceTypeLoadBalancer, sharedLB, nil), Class: sharingClass(), Node: podNode(true), Want: sharedLB},
 		{Name: "LoadBalancer without an address yet", Listener: podListener(v1alpha1.ServiceTypeLoadBalancer, nil, nil), Class: podClass(v1alpha1.ServiceTypeLoadBalancer, nil), Node: podNode(true)},
 		// The class went from ClusterIP to NodePort; the reconciler has not
 		// applied it yet: the pod is told what the Service still is.
@@ -133,6 +138,13 @@ func addressPod(ports ...corev1.ContainerPort) *corev1.Pod {
 
 func podClass(typ v1alpha1.ServiceType, host *v1alpha1.HostnamePolicy) *v1alpha1.ListenerClass {
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: PodClass}, Spec: v1alpha1.ListenerClassSpec{ServiceType: typ, Hostname: host}}
+}
+
+// sharingClass is a LoadBalancer class whose workloads share one IP.
+func sharingClass() *v1alpha1.ListenerClass {
+	c := podClass(v1alpha1.ServiceTypeLoadBalancer, nil)
+	c.Spec.LoadBalancerSharing = &v1alpha1.LoadBalancerSharing{From: 9000, To: 9099}
+	return c
 }
 
 // gatewayClass routes through listener "tls" of Gateway gw/shared.

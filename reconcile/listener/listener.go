@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/listener-operator/listener-operator/api/addresses"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/api/validation"
 	"github.com/listener-operator/listener-operator/caches"
@@ -143,6 +142,10 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil {
 		return judged(verdict{reason: v1alpha1.ReasonInvalid, message: err.Error()}), nil
 	}
+	sh, end, err := r.shareLoadBalancer(ctx, l, class, want, current) // lbsharing.go
+	if err != nil || end.ends() {
+		return end, err
+	}
 	svc, end, err := r.ensureService(ctx, l, class, want, found, current)
 	if err != nil || end.ends() {
 		return end, err
@@ -175,6 +178,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	st = r.withAddressFeatures(st, l, class, hc)                                                                                           // hostname.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionNodePortsInRange, rangeCondition(l, class, svc))                 // noderange.go
 	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionTenantMetadataAllowed, tenantMetadataCondition(l, class, found)) // tenantmeta.go
+	st.Conditions = withFeatureCondition(st.Conditions, v1alpha1.ConditionLoadBalancerShared, sharingCondition(l, sh, svc))                // lbsharing.go
 	return settled(st, v), nil
 }
 
@@ -445,55 +449,4 @@ func (r *listenerReconciler) deleteStaleServices(ctx context.Context, l *v1alpha
 		r.recorder.Eventf(l, s, corev1.EventTypeNormal, EventServiceDeleted, "Delete", "Deleted Service %s, which no longer belongs to this Listener", s.Name)
 	}
 	return nil
-}
-
-// servingNodes are the nodes a NodePort Listener is reachable through: those
-// its volumes are pinned to and those its pods run on (podNodes), both found
-// through its claims.
-func (r *listenerReconciler) servingNodes(ctx context.Context, l *v1alpha1.Listener) ([]*corev1.Node, error) {
-	publishNotReady := l.Spec.EffectivePublishNotReadyAddresses()
-	claims, err := lookup.ClaimsOfListener(ctx, r.client, l.Namespace, l.Name)
-	if err != nil {
-		return nil, err
-	}
-	var nodeNames []string
-	for _, c := range claims {
-		pods, err := caches.PodsOfClaim(ctx, r.client, c.Namespace, c.Name)
-		if err != nil {
-			return nil, err
-		}
-		nodeNames = append(nodeNames, podNodes(pods, publishNotReady)...)
-		if c.Spec.VolumeName == "" {
-			continue
-		}
-		pv := &corev1.PersistentVolume{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: c.Spec.VolumeName}, pv); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("get volume %s of claim %s/%s: %w", c.Spec.VolumeName, c.Namespace, c.Name, err)
-		}
-		if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != "" && pv.Spec.ClaimRef.UID != c.UID {
-			continue // bound to another claim of the same name
-		}
-		nodeNames = append(nodeNames, addresses.PinnedNodes(pv)...)
-	}
-
-	seen := map[string]bool{}
-	var nodes []*corev1.Node
-	for _, name := range nodeNames {
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		n := &corev1.Node{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("get node %s: %w", name, err)
-		}
-		nodes = append(nodes, n)
-	}
-	return nodes, nil
 }
