@@ -17,7 +17,9 @@ node_containerd() {
   if dual; then
     # A second range set: host-local gives every pod one address of each,
     # the pod's IPs (status.podIPs) in this order, IPv4 first.
-    ranges+=", [{\"subnet\": \"$(node_pod_cidr6 "$i")\", \"gateway\": \"$(node_pod_gw6 "$i")\"}]"
+    local range6=""
+    [ "$i" != 1 ] || range6=", \"rangeEnd\": \"$POD_RANGE_END6\""
+    ranges+=", [{\"subnet\": \"$(node_pod_cidr6 "$i")\", \"gateway\": \"$(node_pod_gw6 "$i")\"$range6}]"
     routes+=', {"dst": "::/0"}'
   fi
   mkdir -p "$d/containerd" "$d/cni/net.d" "$d/cni/ipam"

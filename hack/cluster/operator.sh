@@ -52,13 +52,15 @@ EOF
 # deploy installs the operator with the project's own manifests (the
 # install of the cert mode through its overlay, install_overlay), as
 # images, not as host processes, so the install itself is tested. In
-# cert-manager mode, cert-manager is installed first.
+# cert-manager mode, cert-manager is installed first; MetalLB too, when it
+# was built (metallb.sh).
 deploy() {
   require_cluster
   local mode
   mode=$(cert_mode)
   echo "$mode" >"$work/cert-mode"
   [ "$mode" != cert-manager ] || deploy_cert_manager
+  deploy_metallb
   build_operator_binaries
   local out built
   out=$(build_images operator 2>&1)
