@@ -18,6 +18,8 @@ deploy_metallb() {
     say "no $METALLB_CONTROLLER_BIN: the cluster gets no load balancer (make metallb-tools builds it; make e2e does)"
     return 0
   fi
+  # Cached: copies the CRDs into bin/metallb-crds when they are missing.
+  "$root/hack/metallb/build.sh" >/dev/null
   say "writing MetalLB $METALLB_VERSION image tarballs to $images"
   local out
   out=$("$root/bin/cluster/images" -out "$images" -busybox /usr/bin/busybox \
