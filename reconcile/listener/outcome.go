@@ -76,6 +76,9 @@ func recheckAfter(v verdict) time.Duration {
 	case !v.ready && v.reason == v1alpha1.ReasonRouteRefused:
 		// What refused the route (a policy, a quota) sends no event.
 		return gatewayRecheck
+	case !v.ready && v.reason == v1alpha1.ReasonAwaitingLoadBalancer:
+		// What the load balancer says is only an event (lbwarning.go).
+		return loadBalancerRecheck
 	}
 	return 0
 }
