@@ -26,13 +26,9 @@ deploy_metallb() {
     "$IMG_METALLB_CONTROLLER=$METALLB_CONTROLLER_BIN,user=65534:65534" \
     "$IMG_METALLB_SPEAKER=$METALLB_SPEAKER_BIN")
   printf '%s\n' "$out" | sed 's/^/   /' >&2
-  local i
-  for i in $(nodes_present); do
-    ! running "$(node_pid "$i" containerd)" || import_images "$i"
-  done
+  import_images_running
   say "installing MetalLB $METALLB_VERSION (L2, lb-class $METALLB_LB_CLASS, pool $METALLB_POOL) in namespace $METALLB_NS"
-  kc apply --server-side --force-conflicts -f "$root/bin/metallb-crds/" >/dev/null
-  kc wait --for=condition=Established --timeout=60s -f "$root/bin/metallb-crds/" >/dev/null
+  apply_crds "$root/bin/metallb-crds"
   sed -e "s|IMAGE_CONTROLLER|$IMG_METALLB_CONTROLLER|" -e "s|IMAGE_SPEAKER|$IMG_METALLB_SPEAKER|" \
     -e "s|LB_CLASS|$METALLB_LB_CLASS|" "$root/hack/cluster/metallb/install.yaml" |
     kc apply --server-side --force-conflicts -f - >/dev/null

@@ -66,6 +66,22 @@ EOS
   wait_for "containerd of $(node_name "$i")" 30 ctr --address "$sock" version
 }
 
+# import_images_running loads the image tarballs into every node whose
+# containerd runs (a deploy onto a running cluster).
+import_images_running() {
+  local i
+  for i in $(nodes_present); do
+    ! running "$(node_pid "$i" containerd)" || import_images "$i"
+  done
+}
+
+# apply_crds applies the CRDs of a directory and waits until the API
+# server serves them.
+apply_crds() {
+  kc apply --server-side --force-conflicts -f "$1/" >/dev/null
+  kc wait --for=condition=Established --timeout=60s -f "$1/" >/dev/null
+}
+
 # import_images loads the image tarballs into node i's containerd.
 import_images() {
   local i=$1 f sock seen

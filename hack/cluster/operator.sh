@@ -66,11 +66,8 @@ deploy() {
   out=$(build_images operator 2>&1)
   printf '%s\n' "$out" >&2
   built=$(grep -c 'built$' <<<"$out" || true)
-  local i
   say "importing images into the nodes' containerd"
-  for i in $(nodes_present); do
-    ! running "$(node_pid "$i" containerd)" || import_images "$i"
-  done
+  import_images_running
   render_install
   # Pods that run already (a deploy onto a deployed cluster) keep the old
   # content of the same tags until restarted; pods the apply creates run
