@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -88,9 +89,20 @@ func TestMetalLBPoolExhausted(t *testing.T) {
 	}))
 	ns := namespace(t, ctx, "e2e-metallb-full")
 	for _, name := range []string{"a", "b"} {
-		if err := k8s.client.Create(ctx, plainListener(ns, name, "e2e-metallb-tiny")); err != nil {
+		l := plainListener(ns, name, "e2e-metallb-tiny")
+		if err := k8s.client.Create(ctx, l); err != nil {
 			t.Fatalf("create Listener %s: %v", name, err)
 		}
+		// The pool's one address is free again when the test ends, not
+		// when its namespace is gone: the next run needs it.
+		t.Cleanup(func() {
+			ctx := context.WithoutCancel(ctx)
+			_ = k8s.client.Delete(ctx, l)
+			eventually(t, ctx, time.Minute, "Service "+name+" gone", func(ctx context.Context) (bool, string) {
+				err := k8s.client.Get(ctx, clientKey(ns, name), &corev1.Service{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+		})
 	}
 	var msg string
 	eventually(t, ctx, time.Minute, "one Listener has the tiny pool's address, the other says the pool is full", func(ctx context.Context) (bool, string) {
