@@ -137,11 +137,17 @@ func (c *l2Client) neighbour(ctx context.Context, ip string) string {
 // network namespace (named as the node).
 func nodeMAC(t *testing.T, ctx context.Context, node string) string {
 	t.Helper()
-	args := []string{"-n", node, "-j", "link", "show", "eth0"}
-	if out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output(); err == nil && !strings.Contains(string(out), node) {
-		args = []string{"-j", "link", "show", bridge} // node 1 is the host
+	args := []string{"-j", "link", "show", bridge} // node 1 is the host
+	out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
 	}
-	out, err := exec.CommandContext(ctx, "ip", args...).Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == node {
+			args = []string{"-n", node, "-j", "link", "show", "eth0"}
+		}
+	}
+	out, err = exec.CommandContext(ctx, "ip", args...).Output()
 	if err != nil {
 		t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
 	}
