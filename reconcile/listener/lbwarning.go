@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -73,7 +74,11 @@ func (r *listenerReconciler) loadBalancerWarning(ctx context.Context, svc *corev
 	}
 	note := latest.Note
 	if len(note) > maxWarningNote {
-		note = note[:maxWarningNote] + "…"
+		cut := maxWarningNote
+		for cut > 0 && !utf8.RuneStart(note[cut]) {
+			cut--
+		}
+		note = note[:cut] + "…"
 	}
 	return latest.Reason + ": " + note, nil
 }
