@@ -371,12 +371,13 @@ bench-address: ## Time until a pod reads its address and is Ready (with and with
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -tags e2e -run '^$$' -bench BenchmarkTimeToAddress -benchtime 1x -timeout 45m ./test/e2e/ 2>&1 | tee $(BIN)/bench-address.txt; rc=$${PIPESTATUS[0]}; $(CLUSTER) down; exit $$rc
 
 .PHONY: e2e
-e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up, installs cert-manager and deploys the operator first; CERT_MODE=self-signed without cert-manager).
+e2e: ## Run test/e2e against a local cluster of NODES nodes (default 2; brings it up, installs cert-manager and MetalLB and deploys the operator first; CERT_MODE=self-signed without cert-manager).
 	cd hack/cluster && go test -count=1 ./...
 	$(MAKE) --no-print-directory deploy-tools # helm for TestHelmInstallUpgradeUninstall
 	CHROMIUM=1 $(MAKE) --no-print-directory monitoring-tools # prometheus and chromium for TestHelmInstallUpgradeUninstall/monitoring
 	$(MAKE) --no-print-directory gateway-tools # Traefik and the Gateway API CRDs for TestGatewayClassOnRealNodes (cold: ~5 min)
 	$(MAKE) --no-print-directory cert-manager-tools # cert-manager's controller and cainjector (cold: ~7 min)
+	$(MAKE) --no-print-directory metallb-tools # MetalLB's controller and speaker for the LoadBalancer tests (cold: ~8 min)
 	NODES=$(or $(NODES),2) CLUSTER_DOMAIN=$(or $(CLUSTER_DOMAIN),e2e.listeners.test) $(CLUSTER) up
 	CERT_MODE=$(or $(CERT_MODE),cert-manager) $(CLUSTER) deploy
 	E2E_KUBECONFIG=$(CURDIR)/.work/cluster/kubeconfig go test -count=1 -v -tags e2e -timeout 45m ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | hack/test-summary.sh

@@ -30,13 +30,9 @@ build_cert_manager() {
 # image was rebuilt.
 deploy_cert_manager() {
   build_cert_manager
-  local i
-  for i in $(nodes_present); do
-    ! running "$(node_pid "$i" containerd)" || import_images "$i"
-  done
+  import_images_running
   say "installing cert-manager $CERT_MANAGER_VERSION (CRDs, controller, cainjector) in namespace cert-manager"
-  kc apply --server-side --force-conflicts -f "$root/bin/cert-manager-crds/" >/dev/null
-  kc wait --for=condition=Established --timeout=60s -f "$root/bin/cert-manager-crds/" >/dev/null
+  apply_crds "$root/bin/cert-manager-crds"
   sed -e "s|IMAGE_CONTROLLER|$IMG_CM_CONTROLLER|" -e "s|IMAGE_CAINJECTOR|$IMG_CM_CAINJECTOR|" \
     "$root/hack/cluster/cert-manager/install.yaml" | kc apply --server-side --force-conflicts -f - >/dev/null
   local d

@@ -45,12 +45,13 @@
 #   node.sh        per node containerd, kubelet and kube-proxy; start/stop a node
 #   up.sh          control plane, up, status
 #   certmanager.sh cert-manager (CERT_MODE=cert-manager): build, images, install
+#   metallb.sh     MetalLB (when make metallb-tools built it): images, install, pools
 #   operator.sh    deploy, undeploy, demo, tag-image
 #   down.sh        teardown
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-for part in settings processes build pki host namespaces node up certmanager operator down; do
+for part in settings processes build pki host namespaces node up certmanager metallb operator down; do
   # shellcheck source=/dev/null
   source "$here/$part.sh"
 done

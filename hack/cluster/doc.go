@@ -12,5 +12,6 @@
 //
 // cluster.sh starts and stops the cluster itself: a short dispatcher that
 // sources one file per job (settings, processes, build, pki, host,
-// namespaces, node, up, operator, down; its header lists them).
+// namespaces, node, up, certmanager, metallb, operator, down; its header
+// lists them).
 package cluster

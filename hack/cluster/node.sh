@@ -17,7 +17,9 @@ node_containerd() {
   if dual; then
     # A second range set: host-local gives every pod one address of each,
     # the pod's IPs (status.podIPs) in this order, IPv4 first.
-    ranges+=", [{\"subnet\": \"$(node_pod_cidr6 "$i")\", \"gateway\": \"$(node_pod_gw6 "$i")\"}]"
+    local range6=""
+    [ "$i" != 1 ] || range6=", \"rangeEnd\": \"$POD_RANGE_END6\""
+    ranges+=", [{\"subnet\": \"$(node_pod_cidr6 "$i")\", \"gateway\": \"$(node_pod_gw6 "$i")\"$range6}]"
     routes+=', {"dst": "::/0"}'
   fi
   mkdir -p "$d/containerd" "$d/cni/net.d" "$d/cni/ipam"
@@ -62,6 +64,22 @@ EOS
   node_ns "$i"
   start "$(node_pid "$i" containerd)" "${NS[@]}" containerd --config "$d/containerd/config.toml"
   wait_for "containerd of $(node_name "$i")" 30 ctr --address "$sock" version
+}
+
+# import_images_running loads the image tarballs into every node whose
+# containerd runs (a deploy onto a running cluster).
+import_images_running() {
+  local i
+  for i in $(nodes_present); do
+    ! running "$(node_pid "$i" containerd)" || import_images "$i"
+  done
+}
+
+# apply_crds applies the CRDs of a directory and waits until the API
+# server serves them.
+apply_crds() {
+  kc apply --server-side --force-conflicts -f "$1/" >/dev/null
+  kc wait --for=condition=Established --timeout=60s -f "$1/" >/dev/null
 }
 
 # import_images loads the image tarballs into node i's containerd.

@@ -52,23 +52,22 @@ EOF
 # deploy installs the operator with the project's own manifests (the
 # install of the cert mode through its overlay, install_overlay), as
 # images, not as host processes, so the install itself is tested. In
-# cert-manager mode, cert-manager is installed first.
+# cert-manager mode, cert-manager is installed first; MetalLB too, when it
+# was built (metallb.sh).
 deploy() {
   require_cluster
   local mode
   mode=$(cert_mode)
   echo "$mode" >"$work/cert-mode"
   [ "$mode" != cert-manager ] || deploy_cert_manager
+  deploy_metallb
   build_operator_binaries
   local out built
   out=$(build_images operator 2>&1)
   printf '%s\n' "$out" >&2
   built=$(grep -c 'built$' <<<"$out" || true)
-  local i
   say "importing images into the nodes' containerd"
-  for i in $(nodes_present); do
-    ! running "$(node_pid "$i" containerd)" || import_images "$i"
-  done
+  import_images_running
   render_install
   # Pods that run already (a deploy onto a deployed cluster) keep the old
   # content of the same tags until restarted; pods the apply creates run

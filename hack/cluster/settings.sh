@@ -21,9 +21,18 @@ BRIDGE=listener0
 HOST_IP=10.88.0.1
 # The host's address on the subnet of nodes 2..N (10.88.1.i), their gateway.
 NODES_GW=10.88.1.1
-# Node 1's pods get .2–.239 of 10.88.0.0/24; .240–.254 are never given out, so
-# tests can play a load balancer with those addresses (test/e2e).
-POD_RANGE_END=10.88.0.239
+# 10.88.0.0/24 is the host's and node 1's subnet on the bridge, split in
+# three so that nothing is ever handed out twice:
+#   .2–.223    node 1's pods (POD_RANGE_END; IPv6 twin fd00:88::2–::df);
+#   .224–.239  hand-made addresses: tests that write a Service's
+#              status.loadBalancer themselves, DNAT targets and the L2
+#              client (test/e2e); nobody gives them out (twin ::e0–::ef);
+#   .240–.254  MetalLB's pool (METALLB_POOL): on the bridge, so a client on
+#              it resolves them by ARP/NDP to the announcing node, and in no
+#              pod, node or Service range, so MetalLB never hands out an
+#              address something else holds (twin fd00:88::f0–::fe).
+POD_RANGE_END=10.88.0.223
+POD_RANGE_END6=fd00:88::df
 # Every pod and node address: kube-proxy's cluster CIDR.
 CLUSTER_CIDR=10.88.0.0/17
 SERVICE_CIDR=10.88.128.0/20
@@ -93,6 +102,26 @@ IMG_DEMO=localhost/listener-demo:dev
 # the pinned version so test/e2e/testdata/gateway says what it runs.
 TRAEFIK_BIN=$root/bin/tools/traefik
 IMG_TRAEFIK=localhost/traefik:$(sed -n 's/^TRAEFIK_VERSION=//p' "$root/hack/gateway/versions")
+
+# MetalLB (metallb.sh), the load balancer of LoadBalancer classes (issue
+# 51), packed from bin/tools (make metallb-tools) when those binaries exist
+# and deployed by `deploy`, in L2 mode. It serves only Services of
+# loadBalancerClass METALLB_LB_CLASS: tests that write a load balancer's
+# status by hand use Services without that class, which it leaves alone.
+METALLB_VERSION=$(sed -n 's/^METALLB_VERSION=//p' "$root/hack/metallb/versions")
+METALLB_CONTROLLER_BIN=$root/bin/tools/metallb-controller
+METALLB_SPEAKER_BIN=$root/bin/tools/metallb-speaker
+IMG_METALLB_CONTROLLER=localhost/metallb-controller:$METALLB_VERSION
+IMG_METALLB_SPEAKER=localhost/metallb-speaker:$METALLB_VERSION
+METALLB_NS=metallb-system
+METALLB_LB_CLASS=listeners.test/metallb
+# The pool of every Service of that class, and a one-address pool only a
+# Service that names it gets (metallb.io/address-pool: tiny), to see a full
+# pool (test/e2e) without starving the others.
+METALLB_POOL=10.88.0.240-10.88.0.253
+METALLB_POOL6=fd00:88::f0-fd00:88::fd
+METALLB_TINY=10.88.0.254/32
+METALLB_TINY6=fd00:88::fe/128
 
 # cert-manager (CERT_MODE=cert-manager: certmanager.sh), packed from
 # bin/tools (make cert-manager-tools) and tagged with the version that

@@ -23,4 +23,8 @@
 // an outcome (outcome.go): the status to publish, its verdict, and when to
 // look again. The address features of a class hook in here: DNS hostnames
 // (hostname.go, hostnameconflict.go) and sticky node ports (nodeports.go).
+// Load balancers: a Listener waiting for an address quotes what its load
+// balancer said about the Service (lbwarning.go; it reads the Service's
+// Warning events from the API server, not watched), and a Service whose
+// loadBalancerClass must change is made again (lbclass.go).
 package listener

@@ -156,7 +156,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 			return outcome{}, err
 		}
 	}
-	st, v, problems := serviceStatus(observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain})
+	st, v, problems := r.explainedStatus(ctx, observed{class: class, svc: svc, nodes: nodes, clusterDomain: r.opts.ClusterDomain}) // lbwarning.go
 	if len(problems) > 0 {
 		r.recorder.Eventf(l, nil, corev1.EventTypeWarning, v1alpha1.EventNodeAddressInvalid, "Publish", "%s", strings.Join(problems, "; "))
 	}
@@ -255,7 +255,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 	} else if nodePortRange(class) != nil {
 		svc, err = r.writeInRange(ctx, l, class, want, svc) // noderange.go
 	} else {
-		svc, err = r.applyService(ctx, l, want, svc)
+		svc, err = r.applyOrRecreate(ctx, l, want, svc) // lbclass.go
 	}
 	if err != nil {
 		if v, ok := asForeignService(err); ok {

@@ -64,8 +64,9 @@ const serviceCacheRetry = 50 * time.Millisecond
 
 // recheckAfter is how long a Listener with verdict v waits before it looks
 // again without an event: only one blocked by something the cache cannot
-// see (blockedOutsideCache) does. Endpoints, load balancers, classes, claims
-// and volumes send events the controller maps to the Listener (setup.go).
+// see does (blockedOutsideCache, the Gateway API, a load balancer's
+// events). Endpoints, load-balancer addresses, classes, claims and volumes
+// send events the controller maps to the Listener (setup.go).
 func recheckAfter(v verdict) time.Duration {
 	switch {
 	case blockedOutsideCache(v):
@@ -76,6 +77,9 @@ func recheckAfter(v verdict) time.Duration {
 	case !v.ready && v.reason == v1alpha1.ReasonRouteRefused:
 		// What refused the route (a policy, a quota) sends no event.
 		return gatewayRecheck
+	case !v.ready && v.reason == v1alpha1.ReasonAwaitingLoadBalancer:
+		// What the load balancer says is only an event (lbwarning.go).
+		return loadBalancerRecheck
 	}
 	return 0
 }

@@ -50,19 +50,20 @@ func TestAddressChangeRestartsReplica(t *testing.T) {
 			t.Fatalf("set the Service's load balancer ingress: %v", err)
 		}
 	}
-	// Addresses in the cluster's pod subnet but outside the range pods get;
-	// nothing is sent there.
-	setIngress("10.88.0.250")
+	// Hand-made addresses (hack/cluster/settings.sh: given to no pod and
+	// outside MetalLB's pool; the Service has no loadBalancerClass, so
+	// MetalLB leaves its status alone); nothing is sent there.
+	setIngress("10.88.0.234")
 	first := podsReady(t, ctx, ns, "lb", 1, podTimeout)["lb-0"]
 	files := tree(t, ctx, ns, "lb-0")
 	if addr, port := defaultAddress(t, files); addr != host || port != "8080" {
 		t.Errorf("lb-0 reads %s:%s as its default address, want the class's DNS name %s:8080", addr, port, host)
 	}
-	if files["addresses/10.88.0.250/address"] != "10.88.0.250" {
+	if files["addresses/10.88.0.234/address"] != "10.88.0.234" {
 		t.Errorf("lb-0's tree lacks the load balancer's address: %v", files)
 	}
 
-	setIngress("10.88.0.251")
+	setIngress("10.88.0.235")
 	eventually(t, ctx, podTimeout, "lb-0 gets a ListenerAddressChanged event", func(ctx context.Context) (bool, string) {
 		var evs eventsv1.EventList
 		if err := k8s.client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
@@ -83,8 +84,8 @@ func TestAddressChangeRestartsReplica(t *testing.T) {
 		return p.UID != first.UID && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && isReady(&p), podState(&p)
 	})
 	files = tree(t, ctx, ns, "lb-0")
-	if files["addresses/10.88.0.251/address"] != "10.88.0.251" || files["addresses/10.88.0.250/address"] != "" {
-		t.Errorf("the new lb-0 reads %v, want the new load balancer address 10.88.0.251 and not the old one", files)
+	if files["addresses/10.88.0.235/address"] != "10.88.0.235" || files["addresses/10.88.0.234/address"] != "" {
+		t.Errorf("the new lb-0 reads %v, want the new load balancer address 10.88.0.235 and not the old one", files)
 	}
 }
 

@@ -71,9 +71,10 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 			t.Fatalf("set the Service's load balancer ingress: %v", err)
 		}
 	}
-	// Addresses in the cluster's pod subnet but outside the range pods get;
-	// nothing is sent there.
-	setIngress("10.88.0.240")
+	// Hand-made addresses (hack/cluster/settings.sh: given to no pod and
+	// outside MetalLB's pool; the Service has no loadBalancerClass, so
+	// MetalLB leaves its status alone); nothing is sent there.
+	setIngress("10.88.0.224")
 
 	domain := kubeletClusterDomain(t, ctx)
 	svcNames := []string{svc.Name, svc.Name + "." + ns, svc.Name + "." + ns + ".svc", svc.Name + "." + ns + ".svc." + domain}
@@ -90,7 +91,7 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 			return true, ""
 		})
 	}
-	waitCertificate("the operator makes the Certificate", podTimeout, []string{"10.88.0.240"})
+	waitCertificate("the operator makes the Certificate", podTimeout, []string{"10.88.0.224"})
 	var l v1alpha1.Listener
 	eventually(t, ctx, podTimeout, "the Listener says its Certificate is managed", func(ctx context.Context) (bool, string) {
 		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: listenerName}, &l); err != nil {
@@ -111,8 +112,8 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 	// certificate for the address it reads from its listener volume.
 	podsReady(t, ctx, ns, "tls", 1, podTimeout)
 	addr, _ := defaultAddress(t, tree(t, ctx, ns, "tls-0"))
-	if addr != "10.88.0.240" {
-		t.Errorf("tls-0 reads %s as its address, want the load balancer's 10.88.0.240", addr)
+	if addr != "10.88.0.224" {
+		t.Errorf("tls-0 reads %s as its address, want the load balancer's 10.88.0.224", addr)
 	}
 	leaf, err := parseLeaf([]byte(k8s.kubectlOK(t, ctx, "", "exec", "-n", ns, "tls-0", "-c", "hello", "--", "cat", "/tls/tls.crt")))
 	if err != nil {
@@ -121,7 +122,7 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 	if err := leaf.VerifyHostname(addr); err != nil {
 		t.Errorf("the pod's certificate (SANs %v) does not name the address it reads: %v", sans(leaf), err)
 	}
-	if want := append(slices.Clone(svcNames), "10.88.0.240"); !slices.Equal(sans(leaf), want) {
+	if want := append(slices.Clone(svcNames), "10.88.0.224"); !slices.Equal(sans(leaf), want) {
 		t.Errorf("the pod's certificate names %v, want exactly %v", sans(leaf), want)
 	}
 	// A client that trusts only the CA reaches the pod (through its
@@ -131,8 +132,8 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 
 	// The load balancer's address changes: the Certificate follows and
 	// cert-manager issues it again; the pod serves it.
-	setIngress("10.88.0.241")
-	waitCertificate("the Certificate follows the new address", podTimeout, []string{"10.88.0.241"})
+	setIngress("10.88.0.225")
+	waitCertificate("the Certificate follows the new address", podTimeout, []string{"10.88.0.225"})
 	eventually(t, ctx, podTimeout, "the Secret holds a certificate for the new address", func(ctx context.Context) (bool, string) {
 		var s corev1.Secret
 		if err := k8s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, &s); err != nil {
@@ -142,9 +143,9 @@ func TestCertificateNamesListenerAddresses(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return leaf.VerifyHostname("10.88.0.241") == nil && leaf.VerifyHostname("10.88.0.240") != nil, fmt.Sprintf("SANs %v", sans(leaf))
+		return leaf.VerifyHostname("10.88.0.225") == nil && leaf.VerifyHostname("10.88.0.224") != nil, fmt.Sprintf("SANs %v", sans(leaf))
 	})
-	servesTLS(t, ctx, roots, net.JoinHostPort(svc.Spec.ClusterIP, "8080"), "10.88.0.241", "tls-0")
+	servesTLS(t, ctx, roots, net.JoinHostPort(svc.Spec.ClusterIP, "8080"), "10.88.0.225", "tls-0")
 }
 
 // servesTLS waits until a TLS connection to dial, verified against roots

@@ -25,9 +25,9 @@ import (
 // (TestNodeAddressBehindNAT).
 func TestReadinessGateNodeAddressChange(t *testing.T) {
 	ctx := t.Context()
-	// Never given to a pod (hack/cluster/settings.sh), and not the
-	// addresses other tests play with.
-	const before, after = "10.88.0.246", "10.88.0.247"
+	// Hand-made addresses (hack/cluster/settings.sh: given to no pod and
+	// outside MetalLB's pool), and not the ones other tests play with.
+	const before, after = "10.88.0.230", "10.88.0.231"
 	ensureClass(t, ctx, listenerClass("e2e-gate-nodeaddress", v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeNodePort, PreferredAddressType: v1alpha1.PreferredAddressIP,
 		PinnedNodePorts: ptr.To(true), NodeAddress: v1alpha1.NodeAddressAnnotation,

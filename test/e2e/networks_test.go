@@ -73,7 +73,7 @@ func TestNodePortRangeSurvivesRebuild(t *testing.T) {
 // address only).
 func TestNodeAddressBehindNAT(t *testing.T) {
 	ctx := t.Context()
-	const natIP = "10.88.0.253" // never given to a pod (hack/cluster/settings.sh)
+	const natIP = "10.88.0.237" // hand-made: given to no pod, outside MetalLB's pool (hack/cluster/settings.sh)
 	ensureClass(t, ctx, listenerClass("e2e-nodeport-nat", v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeNodePort, PreferredAddressType: v1alpha1.PreferredAddressIP,
 		PinnedNodePorts: ptr.To(true), NodeAddress: v1alpha1.NodeAddressAnnotation,

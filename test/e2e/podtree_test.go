@@ -33,7 +33,9 @@ func TestTreeMatchesPodListeners(t *testing.T) {
 				t.Fatalf("create StatefulSet: %v", err)
 			}
 			if typ == v1alpha1.ServiceTypeLoadBalancer {
-				giveLoadBalancerAddress(t, ctx, ns, "listener-web-0", "10.88.0.251")
+				// Hand-made (hack/cluster/settings.sh); the class sets no
+				// loadBalancerClass, so MetalLB leaves this Service alone.
+				giveLoadBalancerAddress(t, ctx, ns, "listener-web-0", "10.88.0.235")
 			}
 			pod := podsReady(t, ctx, ns, "web", 1, podTimeout)["web-0"]
 			files := tree(t, ctx, ns, pod.Name)

@@ -1,0 +1,111 @@
+package listener_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
+)
+
+// loadBalancerEvent is an event a load-balancer controller writes about a
+// Service (MetalLB's controller through client-go's core/v1 recorder).
+func loadBalancerEvent(svc *corev1.Service, name, typ, reason, note string) *corev1.Event {
+	now := metav1.NewTime(time.Now())
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: name},
+		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: svc.Namespace, Name: svc.Name,
+			UID: svc.UID, ResourceVersion: svc.ResourceVersion},
+		Type: typ, Reason: reason, Message: note, Source: corev1.EventSource{Component: "metallb-controller"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+}
+
+// TestLoadBalancerFailureExplained: a Service whose load balancer gives no
+// address, and says why in a Warning event about it (MetalLB:
+// AllocationFailed, its pool is full), gives the Listener a Ready
+// condition that quotes it, not only "no ingress yet". A Normal event says
+// nothing wrong, and a Warning about an earlier Service of the same name
+// (another UID) is not this one's.
+func TestLoadBalancerFailureExplained(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("example.test/lb"),
+	})
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "lb", class.Name, reconciletest.Port("http", 80)))
+	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
+	svc := reconciletest.GetService(t, ctx, c, ns, "lb", nil)
+
+	stale := svc.DeepCopy()
+	stale.UID = "00000000-0000-0000-0000-000000000000"
+	testenv.Create(t, ctx, c, loadBalancerEvent(stale, "lb.old", corev1.EventTypeWarning, "AllocationFailed", "an earlier Service's failure"))
+	testenv.Create(t, ctx, c, loadBalancerEvent(svc, "lb.ok", corev1.EventTypeNormal, "IPAllocated", "nothing wrong"))
+	const note = `Failed to allocate IP for "lb": no available IPs in pool tiny`
+	testenv.Create(t, ctx, c, loadBalancerEvent(svc, "lb.full", corev1.EventTypeWarning, "AllocationFailed", note))
+
+	l := reconciletest.WaitStatus(t, ctx, c, ns, "lb", func(l *v1alpha1.Listener) error {
+		cond := readyCondition(l)
+		if cond == nil || cond.Reason != v1alpha1.ReasonAwaitingLoadBalancer || !strings.Contains(cond.Message, "AllocationFailed: "+note) {
+			return fmt.Errorf("Ready condition %+v, want %s quoting the load balancer's AllocationFailed", cond, v1alpha1.ReasonAwaitingLoadBalancer)
+		}
+		return nil
+	})
+	if msg := readyCondition(l).Message; strings.Contains(msg, "earlier Service") || strings.Contains(msg, "nothing wrong") {
+		t.Errorf("the condition quotes another event: %s", msg)
+	}
+
+	// The address comes: Ready, and the failure is gone from the status.
+	reconciletest.SetIngress(t, c, ns, "lb", "198.51.100.9")
+	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonReady)
+}
+
+// TestLoadBalancerClassChangeRecreates: spec.loadBalancerClass of a
+// Service cannot change (the API server refuses the update), so a class
+// whose loadBalancerClass changes gets its Listeners' Services deleted and
+// made again with the new one, with an event that says why, and the
+// Listener never turns Invalid.
+func TestLoadBalancerClassChangeRecreates(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("a.example.test/lb"),
+	})
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "lb", class.Name, reconciletest.Port("http", 80)))
+	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
+	old := reconciletest.GetService(t, ctx, c, ns, "lb", nil)
+
+	patch := client.MergeFrom(class.DeepCopy())
+	class.Spec.LoadBalancerClass = ptr.To("b.example.test/lb")
+	if err := c.Patch(ctx, class, patch); err != nil {
+		t.Fatal(err)
+	}
+	reconciletest.GetService(t, ctx, c, ns, "lb", func(svc *corev1.Service) error {
+		if svc.UID == old.UID || ptr.Deref(svc.Spec.LoadBalancerClass, "") != "b.example.test/lb" {
+			return fmt.Errorf("Service uid %s (old %s), loadBalancerClass %v", svc.UID, old.UID, ptr.Deref(svc.Spec.LoadBalancerClass, ""))
+		}
+		return nil
+	})
+	ev := reconciletest.WaitEvent(t, ctx, c, ns, "lb", "ServiceDeleted")
+	if !strings.Contains(ev.Note, "a.example.test/lb") || !strings.Contains(ev.Note, "b.example.test/lb") {
+		t.Errorf("event %q does not say which loadBalancerClass changed", ev.Note)
+	}
+	l := reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
+	if cond := readyCondition(l); cond.ObservedGeneration != l.Generation {
+		t.Errorf("condition %+v", cond)
+	}
+}
+
+// readyCondition is the Listener's Ready condition (nil when it has none).
+func readyCondition(l *v1alpha1.Listener) *metav1.Condition {
+	return meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
+}
