@@ -70,6 +70,7 @@ type Op struct {
 	Mode     v1alpha1.TenantMetadataMode // spec.tenantMetadata.mode ("" leaves tenantMetadata unset unless Allow)
 	Allow    bool                        // spec.tenantMetadata allows team.robust.test/* (labels and annotations)
 	Network  string                      // spec.serviceAnnotations[networkKey] ("" none)
+	Gate     bool                        // spec.podReadiness Gate: pods of the class get the readiness gate (podgate.go)
 
 	// PutListener, PutClaim
 	Ports     []int32  // spec.ports p0, p1, …
@@ -206,6 +207,9 @@ func (w World) Class(op Op) *v1alpha1.ListenerClass {
 	}
 	if op.NodeAnnotation {
 		spec.NodeAddress = v1alpha1.NodeAddressAnnotation
+	}
+	if op.Gate {
+		spec.PodReadiness = ptr.To(v1alpha1.PodReadinessGate)
 	}
 	spec.Gateway = w.gatewayParents(op)
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: w.ClassName(op.Class)}, Spec: spec}
