@@ -110,7 +110,8 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	// Quotas too (quota.go), so that they leave the rest alone.
 	qr := rand.New(rand.NewPCG(seed, 0x4a))
 	gr := rand.New(rand.NewPCG(seed, 0x39))
-	// Whether a class gates its pods, too (gateClass).
+	// Whether a class gates its pods (gateClass) and a Listener names no
+	// class.
 	pr := rand.New(rand.NewPCG(seed, 0x50))
 	table := operations()
 	total := 0
@@ -141,8 +142,13 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 				x -= w.weight
 			}
 		}
-		if op.Kind == PutClass {
+		switch op.Kind {
+		case PutClass:
 			op.Gate = m.gateClass(pr, op.Class)
+		case PutListener:
+			// One in twelve names no class: a Listener of a gateway
+			// class whose className is unset leaves its routes.
+			op.NoClass = pr.IntN(12) == 0
 		}
 		m.record(op)
 		ops = append(ops, op)

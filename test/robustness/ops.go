@@ -73,6 +73,7 @@ type Op struct {
 	Gate     bool                        // spec.podReadiness Gate: pods of the class get the readiness gate (podgate.go)
 
 	// PutListener, PutClaim
+	NoClass   bool     // PutListener: spec.className unset (Class is ignored)
 	Ports     []int32  // spec.ports p0, p1, …
 	Labels    []string // "key=value" on the Listener (or claim)
 	Overrides []string // one objectOverrides entry: "annotations:key=value", "labels:key=value", "spec:field=value"
@@ -223,6 +224,9 @@ func (w World) Listener(op Op) (*v1alpha1.Listener, error) {
 	l := &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: w.Tenants[op.Tenant], Labels: pairs(op.Labels)},
 		Spec:       v1alpha1.ListenerSpec{ClassName: ptr.To(w.ClassName(op.Class))},
+	}
+	if op.NoClass {
+		l.Spec.ClassName = nil
 	}
 	for i, p := range op.Ports {
 		l.Spec.Ports = append(l.Spec.Ports, v1alpha1.ListenerPort{Name: fmt.Sprintf("p%d", i), Port: p, Protocol: corev1.ProtocolTCP})
