@@ -213,17 +213,27 @@ func hostnames(r *gwv1.TLSRoute) []string {
 }
 
 // leaveGateway deletes the routes the operator made for l unless l has
-// ports and class routes them through a Gateway, or its class is gone (nil
-// with ports: what was made stays, as its Service does). So a class that
-// stopped routing, a Listener that names another class or dropped its
-// ports loses its routes; before, only a Listener still of a gateway class
-// lost its stale ones, and the Gateway went on routing its name (found by
-// test/robustness, RoutesFollowTheirClass).
+// ports and names a class that routes them through a Gateway, or names a
+// class that is gone (nil with ports: what was made stays, as its Service
+// does). So a class that stopped routing, a Listener that names another
+// class, names none (spec.className unset: no Service, no address) or
+// dropped its ports loses its routes, or the Gateway would go on routing
+// its name (found by test/robustness, RoutesFollowTheirClass).
 func (r *listenerReconciler) leaveGateway(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) error {
-	if len(l.Spec.Ports) > 0 && (class == nil || class.Spec.Gateway != nil) {
+	named := l.Spec.ClassName != nil && *l.Spec.ClassName != ""
+	if named && len(l.Spec.Ports) > 0 && (class == nil || class.Spec.Gateway != nil) {
 		return nil
 	}
 	return r.deleteStaleRoutes(ctx, l, nil)
+}
+
+// leaveAllClasses deletes what the operator made for a Listener that names
+// no class: its Services and its routes.
+func (r *listenerReconciler) leaveAllClasses(ctx context.Context, l *v1alpha1.Listener) error {
+	if err := r.deleteStaleServices(ctx, l, ""); err != nil {
+		return err
+	}
+	return r.leaveGateway(ctx, l, nil)
 }
 
 // deleteStaleRoutes deletes the routes the operator made for l that keep

@@ -115,7 +115,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
 		// The user asked for no class: no Service, and no address stays
 		// published (status, PodListeners, the next volume publish).
-		if err := r.deleteStaleServices(ctx, l, ""); err != nil {
+		if err := r.leaveAllClasses(ctx, l); err != nil { // gateway.go
 			return outcome{}, err
 		}
 		return judged(verdict{reason: v1alpha1.ReasonNoClass, unpublish: true,

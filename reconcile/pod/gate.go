@@ -58,7 +58,7 @@ func (r *podReconciler) gate(ctx context.Context, pod *corev1.Pod, vols []podrea
 		}
 		v.Certificate = cert
 	}
-	verdict := podready.Judge(vols)
+	verdict := mutateVerdict(podready.Judge(vols)) // mutants.go: the verdict itself without a mutant's tag
 	if err := r.writeGateCondition(ctx, pod, verdict); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -44,6 +44,7 @@ func (c *Coverage) add(st Step) {
 		c.Refusals[st.Op.Kind] = st.Answer.Err
 	}
 	c.addPods(st)
+	c.addGate(st)   // podgate.go
 	c.addRoutes(st) // gatewayinvariants.go
 	if len(st.Refused) > 0 {
 		c.States["operator writes refused"] += len(st.Refused)

@@ -22,7 +22,9 @@
 // with its workqueues empty (idle.go) and, with Traefik, every route judged,
 // and checks every invariant (invariants.go): plain functions, each named
 // for the promise it checks, over what the API server holds (snapshot.go)
-// and what each Running pod reads from its volumes (podstold.go).
+// and what each Running pod reads from its volumes (podstold.go); a gated
+// pod's readiness-gate condition is judged against api/podready's verdict
+// (podgate.go).
 //
 // An operation (ops.go) is a flat value that prints as a Go literal; a
 // World gives each history classes, namespaces and a DNS domain of its

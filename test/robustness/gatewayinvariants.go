@@ -32,6 +32,10 @@ func RoutesFollowTheirClass(st Step) []string {
 			if l == nil || l.DeletionTimestamp != nil || r.DeletionTimestamp != nil {
 				continue // the garbage collector's
 			}
+			if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
+				out = append(out, fmt.Sprintf("TLSRoute %s/%s of Listener %s stays, and the Listener names no class", r.Namespace, r.Name, l.Name))
+				continue
+			}
 			class := s.classOf(l)
 			if class == nil {
 				continue // as for Services: it says ClassNotFound

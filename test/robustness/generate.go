@@ -110,6 +110,9 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	// Quotas too (quota.go), so that they leave the rest alone.
 	qr := rand.New(rand.NewPCG(seed, 0x4a))
 	gr := rand.New(rand.NewPCG(seed, 0x39))
+	// Whether a class gates its pods (gateClass) and a Listener names no
+	// class.
+	pr := rand.New(rand.NewPCG(seed, 0x50))
 	table := operations()
 	total := 0
 	for _, w := range table {
@@ -138,6 +141,14 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 				}
 				x -= w.weight
 			}
+		}
+		switch op.Kind {
+		case PutClass:
+			op.Gate = m.gateClass(pr, op.Class)
+		case PutListener:
+			// One in twelve names no class: a Listener of a gateway
+			// class whose className is unset leaves its routes.
+			op.NoClass = pr.IntN(12) == 0
 		}
 		m.record(op)
 		ops = append(ops, op)
@@ -170,6 +181,18 @@ func (m *model) record(op Op) {
 	if isTenantOp(op.Kind) && op.Tenant == m.quota {
 		m.quotaMet = true
 	}
+}
+
+// gateClass says whether a PutClass of slot gives the class
+// spec.podReadiness Gate: a new class one time in three; a class that
+// exists keeps its choice, or switches it one time in four (pods made
+// before keep the gate they were given).
+func (m *model) gateClass(r *rand.Rand, slot int) bool {
+	prev, ok := m.classes[slot]
+	if !ok {
+		return r.IntN(3) == 0
+	}
+	return prev.Gate != (r.IntN(4) == 0)
 }
 
 func genPutClass(r *rand.Rand, slot int) Op {

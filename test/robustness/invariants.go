@@ -52,6 +52,7 @@ func Invariants() []Invariant {
 		{"TenantStaysInItsNamespace", TenantStaysInItsNamespace},
 		{"NotReadySaysWhy", NotReadySaysWhy},
 		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
+		{"GatedPodsReadyOnlyWhenReachable", GatedPodsReadyOnlyWhenReachable},
 		{"RefusedWritesVisible", RefusedWritesVisible},
 		{"RefusalsHealWhenLifted", RefusalsHealWhenLifted},
 		{"RoutesFollowTheirClass", RoutesFollowTheirClass},

@@ -89,6 +89,12 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			change: func(s *Snapshot) {
 				s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalid}
 			}},
+		{name: "a claim's Listener write refused, unseen", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "update", Resource: "listeners", Namespace: "rb7-tenant-a", Name: "web", Code: 422}},
+			want: "does not say so"},
+		{name: "a claim's Listener write refused, said", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "update", Resource: "listeners", Namespace: "rb7-tenant-a", Name: "web", Code: 422}},
+			change: func(s *Snapshot) {
+				s.Listeners[0][0].Status.Conditions = append(s.Listeners[0][0].Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionClaimApplied, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWriteRefused})
+			}},
 		{name: "a forbidden write said", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "create", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},
 			change: func(s *Snapshot) { quotaRefused(s, "exceeded quota: "+quotaName, true) }},
 		{name: "a forbidden write without its event", inv: RefusedWritesVisible, refused: []testenv.Write{{Verb: "create", Resource: "services", Namespace: "rb7-tenant-a", Name: "web", Code: 403}},

@@ -70,8 +70,10 @@ type Op struct {
 	Mode     v1alpha1.TenantMetadataMode // spec.tenantMetadata.mode ("" leaves tenantMetadata unset unless Allow)
 	Allow    bool                        // spec.tenantMetadata allows team.robust.test/* (labels and annotations)
 	Network  string                      // spec.serviceAnnotations[networkKey] ("" none)
+	Gate     bool                        // spec.podReadiness Gate: pods of the class get the readiness gate (podgate.go)
 
 	// PutListener, PutClaim
+	NoClass   bool     // PutListener: spec.className unset (Class is ignored)
 	Ports     []int32  // spec.ports p0, p1, …
 	Labels    []string // "key=value" on the Listener (or claim)
 	Overrides []string // one objectOverrides entry: "annotations:key=value", "labels:key=value", "spec:field=value"
@@ -207,6 +209,9 @@ func (w World) Class(op Op) *v1alpha1.ListenerClass {
 	if op.NodeAnnotation {
 		spec.NodeAddress = v1alpha1.NodeAddressAnnotation
 	}
+	if op.Gate {
+		spec.PodReadiness = ptr.To(v1alpha1.PodReadinessGate)
+	}
 	spec.Gateway = w.gatewayParents(op)
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: w.ClassName(op.Class)}, Spec: spec}
 }
@@ -219,6 +224,9 @@ func (w World) Listener(op Op) (*v1alpha1.Listener, error) {
 	l := &v1alpha1.Listener{
 		ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: w.Tenants[op.Tenant], Labels: pairs(op.Labels)},
 		Spec:       v1alpha1.ListenerSpec{ClassName: ptr.To(w.ClassName(op.Class))},
+	}
+	if op.NoClass {
+		l.Spec.ClassName = nil
 	}
 	for i, p := range op.Ports {
 		l.Spec.Ports = append(l.Spec.Ports, v1alpha1.ListenerPort{Name: fmt.Sprintf("p%d", i), Port: p, Protocol: corev1.ProtocolTCP})

@@ -18,9 +18,16 @@ import (
 // server refused and the operator did not make good before it settled
 // (Step.Refused) shows on that Listener: a condition that is not True, or
 // a Warning event about it. Otherwise only the operator's log knows.
+//
+// A write of a claim's own Listener (the claim controller's: the ports of
+// the pods that mount the claim) that was refused shows on that Listener
+// as ClaimApplied False, reason WriteRefused.
 func RefusedWritesVisible(st Step) []string {
 	var out []string
 	for _, x := range st.Refused {
+		if x.Resource == "listeners" {
+			out = append(out, claimWriteSaid(st.Cur, x)...)
+		}
 		if x.Resource != "services" {
 			continue
 		}
@@ -81,4 +88,24 @@ func saysForbidden(l *v1alpha1.Listener, evs []eventsv1.Event, x testenv.Write) 
 		}
 	}
 	return []string{who + " has no Warning event " + v1alpha1.ReasonServiceRefused}
+}
+
+// claimWriteSaid: the refused write x of a claim's own Listener shows on
+// that Listener as ClaimApplied False with reason WriteRefused (nothing
+// when the Listener is gone).
+func claimWriteSaid(s *Snapshot, x testenv.Write) []string {
+	for t, ns := range s.World.Tenants {
+		if ns != x.Namespace {
+			continue
+		}
+		l := s.listener(t, x.Name)
+		if l == nil || l.DeletionTimestamp != nil {
+			return nil
+		}
+		c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionClaimApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonWriteRefused {
+			return []string{fmt.Sprintf("the API server refused the operator's %s, and Listener %s/%s does not say so (ClaimApplied %v)", x, l.Namespace, l.Name, c)}
+		}
+	}
+	return nil
 }

@@ -241,6 +241,30 @@ var gatewayRegressions = []struct {
 		{Kind: PutListener, Tenant: 1, Name: "web", Class: 1, Ports: []int32{80}},
 		{Kind: PutListener, Tenant: 1, Name: "web", Class: 1},
 	}},
+	// A Listener of a gateway class whose spec.className is then unset
+	// kept its TLSRoute (issue 49; TestGatewayRoutesLeaveWhenClassUnset in
+	// reconcile/listener).
+	{name: "RoutesFollowTheirClass", seed: 0, ops: []Op{
+		{Kind: PutGateway, Sections: []string{"p0:All"}},
+		{Kind: PutClass, Type: "ClusterIP", Template: 1, Parents: []string{"g0/p0"}},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}},
+		{Kind: PutListener, Name: "web", NoClass: true, Ports: []int32{80}},
+	}},
+	// Found by make robustness (seed 14550110568753163987, shrunk to 23
+	// operations, cut by hand to these): a pod admitted while the webhooks
+	// were off, then its class made a gateway class; once they are back,
+	// the webhook refuses the claim controller's update of the pod's
+	// Listener (422), which it retries with backoff: RefusedWritesVisible
+	// demands ClaimApplied WriteRefused, the quiet window leaves the
+	// retries out.
+	{name: "QuietAfterSettling", seed: 14550110568753163987, ops: []Op{
+		{Kind: PutClass, Type: "NodePort", Range: true, Template: 1},
+		{Kind: PutGateway, Gateway: 1, Sections: []string{"p0:All", "p1:Selector"}},
+		{Kind: WebhooksOff},
+		{Kind: PutPod, Tenant: 1, Name: "pod-web", Ports: []int32{8080, 9092}},
+		{Kind: PutClass, Type: "ClusterIP", Template: 1, Allow: true, Gate: true, Parents: []string{"g1/p0"}},
+		{Kind: WebhooksOn},
+	}},
 }
 
 // TestGatewayRegressions plays every shrunk history with Gateways.

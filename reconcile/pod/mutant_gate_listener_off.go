@@ -1,0 +1,6 @@
+//go:build !robustness_mutant_gate_listener
+
+package pod
+
+// mutantGateIgnoresListener: see mutants.go.
+const mutantGateIgnoresListener = false
