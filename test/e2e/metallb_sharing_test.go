@@ -1,0 +1,121 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// metallbPoolListeners is MetalLB's main pool (.240–.253): a sharing class
+// names one pool, so that every Service of a sharing key asks the same one.
+const metallbPoolListeners = "listeners"
+
+// Issue 51, part 2: three replicas, one IP. A 3-replica StatefulSet on a
+// class with spec.loadBalancerSharing: every replica reads the same IP of
+// MetalLB's pool and its own port, from + i; a client that only ARP leads
+// there reaches each replica at IP:port; a deleted replica comes back on
+// the same IP and port; another StatefulSet on the class gets another IP
+// (its own sharing key).
+func TestMetalLBSharing(t *testing.T) {
+	ctx := t.Context()
+	requireMetalLB(t, ctx)
+	const from = 9000
+	name := "e2e-metallb-share-" + rand.String(5)
+	class := listenerClass(name, v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(metallbClass),
+		PreferredAddressType: v1alpha1.PreferredAddressIP,
+		LoadBalancerSharing:  &v1alpha1.LoadBalancerSharing{From: from, To: from + 9},
+		ServiceAnnotations:   map[string]string{"metallb.io/address-pool": metallbPoolListeners},
+	})
+	if err := k8s.client.Create(ctx, class); err != nil {
+		t.Fatalf("create ListenerClass: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), class) })
+	ns := namespace(t, ctx, "e2e-metallb-share")
+	if err := k8s.client.Create(ctx, demoStatefulSet(ns, "kafka", name, 3)); err != nil {
+		t.Fatalf("create StatefulSet kafka: %v", err)
+	}
+	pods := podsReady(t, ctx, ns, "kafka", 3, podTimeout)
+
+	ip := ""
+	for i := range 3 {
+		pod := fmt.Sprintf("kafka-%d", i)
+		addr, port := sharedAddress(t, ctx, ns, pod)
+		if ip == "" {
+			ip = addr
+		}
+		if !inPool(addr) || addr != ip || port != strconv.Itoa(from+i) {
+			t.Fatalf("%s reads %s port %s, want kafka-0's %s (of MetalLB's pool) and port %d (from + %d)", pod, addr, port, ip, from+i, i)
+		}
+		t.Logf("%s reads %s:%s", pod, addr, port)
+	}
+	client := newL2Client(t, ctx)
+	for i := range 3 {
+		client.answers(t, ctx, ip, strconv.Itoa(from+i), fmt.Sprintf("kafka-%d", i))
+	}
+
+	old := pods["kafka-1"]
+	if err := k8s.client.Delete(ctx, old); err != nil {
+		t.Fatalf("delete pod kafka-1: %v", err)
+	}
+	eventually(t, ctx, podTimeout, "kafka-1 comes back (a new pod)", func(ctx context.Context) (bool, string) {
+		var p corev1.Pod
+		if err := k8s.client.Get(ctx, clientKey(ns, "kafka-1"), &p); err != nil {
+			return false, err.Error()
+		}
+		return p.UID != old.UID && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && isReady(&p),
+			fmt.Sprintf("uid %s (old %s), %s", p.UID, old.UID, podState(&p))
+	})
+	if addr, port := sharedAddress(t, ctx, ns, "kafka-1"); addr != ip || port != strconv.Itoa(from+1) {
+		t.Fatalf("the new kafka-1 reads %s port %s, want %s port %d (as before it was deleted)", addr, port, ip, from+1)
+	}
+	client.answers(t, ctx, ip, strconv.Itoa(from+1), "kafka-1")
+
+	if err := k8s.client.Create(ctx, demoStatefulSet(ns, "zk", name, 1)); err != nil {
+		t.Fatalf("create StatefulSet zk: %v", err)
+	}
+	podsReady(t, ctx, ns, "zk", 1, podTimeout)
+	zk, zkPort := sharedAddress(t, ctx, ns, "zk-0")
+	if !inPool(zk) || zk == ip || zkPort != strconv.Itoa(from) {
+		t.Fatalf("zk-0 reads %s port %s, want an address of MetalLB's pool other than kafka's %s, port %d", zk, zkPort, ip, from)
+	}
+	t.Logf("zk-0 reads %s:%s", zk, zkPort)
+	client.answers(t, ctx, zk, zkPort, "zk-0")
+	client.answers(t, ctx, ip, strconv.Itoa(from), "kafka-0")
+}
+
+// sharedAddress is what pod reads in its volume (address and http port),
+// once its Listener publishes the same, its Service has that address from
+// MetalLB and the Listener says it shares it.
+func sharedAddress(t *testing.T, ctx context.Context, ns, pod string) (string, string) {
+	t.Helper()
+	addr, port := defaultAddress(t, tree(t, ctx, ns, pod))
+	eventually(t, ctx, time.Minute, pod+"'s Listener publishes what the pod reads and shares its IP", func(ctx context.Context) (bool, string) {
+		l := listener(t, ctx, ns, pod)
+		got := ingressSet(l)
+		shared := false
+		for _, c := range l.Status.Conditions {
+			if c.Type == v1alpha1.ConditionLoadBalancerShared {
+				shared = c.Reason == v1alpha1.ReasonShared
+			}
+		}
+		return slices.Equal(got, []string{addr + ":" + port}) && shared,
+			fmt.Sprintf("publishes %v (pod reads %s:%s), conditions %v", got, addr, port, l.Status.Conditions)
+	})
+	l := listener(t, ctx, ns, pod)
+	if got := ingressIP(t, ctx, ns, l.Status.ServiceName); got != addr {
+		t.Fatalf("%s reads %s, its Service %s has %s from MetalLB", pod, addr, l.Status.ServiceName, got)
+	}
+	return addr, port
+}
