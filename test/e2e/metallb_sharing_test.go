@@ -62,8 +62,12 @@ func TestMetalLBSharing(t *testing.T) {
 	}
 	client := newL2Client(t, ctx)
 	for i := range 3 {
-		client.answers(t, ctx, ip, strconv.Itoa(from+i), fmt.Sprintf("kafka-%d", i))
+		pod := fmt.Sprintf("kafka-%d", i)
+		client.answers(t, ctx, ip, strconv.Itoa(from+i), pod)
+		t.Logf("the L2 client reaches %s (on %s) at %s:%d", pod, pods[pod].Spec.NodeName, ip, from+i)
 	}
+	node := oneAnnouncer(t, ctx, client, ns, ip, strconv.Itoa(from), "kafka-0", "kafka-1", "kafka-2")
+	t.Logf("%s is announced by %s for the three Services", ip, node)
 
 	old := pods["kafka-1"]
 	if err := k8s.client.Delete(ctx, old); err != nil {
@@ -81,6 +85,7 @@ func TestMetalLBSharing(t *testing.T) {
 		t.Fatalf("the new kafka-1 reads %s port %s, want %s port %d (as before it was deleted)", addr, port, ip, from+1)
 	}
 	client.answers(t, ctx, ip, strconv.Itoa(from+1), "kafka-1")
+	t.Logf("the new kafka-1 reads and answers at %s:%d again", ip, from+1)
 
 	if err := k8s.client.Create(ctx, demoStatefulSet(ns, "zk", name, 1)); err != nil {
 		t.Fatalf("create StatefulSet zk: %v", err)
@@ -118,4 +123,32 @@ func sharedAddress(t *testing.T, ctx context.Context, ns, pod string) (string, s
 		t.Fatalf("%s reads %s, its Service %s has %s from MetalLB", pod, addr, l.Status.ServiceName, got)
 	}
 	return addr, port
+}
+
+// oneAnnouncer waits until MetalLB's speakers announce ip from one node for
+// the Services of all pods' Listeners (one IP answered by two nodes would
+// make clients' ARP entries flap) and the client, asking ip:port, resolves
+// ip to that node's MAC; it returns the node.
+func oneAnnouncer(t *testing.T, ctx context.Context, client *l2Client, ns, ip, port string, pods ...string) string {
+	t.Helper()
+	var svcs []string
+	for _, pod := range pods {
+		svcs = append(svcs, listener(t, ctx, ns, pod).Status.ServiceName)
+	}
+	var node string
+	eventually(t, ctx, 90*time.Second, "one node announces "+ip+" for every Service and the client resolves it to that node's MAC", func(ctx context.Context) (bool, string) {
+		var nodes []string
+		for _, svc := range svcs {
+			nodes = append(nodes, announcer(ctx, ns, svc))
+		}
+		node = nodes[0]
+		if node == "" || slices.ContainsFunc(nodes, func(n string) bool { return n != node }) {
+			return false, fmt.Sprintf("announcing nodes of %v: %v", svcs, nodes)
+		}
+		mac := nodeMAC(t, ctx, node)
+		_, _ = client.get(ctx, ip, port) // a request refreshes the neighbour entry
+		got := client.neighbour(ctx, ip)
+		return got == mac, fmt.Sprintf("announced by %s (%s), the client resolves %s to %s", node, mac, ip, got)
+	})
+	return node
 }
