@@ -32,17 +32,7 @@ func TestMetalLBSharing(t *testing.T) {
 	ctx := t.Context()
 	requireMetalLB(t, ctx)
 	const from = 9000
-	name := "e2e-metallb-share-" + rand.String(5)
-	class := listenerClass(name, v1alpha1.ListenerClassSpec{
-		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(metallbClass),
-		PreferredAddressType: v1alpha1.PreferredAddressIP,
-		LoadBalancerSharing:  &v1alpha1.LoadBalancerSharing{From: from, To: from + 9},
-		ServiceAnnotations:   map[string]string{"metallb.io/address-pool": metallbPoolListeners},
-	})
-	if err := k8s.client.Create(ctx, class); err != nil {
-		t.Fatalf("create ListenerClass: %v", err)
-	}
-	t.Cleanup(func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), class) })
+	name := sharingClass(t, ctx, "e2e-metallb-share", from)
 	ns := namespace(t, ctx, "e2e-metallb-share")
 	poolSettled(t, ctx)
 	if err := k8s.client.Create(ctx, demoStatefulSet(ns, "kafka", name, 3)); err != nil {
@@ -181,4 +171,22 @@ func poolSettled(t *testing.T, ctx context.Context) {
 		}
 		return true, ""
 	})
+}
+
+// sharingClass creates a class of MetalLB's load-balancer class, pool
+// listeners, sharing ports from..from+9, named prefix and a random suffix,
+// deleted when the test ends; it returns its name.
+func sharingClass(t *testing.T, ctx context.Context, prefix string, from int32) string {
+	t.Helper()
+	class := listenerClass(prefix+"-"+rand.String(5), v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(metallbClass),
+		PreferredAddressType: v1alpha1.PreferredAddressIP,
+		LoadBalancerSharing:  &v1alpha1.LoadBalancerSharing{From: from, To: from + 9},
+		ServiceAnnotations:   map[string]string{"metallb.io/address-pool": metallbPoolListeners},
+	})
+	if err := k8s.client.Create(ctx, class); err != nil {
+		t.Fatalf("create ListenerClass: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), class) })
+	return class.Name
 }
