@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -189,4 +191,52 @@ func sharingClass(t *testing.T, ctx context.Context, prefix string, from int32) 
 	}
 	t.Cleanup(func() { _ = k8s.client.Delete(context.WithoutCancel(ctx), class) })
 	return class.Name
+}
+
+// Issue 51, part 2: a free address below the key's. MetalLB gives a Service
+// the lowest address of the pool its sharing key allows, and a free address
+// is allowed; so a replica added after an address below the workload's was
+// freed must still get the workload's IP (the operator asking for it), not
+// the free one. Fails on main: kafka-1 gets the freed address
+// (SharingRefused), and deleting its Service, as the condition advises,
+// gets it the same address again.
+func TestMetalLBSharingPoolHole(t *testing.T) {
+	ctx := t.Context()
+	requireMetalLB(t, ctx)
+	const from = 9100
+	name := sharingClass(t, ctx, "e2e-metallb-hole", from)
+	ns := namespace(t, ctx, "e2e-metallb-hole")
+	poolSettled(t, ctx)
+	hole := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hole", Namespace: ns},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(metallbClass),
+			Ports: []corev1.ServicePort{{Name: "x", Port: 80}}},
+	}
+	if err := k8s.client.Create(ctx, hole); err != nil {
+		t.Fatalf("create Service hole: %v", err)
+	}
+	holeIP := ingressIP(t, ctx, ns, "hole")
+	sts := demoStatefulSet(ns, "kafka", name, 1)
+	if err := k8s.client.Create(ctx, sts); err != nil {
+		t.Fatalf("create StatefulSet kafka: %v", err)
+	}
+	podsReady(t, ctx, ns, "kafka", 1, podTimeout)
+	ip, _ := sharedAddress(t, ctx, ns, "kafka-0")
+	if err := k8s.client.Delete(ctx, hole); err != nil {
+		t.Fatalf("delete Service hole: %v", err)
+	}
+	eventually(t, ctx, time.Minute, "Service hole gone", func(ctx context.Context) (bool, string) {
+		err := k8s.client.Get(ctx, clientKey(ns, "hole"), &corev1.Service{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	t.Logf("kafka-0 has %s; %s (below it) is free again", ip, holeIP)
+	scale := client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = ptr.To[int32](2)
+	if err := k8s.client.Patch(ctx, sts, scale); err != nil {
+		t.Fatalf("scale kafka to 2: %v", err)
+	}
+	podsReady(t, ctx, ns, "kafka", 2, podTimeout)
+	if addr, port := sharedAddress(t, ctx, ns, "kafka-1"); addr != ip || port != strconv.Itoa(from+1) {
+		t.Fatalf("kafka-1 reads %s port %s, want kafka-0's %s, port %d", addr, port, ip, from+1)
+	}
 }
