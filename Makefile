@@ -155,9 +155,9 @@ ROBUSTNESS_MUTANTS  := $(sort $(patsubst mutant_%.go,%,$(notdir $(filter-out %_o
 .PHONY: robustness
 # With Traefik (gateway-tools) against the suite's API server: Gateways and
 # gateway classes are played too (-robustness.gateway; make test leaves them out).
-robustness: k8s-binaries gateway-tools ## Play random histories, Traefik and gateway classes included, for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history.
+robustness: k8s-binaries gateway-tools $(KWOK) ## Play random histories, Traefik and gateway classes included, for ROBUSTNESS_DURATION (default 30m); a failure prints its seed and a shrunk history. Also checks kwok's stages.
 	@mkdir -p $(BIN)
-	go test -count=1 -v -timeout 0 ./test/robustness/ -run 'TestRandomHistories|TestGatewayRegressions' -robustness.gateway \
+	go test -count=1 -v -timeout 0 ./test/robustness/ -run 'TestRandomHistories|TestGatewayRegressions|TestKwokMarksPublishedPodsRunning' -robustness.gateway -robustness.kwok=$(KWOK) \
 	  -robustness.duration=$(ROBUSTNESS_DURATION) -robustness.ops=$(ROBUSTNESS_OPS) 2>&1 | tee $(BIN)/robustness.log
 
 # Each mutant re-introduces a fixed defect behind the build tag

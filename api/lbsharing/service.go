@@ -98,7 +98,7 @@ func Shared(own *corev1.Service, key string, siblings []corev1.Service) Verdict 
 		theirs := ips(&siblings[i])
 		if len(theirs) > 0 && !slices.Equal(theirs, mine) {
 			return Verdict{Reason: v1alpha1.ReasonSharingRefused, Message: fmt.Sprintf(
-				"the load balancer gave Service %s address %s, not %s of Service %s of the same sharing key %s: it does not share. Read its events on the Service; check that it reads the key (MetalLB: metallb.io/allow-shared-ip; Cilium LB-IPAM: lbipam.cilium.io/sharing-key), that the class names one pool (MetalLB: metallb.io/address-pool in its serviceAnnotations), and that no Service of the key other than a Listener's holds this Service's ports; then delete the Service to have it made again",
+				"the load balancer gave Service %s address %s, not %s of Service %s of the same sharing key %s: it does not share. Read its events on the Service; check that it reads the key (MetalLB: metallb.io/allow-shared-ip; Cilium LB-IPAM: lbipam.cilium.io/sharing-key), that the class names one pool (MetalLB: metallb.io/address-pool in its serviceAnnotations), and that no Service of the key other than a Listener's holds this Service's ports. Deleting the Service does not help while an address below the key's is free in the pool: MetalLB gives a new Service the lowest address its key allows, a free one included (docs/reconcile.md, Shared load balancers)",
 				own.Name, strings.Join(mine, ","), strings.Join(theirs, ","), siblings[i].Name, key)}
 		}
 	}

@@ -252,9 +252,11 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			svc, err = r.serviceOutsideCache(ctx, l, want) // foreignservice.go
 			created = false
 		}
-	} else if nodePortRange(class) != nil {
+	} else if _, _, moved := loadBalancerClassChange(svc, want); nodePortRange(class) != nil && !moved {
 		svc, err = r.writeInRange(ctx, l, class, want, svc) // noderange.go
 	} else {
+		// A new loadBalancerClass is made anew, range or not: the
+		// Service is recreated, in the range, by createStickyService.
 		svc, err = r.applyOrRecreate(ctx, l, want, svc) // lbclass.go
 	}
 	if err != nil {

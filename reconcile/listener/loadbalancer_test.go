@@ -75,10 +75,24 @@ func TestLoadBalancerFailureExplained(t *testing.T) {
 // made again with the new one, with an event that says why, and the
 // Listener never turns Invalid.
 func TestLoadBalancerClassChangeRecreates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rng  *v1alpha1.NodePortRange
+	}{
+		{"node ports from the API server", nil},
+		// A class with a node-port range writes its Services through
+		// writeInRange: the change must reach that path too.
+		{"node ports from the class's range", &v1alpha1.NodePortRange{From: 30940, To: 30943}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { loadBalancerClassChangeRecreates(t, tc.rng) })
+	}
+}
+
+func loadBalancerClassChangeRecreates(t *testing.T, rng *v1alpha1.NodePortRange) {
 	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
 	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
-		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("a.example.test/lb"),
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("a.example.test/lb"), NodePortRange: rng,
 	})
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "lb", class.Name, reconciletest.Port("http", 80)))
 	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
@@ -92,6 +106,9 @@ func TestLoadBalancerClassChangeRecreates(t *testing.T) {
 	reconciletest.GetService(t, ctx, c, ns, "lb", func(svc *corev1.Service) error {
 		if svc.UID == old.UID || ptr.Deref(svc.Spec.LoadBalancerClass, "") != "b.example.test/lb" {
 			return fmt.Errorf("Service uid %s (old %s), loadBalancerClass %v", svc.UID, old.UID, ptr.Deref(svc.Spec.LoadBalancerClass, ""))
+		}
+		if np := svc.Spec.Ports[0].NodePort; rng != nil && (np < rng.From || np > rng.To) {
+			return fmt.Errorf("node port %d outside the class's range %d-%d", np, rng.From, rng.To)
 		}
 		return nil
 	})

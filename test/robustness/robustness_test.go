@@ -229,6 +229,19 @@ var gatewayRegressions = []struct {
 	seed uint64
 	ops  []Op
 }{
+	// Found by make robustness: a Listener moved to another class keeps
+	// a node port of its old class's range; the old class's next Service
+	// must not be given that port (the API server refuses it, 422, and
+	// the create is tried again and again).
+	{name: "QuietAfterSettling", seed: 6407629003257191809, ops: []Op{
+		{Kind: PutClass, Type: "NodePort", Range: true, Template: 4, Allow: true, NodeAnnotation: true},
+		{Kind: PutClass, Class: 1, Type: "NodePort", Range: true, Allow: true, Network: "private", NodeAnnotation: true},
+		{Kind: PutListener, Name: "web", Class: 1, Ports: []int32{80}, Labels: []string{"app.kubernetes.io/name=x"}},
+		{Kind: PutGateway, Sections: []string{"p0:All"}},
+		{Kind: PutQuota, Tenant: 1},
+		{Kind: PutListener, Name: "web", Ports: []int32{443, 80}, Labels: []string{"app.kubernetes.io/name=x", "offlist.robust.test/cost=c"}},
+		{Kind: PutPod, Tenant: 1, Name: "pod-web", Class: 1, Ports: []int32{8080}},
+	}},
 	// Found by make robustness (seed 17144973799700076321, 26 operations
 	// as shrunk, cut by hand to these): a Listener that left its gateway
 	// class kept its TLSRoute, and the Gateway went on routing its name.
