@@ -2,8 +2,10 @@ package lbsharing
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,14 +130,17 @@ func TestKeyOfNamespace(t *testing.T) {
 func TestApplyOverridesEverything(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"name": "s", "namespace": "ns", "annotations": map[string]any{
-			"metallb.io/allow-shared-ip": "tenant", "lbipam.cilium.io/sharing-cross-namespace": "*", "keep": "me"}},
+			"metallb.io/allow-shared-ip": "tenant", "lbipam.cilium.io/sharing-cross-namespace": "*", "metallb.io/loadBalancerIPs": "192.0.2.9", "keep": "me"}},
 		"spec": map[string]any{"externalTrafficPolicy": "Local", "ports": []any{
 			map[string]any{"name": "kafka", "port": int64(9092), "targetPort": int64(9092)}}},
 	}}
-	if err := Apply(u, "ns/kafka", map[string]int32{"kafka": 9001}); err != nil {
+	if err := Apply(u, "ns/kafka", map[string]int32{"kafka": 9001}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ann := u.GetAnnotations()
+	if _, ok := ann["metallb.io/loadBalancerIPs"]; ok {
+		t.Fatal("an override's loadBalancerIPs kept")
+	}
 	if ann["metallb.io/allow-shared-ip"] != "ns/kafka" || ann["lbipam.cilium.io/sharing-key"] != "ns/kafka" || ann["keep"] != "me" {
 		t.Fatalf("annotations %v", ann)
 	}
@@ -150,7 +155,13 @@ func TestApplyOverridesEverything(t *testing.T) {
 	if etp, _, _ := unstructured.NestedString(u.Object, "spec", "externalTrafficPolicy"); etp != "Cluster" {
 		t.Fatalf("externalTrafficPolicy %q", etp)
 	}
-	if err := Apply(u, "ns/kafka", map[string]int32{}); err == nil {
+	if err := Apply(u, "ns/kafka", map[string]int32{"kafka": 9001}, []string{"10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ann := u.GetAnnotations(); ann["metallb.io/loadBalancerIPs"] != "10.0.0.1" || ann["lbipam.cilium.io/ips"] != "10.0.0.1" {
+		t.Fatalf("the key's address is not asked for: %v", ann)
+	}
+	if err := Apply(u, "ns/kafka", map[string]int32{}, nil); err == nil {
 		t.Fatal("a port without an assigned port was accepted")
 	}
 }
@@ -178,6 +189,35 @@ func TestShared(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if v := Shared(&tc.own, "ns/k", tc.siblings); v.Reason != tc.reason || v.Shared != (tc.reason == v1alpha1.ReasonShared) {
 				t.Fatalf("got %+v, want reason %s", v, tc.reason)
+			}
+		})
+	}
+}
+
+// KeyAddress: the address most of the key's Services have (the oldest
+// group's on a tie), which a Service made later asks for.
+func TestKeyAddress(t *testing.T) {
+	at := func(name string, min int, ips ...string) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.Date(2026, 1, 1, 0, min, 0, 0, time.UTC)}}
+		for _, ip := range ips {
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		siblings []corev1.Service
+		want     []string
+	}{
+		{"none yet", []corev1.Service{at("a", 0)}, nil},
+		{"one", []corev1.Service{at("a", 0, "10.0.0.2"), at("b", 1)}, []string{"10.0.0.2"}},
+		{"most", []corev1.Service{at("a", 0, "10.0.0.1"), at("b", 1, "10.0.0.2"), at("c", 2, "10.0.0.2")}, []string{"10.0.0.2"}},
+		{"tie: the oldest", []corev1.Service{at("a", 3, "10.0.0.1"), at("b", 1, "10.0.0.2")}, []string{"10.0.0.2"}},
+		{"dual stack", []corev1.Service{at("a", 0, "fd00::1", "10.0.0.1")}, []string{"10.0.0.1", "fd00::1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KeyAddress(tc.siblings); !slices.Equal(got, tc.want) {
+				t.Errorf("KeyAddress = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -22,7 +23,18 @@ var Annotations = []string{
 	v1alpha1.AnnotationCiliumSharingKey,
 	"io.cilium/lb-ipam-sharing-key",
 	"lbipam.cilium.io/sharing-cross-namespace",
+	AnnotationMetalLBIPs,
+	AnnotationCiliumIPs,
 }
+
+// The annotations that ask a load balancer for given addresses. Apply sets
+// them to the key's address (KeyAddress) so that a Service made later
+// joins it: MetalLB gives a new Service the lowest address its key allows,
+// and a free address lower than the key's is allowed too.
+const (
+	AnnotationMetalLBIPs = "metallb.io/loadBalancerIPs"
+	AnnotationCiliumIPs  = "lbipam.cilium.io/ips"
+)
 
 // Apply makes svc, the Service the operator applies for a Listener of a
 // sharing class (after every override), carry the workload's key and the
@@ -31,7 +43,7 @@ var Annotations = []string{
 // the port the pod serves, stays), externalTrafficPolicy Cluster (MetalLB
 // shares an IP only between such Services). Nothing a tenant writes
 // changes these, as they are set last.
-func Apply(svc *unstructured.Unstructured, key string, ports map[string]int32) error {
+func Apply(svc *unstructured.Unstructured, key string, ports map[string]int32, addresses []string) error {
 	ann := svc.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -41,6 +53,10 @@ func Apply(svc *unstructured.Unstructured, key string, ports map[string]int32) e
 	}
 	ann[v1alpha1.AnnotationMetalLBSharedIP] = key
 	ann[v1alpha1.AnnotationCiliumSharingKey] = key
+	if len(addresses) > 0 {
+		ann[AnnotationMetalLBIPs] = strings.Join(addresses, ",")
+		ann[AnnotationCiliumIPs] = strings.Join(addresses, ",")
+	}
 	svc.SetAnnotations(ann)
 	list, _, err := unstructured.NestedSlice(svc.Object, "spec", "ports")
 	if err != nil {
@@ -62,6 +78,46 @@ func Apply(svc *unstructured.Unstructured, key string, ports map[string]int32) e
 		return err
 	}
 	return unstructured.SetNestedField(svc.Object, string(corev1.ServiceExternalTrafficPolicyCluster), "spec", "externalTrafficPolicy")
+}
+
+// KeyAddress is the address of a sharing key: the IPs most of the key's
+// Services (siblings, the Listener's own left out) have, the ones of the
+// oldest Service among those that tie; nil when none has an address yet.
+// A Service of the key that got another address (SharingRefused) is asked
+// onto it.
+func KeyAddress(siblings []corev1.Service) []string {
+	type group struct {
+		ips    []string
+		n      int
+		oldest metav1.Time
+	}
+	groups := map[string]*group{}
+	var best *group
+	for i := range siblings {
+		theirs := ips(&siblings[i])
+		if len(theirs) == 0 {
+			continue
+		}
+		g := groups[strings.Join(theirs, ",")]
+		if g == nil {
+			g = &group{ips: theirs, oldest: siblings[i].CreationTimestamp}
+			groups[strings.Join(theirs, ",")] = g
+		}
+		g.n++
+		if siblings[i].CreationTimestamp.Before(&g.oldest) {
+			g.oldest = siblings[i].CreationTimestamp
+		}
+	}
+	for _, g := range groups {
+		if best == nil || g.n > best.n || (g.n == best.n && (g.oldest.Before(&best.oldest) ||
+			(g.oldest.Equal(&best.oldest) && strings.Join(g.ips, ",") < strings.Join(best.ips, ",")))) {
+			best = g
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.ips
 }
 
 // OwnPorts are the ports of svc (nil: none) by name when it carries key

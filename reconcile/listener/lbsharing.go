@@ -81,7 +81,7 @@ func (r *listenerReconciler) shareLoadBalancer(ctx context.Context, l *v1alpha1.
 	for _, p := range ports {
 		cw.given[p] = givenPort{listener: self, at: now}
 	}
-	if err := lbsharing.Apply(want, key, ports); err != nil {
+	if err := lbsharing.Apply(want, key, ports, lbsharing.KeyAddress(siblings)); err != nil {
 		return nil, outcome{}, err
 	}
 	return &sharing{key: key, siblings: siblings}, outcome{}, service.StampHash(want)
