@@ -150,13 +150,12 @@ func Shared(own *corev1.Service, key string, siblings []corev1.Service) Verdict 
 		return Verdict{Reason: v1alpha1.ReasonAwaitingSharedIP, Message: fmt.Sprintf(
 			"Service %s (sharing key %s) has no load-balancer address yet; if it stays without one, read the load balancer's events on the Service (a pool that is full, or ports that clash with a Service of the same key)", own.Name, key)}
 	}
-	for i := range siblings {
-		theirs := ips(&siblings[i])
-		if len(theirs) > 0 && !slices.Equal(theirs, mine) {
-			return Verdict{Reason: v1alpha1.ReasonSharingRefused, Message: fmt.Sprintf(
-				"the load balancer gave Service %s address %s, not %s of Service %s of the same sharing key %s: it does not share. Read its events on the Service; check that it reads the key (MetalLB: metallb.io/allow-shared-ip; Cilium LB-IPAM: lbipam.cilium.io/sharing-key), that the class names one pool (MetalLB: metallb.io/address-pool in its serviceAnnotations), and that no Service of the key other than a Listener's holds this Service's ports. Deleting the Service does not help while an address below the key's is free in the pool: MetalLB gives a new Service the lowest address its key allows, a free one included (docs/reconcile.md, Shared load balancers)",
-				own.Name, strings.Join(mine, ","), strings.Join(theirs, ","), siblings[i].Name, key)}
-		}
+	all := append(slices.Clip(siblings), *own)
+	if theirs := KeyAddress(all); !slices.Equal(theirs, mine) {
+		i := slices.IndexFunc(siblings, func(s corev1.Service) bool { return slices.Equal(ips(&s), theirs) })
+		return Verdict{Reason: v1alpha1.ReasonSharingRefused, Message: fmt.Sprintf(
+			"the load balancer gave Service %s address %s, not %s of Service %s of the same sharing key %s: it does not share. The operator asks for the key's address on the Service (metallb.io/loadBalancerIPs, lbipam.cilium.io/ips); read the load balancer's events on the Service; check that it reads the key (MetalLB: metallb.io/allow-shared-ip; Cilium LB-IPAM: lbipam.cilium.io/sharing-key), that the class names one pool (MetalLB: metallb.io/address-pool in its serviceAnnotations), and that no Service of the key other than a Listener's holds this Service's ports",
+			own.Name, strings.Join(mine, ","), strings.Join(theirs, ","), siblings[i].Name, key)}
 	}
 	return Verdict{Shared: true, Reason: v1alpha1.ReasonShared, Message: fmt.Sprintf(
 		"Service %s has address %s, shared by the %d other Service(s) of sharing key %s", own.Name, strings.Join(mine, ","), len(siblings), key)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,10 +82,19 @@ func (r *listenerReconciler) shareLoadBalancer(ctx context.Context, l *v1alpha1.
 	for _, p := range ports {
 		cw.given[p] = givenPort{listener: self, at: now}
 	}
-	if err := lbsharing.Apply(want, key, ports, lbsharing.KeyAddress(siblings)); err != nil {
+	if err := lbsharing.Apply(want, key, ports, keyAddress(siblings, current)); err != nil {
 		return nil, outcome{}, err
 	}
 	return &sharing{key: key, siblings: siblings}, outcome{}, service.StampHash(want)
+}
+
+// keyAddress is the address of the key of siblings and current (nil:
+// none), for current's Service to ask for (lbsharing.KeyAddress).
+func keyAddress(siblings []corev1.Service, current *corev1.Service) []string {
+	if current == nil {
+		return lbsharing.KeyAddress(siblings)
+	}
+	return lbsharing.KeyAddress(append(slices.Clip(siblings), *current))
 }
 
 // sharingVerdict is a Listener's verdict that ends shareLoadBalancer.
