@@ -125,13 +125,7 @@ func (w *gatewayWatch) watch(ctx context.Context) error {
 // sections they name.
 func (w *gatewayWatch) watchTCP(ctx context.Context, version string) error {
 	obj := tcpRouteObject(version)
-	if err := w.cache.IndexField(ctx, obj, IndexTCPRouteSection, func(o client.Object) []string {
-		rt, err := asTCPRoute(o)
-		if err != nil {
-			return nil
-		}
-		return gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
-	}); err != nil {
+	if err := w.cache.IndexField(ctx, obj, IndexTCPRouteSection, tcpRouteSections); err != nil {
 		return err
 	}
 	c := w.client

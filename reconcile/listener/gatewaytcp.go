@@ -111,11 +111,15 @@ func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Lis
 			}
 			for i := range routes {
 				rt := &routes[i]
-				if _, isPort := portOf[rt.Name]; isPort && rt.Namespace == l.Namespace && metav1.IsControlledBy(rt, l) {
-					ours = rt
-				} else {
+				_, isPort := portOf[rt.Name]
+				switch {
+				case rt.Namespace != l.Namespace || !metav1.IsControlledBy(rt, l):
 					others = append(others, *rt)
+				case isPort:
+					ours = rt
 				}
+				// l's route of a port it no longer has holds nothing: it
+				// is deleted once l's routes are made.
 			}
 		}
 		if len(others) > 0 && (ours == nil || !holdsFirst(ours, others)) {
