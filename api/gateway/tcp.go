@@ -59,10 +59,13 @@ func (e *SectionTaken) Error() string {
 // class's block (the class's parentRefs, in order). n is l's number of
 // ports, j a port's place in spec.ports:
 //
-//   - replica i ≥ 0 (nodeports.Replica) takes entry i×n+j, whoever holds it;
-//   - any other Listener keeps the entries its routes hold (own: port name
-//     → entry) while no other route holds one, else takes the first block
-//     of n entries, aligned at k×n, that held leaves free (lowest first).
+//   - replica i ≥ 0 (claims.Replica) takes entry i×n+j, whoever holds it;
+//   - any other Listener (a bootstrap the replicas share) keeps the entries
+//     its routes hold (own: port name → entry) while no other route holds
+//     one, else takes the last block of n entries, aligned at k×n, that
+//     held leaves free (highest first): the replicas' blocks come first,
+//     so it never sits on one, whichever is reconciled first (as the
+//     shared Listener of a sharing class, api/lbsharing).
 //
 // held are the entries routes that are not l's own hold. The error is a
 // *SectionsExhausted when an entry lies past the list or no block is
@@ -89,9 +92,10 @@ func TCPSections(class *v1alpha1.ListenerClass, l *v1alpha1.Listener, replica in
 			idx = append(idx, own[p.Name])
 		}
 	default:
-		b := slices.IndexFunc(seq(0, size/n), func(b int) bool {
-			return !slices.ContainsFunc(seq(b*n, n), func(i int) bool { return held[i] })
-		})
+		b := size/n - 1
+		for b >= 0 && slices.ContainsFunc(seq(b*n, n), func(i int) bool { return held[i] }) {
+			b--
+		}
 		if b < 0 {
 			return nil, exhausted
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -41,21 +40,23 @@ func KeyOfNamespace(key, ns string) bool {
 //   - a Listener that selects one StatefulSet pod by name
 //     (v1alpha1.AnnotationStatefulSetPod, a claim of an opted-in
 //     template) is that pod's StatefulSet's, replica its ordinal;
-//   - any other is the StatefulSet of the pods mounting it (StatefulSetOf):
-//     replica the pod's ordinal when l is a claim's own Listener mounted
-//     by one pod (a per-pod claim), else -1 (a Listener the pods share).
+//   - any other is the StatefulSet of the pods mounting it (StatefulSetOf).
+//
+// Its replica is claims.Replica's, the rule node-port ranges and TCPRoute
+// sections ask too: -1 for a Listener the StatefulSet's pods share.
 //
 // ok is false while no pod of a StatefulSet mounts it (its key is not
 // known yet). The error says that pods of several workloads mount it: a
 // key names one workload.
 func WorkloadOf(l *v1alpha1.Listener, pods []corev1.Pod) (w Workload, ok bool, err error) {
-	w = Workload{Namespace: l.Namespace, Replica: -1}
+	podNames := make([]string, len(pods))
+	for i := range pods {
+		podNames[i] = pods[i].Name
+	}
+	w = Workload{Namespace: l.Namespace, Replica: claims.Replica(l, podNames)}
 	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
-		if w.StatefulSet = claims.StatefulSetOfPod(pod); w.StatefulSet == "" {
-			return w, false, nil
-		}
-		w.Replica = claims.Ordinal(pod)
-		return w, true, nil
+		w.StatefulSet = claims.StatefulSetOfPod(pod)
+		return w, w.StatefulSet != "", nil
 	}
 	var sets, loose []string
 	for i := range pods {
@@ -75,9 +76,6 @@ func WorkloadOf(l *v1alpha1.Listener, pods []corev1.Pod) (w Workload, ok bool, e
 			l.Name, strings.Join(sets, ", "), otherPods(loose))
 	}
 	w.StatefulSet = sets[0]
-	if owner := metav1.GetControllerOf(l); owner != nil && owner.Kind == "PersistentVolumeClaim" && len(pods) == 1 {
-		w.Replica = claims.Ordinal(pods[0].Name)
-	}
 	return w, true, nil
 }
 

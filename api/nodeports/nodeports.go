@@ -3,9 +3,6 @@ package nodeports
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -20,8 +17,8 @@ type Ask struct {
 	// Ports are the names of the Listener's ports that need a node port,
 	// in spec.ports order.
 	Ports []string
-	// Replica is the StatefulSet ordinal the Listener serves (Replica), -1
-	// when none.
+	// Replica is the StatefulSet ordinal the Listener serves
+	// (claims.Replica), -1 when none.
 	Replica int
 	// Held are the node ports that are not free, each with the namespace
 	// of the Listener that holds it; "" when it counts for no namespace's
@@ -63,7 +60,7 @@ func (e *ShareExceeded) Error() string {
 
 // NodePorts is the node port each of a.Ports asks for:
 //
-//   - replica i ≥ 0 (Replica) wants from + i×n + j for its port j, n ports
+//   - replica i ≥ 0 (claims.Replica) wants from + i×n + j for its port j, n ports
 //     a replica; a wanted port that is held, or beyond the range, goes to
 //     the next free port of the range (from the start again after its end);
 //   - any other Listener (replica < 0) takes the first block of n free
@@ -142,27 +139,4 @@ func nextFree(r v1alpha1.NodePortRange, off int64, taken map[int32]bool) int32 {
 		}
 	}
 	return r.From
-}
-
-// Replica is the StatefulSet ordinal a Listener serves, -1 when it is not
-// the per-claim Listener of one StatefulSet replica: the ordinal of the pod
-// it selects by name (a claim from an opted-in template), else of the first
-// pod mounting its claim whose name is a StatefulSet pod's ("<sts>-<i>";
-// podNames, sorted), else the one its claim's name ends in (a
-// volumeClaimTemplate's claim "<template>-<pod>", made before its pod). A
-// name is only a hint of which block a Listener wants: a range is meant for
-// one workload, and its ports are first come, first served.
-func Replica(l *v1alpha1.Listener, podNames []string) int {
-	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
-		return claims.Ordinal(pod)
-	}
-	for _, pod := range podNames {
-		if i := claims.Ordinal(pod); i >= 0 {
-			return i
-		}
-	}
-	if ref := metav1.GetControllerOf(l); ref != nil && ref.Kind == "PersistentVolumeClaim" && ref.APIVersion == "v1" {
-		return claims.Ordinal(ref.Name)
-	}
-	return -1
 }

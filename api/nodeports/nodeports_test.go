@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -108,34 +105,5 @@ func TestInRangeIsStable(t *testing.T) {
 			}
 			seen[p] = i
 		}
-	}
-}
-
-func TestReplica(t *testing.T) {
-	claimOwned := func(claim string) *v1alpha1.Listener {
-		return &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: claim, OwnerReferences: []metav1.OwnerReference{
-			{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: claim, Controller: ptr.To(true)}}}}
-	}
-	byName := claimOwned("listener-kafka-2")
-	byName.Annotations = map[string]string{v1alpha1.AnnotationStatefulSetPod: "kafka-2"}
-	tests := []struct {
-		name string
-		l    *v1alpha1.Listener
-		pods []string
-		want int
-	}{
-		{"selects its pod by name", byName, nil, 2},
-		{"volumeClaimTemplate claim, pod not made yet", claimOwned("data-kafka-4"), nil, 4},
-		{"ephemeral claim: its pod's name", claimOwned("kafka-3-listener-0"), []string{"kafka-3"}, 3},
-		{"pod names that are no StatefulSet pod's", claimOwned("web-listener"), []string{"web-abcde"}, -1},
-		{"leading zero is no ordinal", claimOwned("data-kafka-01"), nil, -1},
-		{"a Listener of its own", &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: "kafka-bootstrap-1"}}, nil, -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Replica(tt.l, tt.pods); got != tt.want {
-				t.Errorf("Replica = %d, want %d", got, tt.want)
-			}
-		})
 	}
 }

@@ -14,9 +14,9 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/listener-operator/listener-operator/api/addresses"
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/gateway"
 	"github.com/listener-operator/listener-operator/api/names"
-	"github.com/listener-operator/listener-operator/api/nodeports"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/reconcile/internal/metrics"
 )
@@ -45,7 +45,7 @@ func (r *listenerReconciler) tcpStatus(ctx context.Context, l *v1alpha1.Listener
 	if err != nil {
 		return nil, verdict{}, err
 	}
-	bindings, err := gateway.TCPSections(class, l, nodeports.Replica(l, pods), own, held)
+	bindings, err := gateway.TCPSections(class, l, claims.Replica(l, pods), own, held)
 	var exhausted *gateway.SectionsExhausted
 	var taken *gateway.SectionTaken
 	switch {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/nodeports"
 	"github.com/listener-operator/listener-operator/api/service"
@@ -80,7 +81,7 @@ func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listene
 	if err != nil {
 		return nil, err
 	}
-	a.Replica = nodeports.Replica(l, pods)
+	a.Replica = claims.Replica(l, pods)
 	return a, nil
 }
 

@@ -1,0 +1,43 @@
+package claims
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/listener-operator/listener-operator/api/v1alpha1"
+)
+
+// Replica is the StatefulSet replica Listener l serves, -1 when it serves
+// none alone. podNames are the pods that mount l's claims. Every rule that
+// gives a replica a place of its own (a node-port block, a sharing class's
+// Service ports, a TCPRoute class's sections) asks this, so that they agree
+// on which Listener is whose:
+//
+//   - a Listener that selects its pod by name (AnnotationStatefulSetPod, a
+//     claim of an opted-in template) serves that pod's ordinal;
+//   - a claim's own Listener mounted by exactly one pod, a StatefulSet's
+//     ("<sts>-<i>"), serves that pod's ordinal;
+//   - a claim's own Listener that no pod mounts yet serves the ordinal its
+//     claim's name ends in: a volumeClaimTemplate's claim "<template>-<pod>"
+//     is made before its pod. A name is only a hint of which block the
+//     Listener wants (the rules never take a held place on it);
+//   - any other serves none: a Listener several pods mount (a bootstrap
+//     the StatefulSet's pods share) is no replica's, nor is one that is no
+//     claim's own, whichever pods mount it.
+func Replica(l *v1alpha1.Listener, podNames []string) int {
+	if pod := l.Annotations[v1alpha1.AnnotationStatefulSetPod]; pod != "" {
+		return Ordinal(pod)
+	}
+	ref := metav1.GetControllerOf(l)
+	if ref == nil || ref.Kind != "PersistentVolumeClaim" || ref.APIVersion != "v1" {
+		return -1
+	}
+	if len(podNames) == 0 {
+		return Ordinal(ref.Name)
+	}
+	for _, p := range podNames[1:] {
+		if p != podNames[0] { // several pods: one listed twice is still one
+			return -1
+		}
+	}
+	return Ordinal(podNames[0])
+}
