@@ -63,8 +63,10 @@ func (e *ShareExceeded) Error() string {
 //   - replica i ≥ 0 (claims.Replica) wants from + i×n + j for its port j, n ports
 //     a replica; a wanted port that is held, or beyond the range, goes to
 //     the next free port of the range (from the start again after its end);
-//   - any other Listener (replica < 0) takes the first block of n free
-//     ports, aligned at from + k×n, else the first free ports.
+//   - any other Listener (replica < 0, a bootstrap the replicas share)
+//     takes the last block of n free ports, aligned at from + k×n, else
+//     the first free ports: the replicas' blocks come first, so it does
+//     not sit on one, whichever is made first.
 //
 // The error is a *ShareExceeded when the namespace's share of the range
 // has fewer than n ports left, an *Exhausted when the range has fewer than
@@ -92,7 +94,7 @@ func (a *Ask) NodePorts() (map[string]int32, error) {
 	}
 	start := a.Replica * n
 	if a.Replica < 0 {
-		start = firstFreeBlock(r, n, a.Held)
+		start = lastFreeBlock(r, n, a.Held)
 	}
 	taken := make(map[int32]bool, len(a.Held)+n)
 	for p := range a.Held {
@@ -107,10 +109,10 @@ func (a *Ask) NodePorts() (map[string]int32, error) {
 	return out, nil
 }
 
-// firstFreeBlock is the offset of the first aligned block of n ports that
+// lastFreeBlock is the offset of the last aligned block of n ports that
 // are all free, else 0 (the ports are then the first free ones).
-func firstFreeBlock(r v1alpha1.NodePortRange, n int, held map[int32]string) int {
-	for off := 0; off+n <= r.Size(); off += n {
+func lastFreeBlock(r v1alpha1.NodePortRange, n int, held map[int32]string) int {
+	for off := (r.Size()/n - 1) * n; off >= 0; off -= n {
 		free := true
 		for j := range n {
 			if _, h := held[r.From+int32(off+j)]; h {

@@ -140,7 +140,7 @@ func tcpPublished(t *testing.T, c client.Client, ns, name string, port int32) {
 // TestGatewayTCPRoutes (issue 52): replica i of a TCPRoute class takes
 // section i and publishes the Gateway's address with its port, keeps it
 // when deleted and made again, a Listener that is not a replica takes the
-// first free section; a section a foreign route holds is never taken
+// last free section; a section a foreign route holds is never taken
 // over (GatewaySectionTaken, naming neither the route nor its namespace),
 // a class without a free section says so (GatewaySectionsExhausted), and
 // a route the Gateway does not accept keeps the Listener not Ready with
@@ -186,7 +186,7 @@ func TestGatewayTCPRoutes(t *testing.T) {
 	setTCPRouteStatus(t, c, rt, gwNS, "tcp-1", "Accepted", metav1.ConditionTrue)
 	tcpPublished(t, c, ns, "data-kafka-1", 19001)
 
-	// A Listener that is no replica: the first free section, tcp-3.
+	// A Listener that is no replica: the last free section, tcp-5.
 	// Its override of the route (admitted while the webhooks were down)
 	// moves neither the route nor its section, and labels nothing.
 	other := reconciletest.Listener(ns, "other", class.Name, reconciletest.Port("kafka", 9092))
@@ -194,7 +194,7 @@ func TestGatewayTCPRoutes(t *testing.T) {
 		`{"apiVersion":"gateway.networking.k8s.io/v1","kind":"TCPRoute","metadata":{"name":%q,"labels":{"team":"a"}},"spec":{"parentRefs":[{"name":"shared","namespace":%q,"sectionName":"tcp-0"}]}}`,
 		names.RouteName("other", "kafka"), gwNS)}}
 	testenv.Create(t, ctx, c, other)
-	checkTCPRoute(t, tcpRouteOf(t, c, ns, "other", "tcp-3"), "other", gwNS)
+	checkTCPRoute(t, tcpRouteOf(t, c, ns, "other", "tcp-5"), "other", gwNS)
 	got := reconciletest.WaitReason(t, ctx, c, ns, "other", v1alpha1.ReasonInvalid)
 	if msg := readyMessage(got); !strings.Contains(msg, "a TCPRoute is exposure") {
 		t.Errorf("message %q, want the override refused", msg)
@@ -274,7 +274,7 @@ func tcpReplicasRouted(t *testing.T, c client.Client, ns string, class *v1alpha1
 }
 
 // tcpSectionsHeld: a replica whose section a foreign route holds does not
-// take it over; a Listener that is no replica takes the first section
+// take it over; a Listener that is no replica takes the last section
 // that is free, and none is left for the next.
 func tcpSectionsHeld(t *testing.T, c client.Client, ns, class, gwNS, tenant string, squatter *gwv1.TCPRoute) {
 	t.Helper()
@@ -294,9 +294,9 @@ func tcpSectionsHeld(t *testing.T, c client.Client, ns, class, gwNS, tenant stri
 		t.Errorf("the foreign route was touched: %v, resourceVersion %s, was %s", err, after.ResourceVersion, squatter.ResourceVersion)
 	}
 
-	// Non-replicas: the next takes tcp-5 (tcp-4 is held); then none is left.
+	// Non-replicas: the next takes tcp-3 (tcp-4 is held); then none is left.
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "more", class, reconciletest.Port("kafka", 9092)))
-	tcpRouteOf(t, c, ns, "more", "tcp-5")
+	tcpRouteOf(t, c, ns, "more", "tcp-3")
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "last", class, reconciletest.Port("kafka", 9092)))
 	got = reconciletest.WaitReason(t, ctx, c, ns, "last", v1alpha1.ReasonGatewaySectionsExhausted)
 	if msg := readyMessage(got); !strings.Contains(msg, "has 6 section(s)") || !strings.Contains(msg, "add sections") {

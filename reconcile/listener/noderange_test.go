@@ -41,7 +41,7 @@ func nodePortsAre(t *testing.T, c client.Client, ns, name string, want map[strin
 }
 
 // TestNodePortRange: replica i of a range class gets from + i×n + j for its
-// port j, another Listener the first free block; a port another Service
+// port j, another Listener the last free block; a port another Service
 // holds goes to the next free one (NodePortsTaken); a full range leaves the
 // Listener without a Service and not Ready, saying how full it is.
 // Listeners are created one after another: ports are first come, first
@@ -69,7 +69,7 @@ func TestNodePortRange(t *testing.T) {
 	}
 	reconciletest.WaitEvent(t, ctx, c, ns, "data-kafka-1", EventNodePortsTaken)
 
-	// Not a replica: the first whole free block.
+	// Not a replica: the last whole free block.
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "bootstrap", class.Name, reconciletest.Port("a", 9092), reconciletest.Port("b", 9093)))
 	nodePortsAre(t, c, ns, "bootstrap", map[string]int32{"a": 30016, "b": 30017})
 
