@@ -42,7 +42,7 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 // namespace of the Listener of the class that holds it: its Service's, or
 // the ones it recorded in status.nodePorts, which only NodePort Listeners
 // publish) and l's replica. own is l's Service when it exists: the ports
-// added to it ask, taking the first free block; the ports it keeps count
+// added to it ask, taking the last free block; the ports it keeps count
 // for l's namespace, and the ones want drops are held for no namespace
 // (the API server frees them with the write). For a Service made anew
 // (own nil) every port asks, and l's old ones are not held.
