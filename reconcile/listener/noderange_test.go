@@ -139,8 +139,8 @@ func TestRangeAddedToClassMovesNoService(t *testing.T) {
 		}
 		return nil
 	})
-	if p := svc.Spec.Ports[0].NodePort; p != 30020 {
-		t.Errorf("the Service made anew has node port %d, want 30020 (the range's first block)", p)
+	if p := svc.Spec.Ports[0].NodePort; p != 30023 {
+		t.Errorf("the Service made anew has node port %d, want 30023 (the range's last block: no replica's)", p)
 	}
 	reconciletest.WaitStatus(t, ctx, c, ns, "old", func(l *v1alpha1.Listener) error {
 		if cond := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionNodePortsInRange); cond == nil || cond.Status != metav1.ConditionTrue {
