@@ -14,12 +14,13 @@ import (
 //
 //   - a Listener that selects its pod by name (AnnotationStatefulSetPod, a
 //     claim of an opted-in template) serves that pod's ordinal;
-//   - a claim's own Listener mounted by exactly one pod, a StatefulSet's
-//     ("<sts>-<i>"), serves that pod's ordinal;
-//   - a claim's own Listener that no pod mounts yet serves the ordinal its
-//     claim's name ends in: a volumeClaimTemplate's claim "<template>-<pod>"
-//     is made before its pod. A name is only a hint of which block the
-//     Listener wants (the rules never take a held place on it);
+//   - a claim's own Listener mounted by exactly one pod of a StatefulSet
+//     (a name "<sts>-<i>") serves that pod's ordinal;
+//   - a claim's own Listener that no pod of a StatefulSet mounts yet serves
+//     the ordinal its claim's name ends in: a volumeClaimTemplate's claim
+//     "<template>-<pod>" is made before its pod. A name is only a hint of
+//     which block the Listener wants (the rules never take a held place on
+//     it);
 //   - any other serves none: a Listener several pods mount (a bootstrap
 //     the StatefulSet's pods share) is no replica's, nor is one that is no
 //     claim's own, whichever pods mount it.
@@ -31,13 +32,18 @@ func Replica(l *v1alpha1.Listener, podNames []string) int {
 	if ref == nil || ref.Kind != "PersistentVolumeClaim" || ref.APIVersion != "v1" {
 		return -1
 	}
-	if len(podNames) == 0 {
-		return Ordinal(ref.Name)
-	}
-	for _, p := range podNames[1:] {
-		if p != podNames[0] { // several pods: one listed twice is still one
-			return -1
+	replica := ""
+	for _, p := range podNames {
+		switch {
+		case Ordinal(p) < 0: // a pod of no StatefulSet serves no replica
+		case replica != "" && p != replica:
+			return -1 // several replicas mount it: they share it
+		default:
+			replica = p
 		}
 	}
-	return Ordinal(podNames[0])
+	if replica == "" {
+		return Ordinal(ref.Name)
+	}
+	return Ordinal(replica)
 }

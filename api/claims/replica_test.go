@@ -37,6 +37,10 @@ func TestReplica(t *testing.T) {
 		{"bootstrap mounted by one replica so far", bootstrap, []string{"kafka-0"}, -1},
 		{"claim's own Listener several pods mount", claimOwned("shared-data"), []string{"kafka-0", "kafka-1"}, -1},
 		{"controller is no claim", podOwned, []string{"kafka-1"}, -1},
+		{"a pod of no StatefulSet mounts it too", claimOwned("data-kafka-4"), []string{"touch"}, 4},
+		{"its replica and a pod of no StatefulSet", claimOwned("kafka-3-listener-0"), []string{"kafka-3", "touch"}, 3},
+		{"two StatefulSets' pods of one ordinal", claimOwned("kafka-3-listener-0"), []string{"kafka-3", "zk-3"}, -1},
+		{"one pod listed twice", claimOwned("kafka-3-listener-0"), []string{"kafka-3", "kafka-3"}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
