@@ -19,9 +19,10 @@ import (
 
 // gatewayChecks reads the Gateways a gateway class names (live: the
 // webhooks hold no Gateways, and classes are written rarely) and refuses
-// what cannot carry its routes: no Gateway API at all, or a Gateway
-// listener that is not TLS Passthrough for TLSRoutes or does not admit the
-// names the class's template renders. A Gateway that does not exist yet is
+// what cannot carry its routes: no Gateway API at all, a TLSRoute class's
+// Gateway listener that is not TLS Passthrough for TLSRoutes or does not
+// admit the names the class's template renders, a TCPRoute class's that
+// is not TCP for TCPRoutes. A Gateway that does not exist yet is
 // a warning: it may be created after the class.
 func (v *classValidator) gatewayChecks(ctx context.Context, lc *v1alpha1.ListenerClass) (field.ErrorList, []string) {
 	g := lc.Spec.Gateway
@@ -43,6 +44,12 @@ func (v *classValidator) gatewayChecks(ctx context.Context, lc *v1alpha1.Listene
 			continue
 		case err != nil:
 			warnings = append(warnings, fmt.Sprintf("spec.gateway.parentRefs[%d]: could not read Gateway %s/%s (%v); its listener is checked when Listeners use the class", i, p.Namespace, p.Name, err))
+			continue
+		}
+		if g.EffectiveRouteKind() == v1alpha1.RouteKindTCPRoute {
+			if _, problem := gateway.CheckTCPSection(gw, p); problem != "" {
+				errs = append(errs, field.Invalid(path.Index(i).Child("sectionName"), p.SectionName, problem))
+			}
 			continue
 		}
 		s, problem := gateway.CheckSection(gw, p)

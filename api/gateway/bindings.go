@@ -38,10 +38,11 @@ func sections(g *v1alpha1.ListenerGateway) (names []string, bySection map[string
 // it whatever the port's name. A port without a section cannot be routed:
 // the error names the port, the sections and the fix. Each route is named
 // after the Listener and the port (names.RouteName: unique in the
-// namespace, always a valid name).
+// namespace, always a valid name). A TCPRoute class routes every port
+// through a section of its block (TCPSections): none for it here.
 func Bindings(class *v1alpha1.ListenerClass, l *v1alpha1.Listener) ([]Binding, field.ErrorList) {
 	g := class.Spec.Gateway
-	if g == nil {
+	if g == nil || g.EffectiveRouteKind() != v1alpha1.RouteKindTLSRoute {
 		return nil, nil
 	}
 	sectionNames, bySection := sections(g)

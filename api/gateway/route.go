@@ -27,38 +27,64 @@ const (
 // Listener reaches it.
 func Route(l *v1alpha1.Listener, b Binding, host, svcName string) *gwv1.TLSRoute {
 	r := &gwv1.TLSRoute{
-		TypeMeta: metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "TLSRoute"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      b.RouteName,
-			Namespace: l.Namespace,
-			Labels: map[string]string{
-				LabelManagedBy:              LabelManagedByValue,
-				v1alpha1.LabelRouteListener: names.ListenerLabelValue(l.Name),
-			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener",
-				Name: l.Name, UID: l.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "TLSRoute"},
+		ObjectMeta: routeMeta(l, b.RouteName),
 	}
 	for _, p := range b.Parents {
 		r.Spec.ParentRefs = append(r.Spec.ParentRefs, ParentReference(p))
 	}
 	r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(host)}
-	// The API server's defaults spelled out (core group, kind Service,
-	// weight 1): a route read back then equals this one, and a settled
-	// Listener costs no apply (routeUpToDate).
-	r.Spec.Rules = []gwv1.TLSRouteRule{{BackendRefs: []gwv1.BackendRef{{
+	r.Spec.Rules = []gwv1.TLSRouteRule{{BackendRefs: backendRefs(svcName, b.Port.Port)}}
+	return r
+}
+
+// TCPRoute is the TCPRoute of binding b of Listener l: its section routed
+// to port b.Port of the Listener's Service svcName, owned by the
+// Listener. It is exposure, made from the class and the operator's names
+// alone, as Route is. Its apiVersion is v1; the caller writes the version
+// the cluster serves (TCPRouteVersion).
+func TCPRoute(l *v1alpha1.Listener, b TCPBinding, svcName string) *gwv1.TCPRoute {
+	r := &gwv1.TCPRoute{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "TCPRoute"},
+		ObjectMeta: routeMeta(l, b.RouteName),
+	}
+	r.Spec.ParentRefs = []gwv1.ParentReference{ParentReference(b.Parent)}
+	r.Spec.Rules = []gwv1.TCPRouteRule{{BackendRefs: backendRefs(svcName, b.Port.Port)}}
+	return r
+}
+
+// routeMeta is the metadata of a route of Listener l: the operator's
+// labels, owned by l.
+func routeMeta(l *v1alpha1.Listener, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: l.Namespace,
+		Labels: map[string]string{
+			LabelManagedBy:              LabelManagedByValue,
+			v1alpha1.LabelRouteListener: names.ListenerLabelValue(l.Name),
+		},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener",
+			Name: l.Name, UID: l.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}},
+	}
+}
+
+// backendRefs is a route's one backend, port of Service svcName, with the
+// API server's defaults spelled out (core group, kind Service, weight 1):
+// a route read back then equals the one made, and a settled Listener
+// costs no apply (routeUpToDate).
+func backendRefs(svcName string, port int32) []gwv1.BackendRef {
+	return []gwv1.BackendRef{{
 		BackendObjectReference: gwv1.BackendObjectReference{
 			Group: ptr.To(gwv1.Group("")),
 			Kind:  ptr.To(gwv1.Kind("Service")),
 			Name:  gwv1.ObjectName(svcName),
-			Port:  ptr.To(gwv1.PortNumber(b.Port.Port)),
+			Port:  ptr.To(gwv1.PortNumber(port)),
 		},
 		Weight: ptr.To[int32](1),
-	}}}}
-	return r
+	}}
 }
 
 // ParentReference is the route's parentRef for a class's parentRef, every

@@ -46,19 +46,10 @@ func CheckSection(gw *gwv1.Gateway, p v1alpha1.GatewayParentRef) (s Section, pro
 			mode = *l.TLS.Mode
 		}
 		return s, fmt.Sprintf("listener %q of %s has tls.mode %s, and a gateway class needs Passthrough: its pods serve TLS with their own certificates; %s", p.SectionName, where, mode, fix)
-	case !admitsTLSRoute(l.AllowedRoutes):
+	case !admitsKind(l.AllowedRoutes, "TLSRoute"):
 		return s, fmt.Sprintf("listener %q of %s does not admit TLSRoutes (allowedRoutes.kinds); %s", p.SectionName, where, fix)
 	}
 	return s, ""
-}
-
-func admitsTLSRoute(ar *gwv1.AllowedRoutes) bool {
-	if ar == nil || len(ar.Kinds) == 0 {
-		return true // a TLS listener's default kinds include TLSRoute
-	}
-	return slices.ContainsFunc(ar.Kinds, func(k gwv1.RouteGroupKind) bool {
-		return k.Kind == "TLSRoute" && (k.Group == nil || *k.Group == Group)
-	})
 }
 
 // HostnameMatches reports whether a Gateway listener's hostname (exact, or

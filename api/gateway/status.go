@@ -25,8 +25,17 @@ type Attachment struct {
 // route's current generation. Accepted alone is not enough: a route
 // whose backend is missing is still Accepted.
 func Attached(route *gwv1.TLSRoute, p v1alpha1.GatewayParentRef) Attachment {
+	return attached(&route.ObjectMeta, route.Status.Parents, p)
+}
+
+// TCPAttached is Attached for a TCPRoute.
+func TCPAttached(route *gwv1.TCPRoute, p v1alpha1.GatewayParentRef) Attachment {
+	return attached(&route.ObjectMeta, route.Status.Parents, p)
+}
+
+func attached(route *metav1.ObjectMeta, parents []gwv1.RouteParentStatus, p v1alpha1.GatewayParentRef) Attachment {
 	want := ParentReference(p)
-	for _, ps := range route.Status.Parents {
+	for _, ps := range parents {
 		if !sameParent(ps.ParentRef, want, route.Namespace) {
 			continue
 		}

@@ -1,32 +1,48 @@
 package v1alpha1
 
 // RouteKind is the Gateway API route kind a gateway class makes per
-// Listener. Only TLSRoute: it routes by TLS server name (SNI) and passes
-// the connection through to the pod untouched. TCPRoute is left out
-// (docs/reconcile.md, "Gateway classes").
-// +kubebuilder:validation:Enum=TLSRoute
+// Listener port. TLSRoute routes by TLS server name (SNI) and passes the
+// connection through to the pod untouched; TCPRoute gives each port a
+// Gateway listener (section) of its own, for protocols without TLS
+// (docs/reconcile.md, "Gateway classes" and "TCP routes").
+// +kubebuilder:validation:Enum=TLSRoute;TCPRoute
 type RouteKind string
 
-// RouteKindTLSRoute is gateway.networking.k8s.io/v1 TLSRoute.
-const RouteKindTLSRoute RouteKind = "TLSRoute"
+const (
+	// RouteKindTLSRoute is gateway.networking.k8s.io/v1 TLSRoute.
+	RouteKindTLSRoute RouteKind = "TLSRoute"
+	// RouteKindTCPRoute is gateway.networking.k8s.io TCPRoute (v1 where
+	// the cluster serves it, else v1alpha2).
+	RouteKindTCPRoute RouteKind = "TCPRoute"
+)
 
 // ListenerGateway attaches every Listener of a class to listeners
 // ("sections") of shared Gateways: the operator keeps a ClusterIP Service
-// and one route per Listener port, whose hostname is the name the class's
-// spec.hostname.template gives the Listener, and publishes that name with
-// the Gateway listener's port. A Listener port is routed through the
-// section of its own name; with a single parentRef, a Listener's single
-// port is routed through it whatever its name.
+// and one route per Listener port.
+//
+// TLSRoute: the route's hostname is the name the class's
+// spec.hostname.template gives the Listener, published with the Gateway
+// listener's port. A Listener port is routed through the section of its
+// own name; with a single parentRef, a Listener's single port is routed
+// through it whatever its name.
+//
+// TCPRoute: parentRefs is an ordered block of sections, one per port:
+// replica i of a StatefulSet with n ports takes entries i×n to i×n+n-1,
+// any other Listener the first free block. The Listener publishes the
+// Gateway's address with each section's port.
 type ListenerGateway struct {
-	// ParentRefs are the Gateway listeners the routes attach to. Each must
-	// be a TLS listener with tls.mode Passthrough that admits TLSRoutes.
+	// ParentRefs are the Gateway listeners the routes attach to. For
+	// TLSRoute each must be a TLS listener with tls.mode Passthrough that
+	// admits TLSRoutes; for TCPRoute each is one section of the ordered
+	// block, a listener of protocol TCP that admits TCPRoutes.
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=64
 	// +required
 	ParentRefs []GatewayParentRef `json:"parentRefs"`
 
-	// RouteKind is the kind of route made per Listener port: TLSRoute.
+	// RouteKind is the kind of route made per Listener port: TLSRoute
+	// (by TLS server name) or TCPRoute (a section per port).
 	// +kubebuilder:default=TLSRoute
 	// +optional
 	RouteKind RouteKind `json:"routeKind,omitempty"`
@@ -83,6 +99,15 @@ const (
 	// admission policy, a quota, the operator's permissions); the message
 	// carries its answer.
 	ReasonRouteRefused = "RouteRefused"
+	// ReasonGatewaySectionsExhausted: a TCPRoute class has too few
+	// sections (parentRefs) for the Listener's block.
+	ReasonGatewaySectionsExhausted = "GatewaySectionsExhausted"
+	// ReasonGatewaySectionTaken: a section of the Listener's block is held
+	// by a route that is not the Listener's own.
+	ReasonGatewaySectionTaken = "GatewaySectionTaken"
+	// ReasonGatewayAddressMissing: the Gateway a TCPRoute class's section
+	// belongs to has no address in its status (yet).
+	ReasonGatewayAddressMissing = "GatewayAddressMissing"
 )
 
 // LabelRouteListener on a route the operator made names its Listener

@@ -10,8 +10,9 @@ import (
 )
 
 // gatewayFields checks a gateway class's own fields: the Service is a
-// ClusterIP one (the Gateway is the way in), the class gives every
-// Listener a DNS name (its route's hostname), the parentRefs are names
+// ClusterIP one (the Gateway is the way in), a TLSRoute class gives every
+// Listener a DNS name (its route's hostname) and a TCPRoute class none (it
+// publishes the Gateway's address), the parentRefs are names
 // and are not repeated, and no field that only shapes node or load
 // balancer addresses is set.
 func gatewayFields(s *v1alpha1.ListenerClassSpec, spec *field.Path) field.ErrorList {
@@ -25,7 +26,11 @@ func gatewayFields(s *v1alpha1.ListenerClassSpec, spec *field.Path) field.ErrorL
 		errs = append(errs, field.Invalid(spec.Child("serviceType"), s.ServiceType,
 			"a gateway class's Listeners are reached through the Gateway, so their Services are ClusterIP; set serviceType: ClusterIP, or remove spec.gateway"))
 	}
-	if s.Hostname == nil {
+	switch tcp := g.EffectiveRouteKind() == v1alpha1.RouteKindTCPRoute; {
+	case tcp && s.Hostname != nil:
+		errs = append(errs, field.Forbidden(spec.Child("hostname"),
+			"a TCPRoute class publishes the Gateway's address; remove spec.hostname"))
+	case !tcp && s.Hostname == nil:
 		errs = append(errs, field.Required(spec.Child("hostname"),
 			"a gateway class routes each Listener by the DNS name its template renders (the TLS server name clients ask for); set spec.hostname.template, e.g. \"{listener}.{namespace}.gw.example.com\""))
 	}

@@ -27,6 +27,7 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/caches"
@@ -131,8 +132,9 @@ func newScheme() (*runtime.Scheme, error) {
 		authenticationv1.AddToScheme,        // TokenReviews (metrics)
 		authorizationv1.AddToScheme,         // SubjectAccessReviews (metrics)
 		v1alpha1.AddToScheme,
-		cmv1.AddToScheme, // Certificates (cert-manager mode)
-		gwv1.Install,     // Gateways and TLSRoutes (gateway classes)
+		cmv1.AddToScheme,   // Certificates (cert-manager mode)
+		gwv1.Install,       // Gateways, TLSRoutes and TCPRoutes (gateway classes)
+		gwv1alpha2.Install, // TCPRoutes where only v1alpha2 is served
 	} {
 		if err := add(s); err != nil {
 			return nil, err

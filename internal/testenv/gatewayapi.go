@@ -11,8 +11,9 @@ import (
 )
 
 // InstallGatewayAPI installs the Gateway API's standard CRDs that gateway
-// classes use (GatewayClass, Gateway, TLSRoute), from the module the
-// project's Gateway API types come from: the CRDs match the types.
+// classes use (GatewayClass, Gateway, TLSRoute, TCPRoute v1), from the
+// module the project's Gateway API types come from: the CRDs match the
+// types.
 func InstallGatewayAPI(cfg *rest.Config) error {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
 	if err != nil {
@@ -20,7 +21,7 @@ func InstallGatewayAPI(cfg *rest.Config) error {
 	}
 	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
 	var paths []string
-	for _, kind := range []string{"gatewayclasses", "gateways", "tlsroutes"} {
+	for _, kind := range []string{"gatewayclasses", "gateways", "tlsroutes", "tcproutes"} {
 		paths = append(paths, filepath.Join(dir, "gateway.networking.k8s.io_"+kind+".yaml"))
 	}
 	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})

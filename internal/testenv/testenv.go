@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -145,6 +146,10 @@ func Scheme() *apiruntime.Scheme {
 	// Gateway API types, for gateway classes (their CRDs are installed by
 	// the tests that need them).
 	if err := gwv1.Install(s); err != nil {
+		panic(err)
+	}
+	// TCPRoute v1alpha2, for clusters that serve only it.
+	if err := gwv1alpha2.Install(s); err != nil {
 		panic(err)
 	}
 	return s

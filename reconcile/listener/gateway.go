@@ -56,6 +56,12 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 			"ListenerClass %s routes through a Gateway, and the Gateway API (gateway.networking.k8s.io/v1 Gateway and TLSRoute) is not installed; install its CRDs and a Gateway controller, or name another class (the operator notices an install within %s)",
 			class.Name, gatewayRecheck)}, nil
 	}
+	if class.Spec.Gateway.EffectiveRouteKind() == v1alpha1.RouteKindTCPRoute {
+		return r.tcpStatus(ctx, l, class, svc) // gatewaytcp.go
+	}
+	if err := r.deleteStaleTCPRoutes(ctx, l, nil); err != nil { // of a TCPRoute class it left
+		return nil, verdict{}, err
+	}
 	bindings, errs := gateway.Bindings(class, l)
 	if len(errs) > 0 {
 		return nil, verdict{reason: v1alpha1.ReasonInvalid, message: errs.ToAggregate().Error()}, r.deleteStaleRoutes(ctx, l, nil)
@@ -105,6 +111,12 @@ func (r *listenerReconciler) gatewayStatus(ctx context.Context, l *v1alpha1.List
 }
 
 func notAttached(route *gwv1.TLSRoute, p v1alpha1.GatewayParentRef, a gateway.Attachment, namespace string) verdict {
+	return notAttachedKind("TLSRoute", route.Name, p, a, namespace)
+}
+
+// notAttachedKind is the verdict on route name of kind that parent p has
+// not attached.
+func notAttachedKind(kind, name string, p v1alpha1.GatewayParentRef, a gateway.Attachment, namespace string) verdict {
 	said := "has not written a status for it yet"
 	if a.Reason != "" {
 		said = fmt.Sprintf("reports %s", a.Reason)
@@ -113,8 +125,8 @@ func notAttached(route *gwv1.TLSRoute, p v1alpha1.GatewayParentRef, a gateway.At
 		}
 	}
 	return verdict{reason: v1alpha1.ReasonRouteNotAccepted, message: fmt.Sprintf(
-		"TLSRoute %s is not attached to listener %q of Gateway %s/%s: the Gateway's controller %s; %s",
-		route.Name, p.SectionName, p.Namespace, p.Name, said, gateway.Fix(a.Reason, p, namespace))}
+		"%s %s is not attached to listener %q of Gateway %s/%s: the Gateway's controller %s; %s",
+		kind, name, p.SectionName, p.Namespace, p.Name, said, gateway.Fix(a.Reason, p, namespace))}
 }
 
 // checkParents reads the Gateways of binding b and checks their listeners
@@ -177,7 +189,7 @@ func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listen
 	obj := &unstructured.Unstructured{Object: u}
 	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
 	if metrics.CountWrite(ControllerName, "TLSRoute", "apply", err) != nil {
-		if v, ok := routeRefused(want.Name, err); ok {
+		if v, ok := routeRefused("TLSRoute", want.Name, err); ok {
 			return nil, v, nil
 		}
 		return nil, verdict{}, fmt.Errorf("apply tlsroute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
@@ -223,6 +235,9 @@ func (r *listenerReconciler) leaveGateway(ctx context.Context, l *v1alpha1.Liste
 	named := l.Spec.ClassName != nil && *l.Spec.ClassName != ""
 	if named && len(l.Spec.Ports) > 0 && (class == nil || class.Spec.Gateway != nil) {
 		return nil
+	}
+	if err := r.deleteStaleTCPRoutes(ctx, l, nil); err != nil {
+		return err
 	}
 	return r.deleteStaleRoutes(ctx, l, nil)
 }
@@ -284,13 +299,13 @@ func withPredecessors(keep map[string]bool, l *v1alpha1.Listener, bindings []gat
 // internal error such as a webhook that fails): the Listener says so
 // rather than only the operator's log. It is looked at again after
 // gatewayRecheck (recheckAfter) and on every event of the Listener.
-func routeRefused(name string, err error) (verdict, bool) {
+func routeRefused(kind, name string, err error) (verdict, bool) {
 	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) && !apierrors.IsInternalError(err) {
 		return verdict{}, false
 	}
 	return verdict{reason: v1alpha1.ReasonRouteRefused, message: fmt.Sprintf(
-		"the API server refused TLSRoute %s: %s; the Listener has no route until it is accepted (the operator tries again every %s): fix or ask an administrator about what the answer names (an admission policy, a quota on tlsroutes, the operator's permissions)",
-		name, apiAnswer(err), gatewayRecheck)}, true
+		"the API server refused %s %s: %s; the Listener has no route until it is accepted (the operator tries again every %s): fix or ask an administrator about what the answer names (an admission policy, a quota on %ss, the operator's permissions)",
+		kind, name, apiAnswer(err), gatewayRecheck, strings.ToLower(kind))}, true
 }
 
 // apiAnswer is the message of the API server's answer err, or err itself

@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -33,11 +34,28 @@ import (
 // gatewayAPIState says whether the watches on the Gateway API run. Set
 // once; never reset (CRDs removed later make the informers log errors,
 // as for any watched kind).
-type gatewayAPIState struct{ watching atomic.Bool }
+type gatewayAPIState struct {
+	watching atomic.Bool
+	// tcpVersion is the TCPRoute version watched ("" before), once the
+	// API server serves TCPRoute (gateway.TCPRouteVersion).
+	tcpVersion atomic.Pointer[string]
+}
 
 // Watching reports whether the Gateway API's watches run, so that its
 // objects can be read from the cache.
 func (s *gatewayAPIState) Watching() bool { return s != nil && s.watching.Load() }
+
+// TCPVersion is the TCPRoute version the operator watches and writes, ""
+// while it watches none.
+func (s *gatewayAPIState) TCPVersion() string {
+	if s == nil || !s.Watching() {
+		return ""
+	}
+	if v := s.tcpVersion.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
 
 // IndexRouteHostname indexes TLSRoutes by their hostnames: the hostname
 // check counts routes the operator did not make.
@@ -61,12 +79,20 @@ func (w *gatewayWatch) Start(ctx context.Context) error {
 	t := time.NewTicker(w.period)
 	defer t.Stop()
 	for {
-		if gateway.Served(w.mapper) {
+		if !w.state.watching.Load() && gateway.Served(w.mapper) {
 			if err := w.watch(ctx); err != nil {
 				log.Error(err, "start the Gateway API watches; trying again")
 			} else {
 				log.Info("the Gateway API is installed: watching Gateways and TLSRoutes")
 				w.state.watching.Store(true)
+			}
+		}
+		if v := gateway.TCPRouteVersion(w.mapper); w.state.watching.Load() && v != "" {
+			if err := w.watchTCP(ctx, v); err != nil {
+				log.Error(err, "start the TCPRoute watch; trying again")
+			} else {
+				log.Info("TCPRoute is served: watching TCPRoutes", "version", v)
+				w.state.tcpVersion.Store(&v)
 				return nil
 			}
 		}
@@ -93,6 +119,59 @@ func (w *gatewayWatch) watch(ctx context.Context) error {
 	return w.ctl.Watch(source.Kind(w.cache, client.Object(&gwv1.Gateway{}), handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 		return listenersOfGateway(ctx, c, o.GetNamespace(), o.GetName())
 	})))
+}
+
+// watchTCP starts the watch on TCPRoutes of version, indexed by the
+// sections they name.
+func (w *gatewayWatch) watchTCP(ctx context.Context, version string) error {
+	obj := tcpRouteObject(version)
+	if err := w.cache.IndexField(ctx, obj, IndexTCPRouteSection, func(o client.Object) []string {
+		rt, err := asTCPRoute(o)
+		if err != nil {
+			return nil
+		}
+		return gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
+	}); err != nil {
+		return err
+	}
+	c := w.client
+	return w.ctl.Watch(source.Kind(w.cache, obj, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+		rt, err := asTCPRoute(o)
+		if err != nil {
+			return nil
+		}
+		return listenersOfTCPRoute(ctx, c, rt)
+	})))
+}
+
+// listenersOfTCPRoute maps a TCPRoute to the Listener it was made for (its
+// status changed) and to the Listeners of the classes whose sections it
+// names: a route taking or freeing a section decides who may hold it.
+func listenersOfTCPRoute(ctx context.Context, c client.Reader, rt *gwv1.TCPRoute) []ctrl.Request {
+	var reqs []ctrl.Request
+	if owner, ok := gateway.MadeFor(rt); ok {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: owner}})
+	}
+	keys := gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
+	var classes v1alpha1.ListenerClassList
+	if err := c.List(ctx, &classes); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list listener classes")
+		return reqs
+	}
+	for i := range classes.Items {
+		g := classes.Items[i].Spec.Gateway
+		if g == nil || g.EffectiveRouteKind() != v1alpha1.RouteKindTCPRoute {
+			continue
+		}
+		if slices.ContainsFunc(g.ParentRefs, func(p v1alpha1.GatewayParentRef) bool {
+			whole := p
+			whole.SectionName = ""
+			return slices.Contains(keys, gateway.SectionKey(p)) || slices.Contains(keys, gateway.SectionKey(whole))
+		}) {
+			reqs = append(reqs, lookup.ListenersOfClass(ctx, c, classes.Items[i].Name)...)
+		}
+	}
+	return reqs
 }
 
 // listenersOfRoute maps a route to the Listener it was made for (its
