@@ -162,7 +162,7 @@ func TestGatewayTCPClassOnRealNodes(t *testing.T) {
 	}
 	ensureClass(t, ctx, listenerClass(class, v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeClusterIP,
-		Gateway:     &v1alpha1.ListenerGateway{RouteKind: v1alpha1.RouteKind("TCPRoute"), ParentRefs: refs},
+		Gateway:     &v1alpha1.ListenerGateway{RouteKind: v1alpha1.RouteKindTCPRoute, ParentRefs: refs},
 	}))
 	tcpSectionsFree(t, ctx)
 
