@@ -52,13 +52,26 @@ func TestGatewayClassAdmission(t *testing.T) {
 		{"an HTTP listener", `{serviceType: ClusterIP, hostname: {template: "{listener}.{namespace}.gw.test"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: web}]}}`,
 			`listener "web" of Gateway gw-system/shared has protocol HTTP, and a gateway class's TLSRoutes attach only to protocol TLS`, true},
 		{"no such section", `{serviceType: ClusterIP, hostname: {template: "{listener}.{namespace}.gw.test"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: kafka}]}}`,
-			`Gateway gw-system/shared has no listener named "kafka" (it has "tls", "https", "web", "admin")`, true},
+			`Gateway gw-system/shared has no listener named "kafka" (it has "tls", "https", "web", "admin", "tcp-0", "tcp-1")`, true},
 		{"names outside the listener's hostname", `{serviceType: ClusterIP, hostname: {template: "{listener}.{namespace}.example.com"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: tls}]}}`,
 			`only admits hostnames *.gw.test, and spec.hostname.template "{listener}.{namespace}.example.com" renders names such as listener.namespace.example.com`, true},
 		{"a NodePort gateway class", `{serviceType: NodePort, hostname: {template: "{listener}.{namespace}.gw.test"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: tls}]}}`,
 			`spec.serviceType: Invalid value: "NodePort": a gateway class's Listeners are reached through the Gateway, so their Services are ClusterIP`, true},
 		{"no hostname template", `{serviceType: ClusterIP, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: tls}]}}`,
 			`spec.hostname: Required value: a gateway class routes each Listener by the DNS name its template renders`, true},
+		// TCPRoute classes (issue 52).
+		{"a TCPRoute class", `{serviceType: ClusterIP, gateway: {routeKind: TCPRoute, parentRefs: [{name: shared, namespace: gw-system, sectionName: tcp-0}, {name: shared, namespace: gw-system, sectionName: tcp-1}]}}`,
+			"created (server dry run)", false},
+		{"a TCPRoute class with a hostname", `{serviceType: ClusterIP, hostname: {template: "{listener}.{namespace}.gw.test"}, gateway: {routeKind: TCPRoute, parentRefs: [{name: shared, namespace: gw-system, sectionName: tcp-0}]}}`,
+			`spec.hostname: Forbidden: a TCPRoute class publishes the Gateway's address; remove spec.hostname`, true},
+		{"a NodePort TCPRoute class", `{serviceType: NodePort, gateway: {routeKind: TCPRoute, parentRefs: [{name: shared, namespace: gw-system, sectionName: tcp-0}]}}`,
+			`spec.serviceType: Invalid value: "NodePort": a gateway class's Listeners are reached through the Gateway, so their Services are ClusterIP`, true},
+		{"a TCPRoute class on a TLS listener", `{serviceType: ClusterIP, gateway: {routeKind: TCPRoute, parentRefs: [{name: shared, namespace: gw-system, sectionName: tls}]}}`,
+			`spec.gateway.parentRefs[0].sectionName: Invalid value: "tls": listener "tls" of Gateway gw-system/shared has protocol TLS, and a TCPRoute class's routes attach only to protocol TCP`, true},
+		{"a TCPRoute class naming a section twice", `{serviceType: ClusterIP, gateway: {routeKind: TCPRoute, parentRefs: [{name: shared, namespace: gw-system, sectionName: tcp-0}, {name: shared, namespace: gw-system, sectionName: tcp-0}]}}`,
+			`spec.gateway.parentRefs[1]: Duplicate value: "gw-system/shared section tcp-0"`, true},
+		{"a TLSRoute class on a TCP listener", `{serviceType: ClusterIP, hostname: {template: "{listener}.{namespace}.gw.test"}, gateway: {parentRefs: [{name: shared, namespace: gw-system, sectionName: tcp-0}]}}`,
+			`listener "tcp-0" of Gateway gw-system/shared has protocol TCP, and a gateway class's TLSRoutes attach only to protocol TLS`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := e.Kubectl(ctx, class("gw-case", tc.spec), "create", "--dry-run=server", "-f", "-")
@@ -149,7 +162,8 @@ spec:
 }
 
 // createGateway makes gw-system/shared with a TLS Passthrough listener
-// "tls" (and "admin") for *.gw.test, a TLS Terminate one and an HTTP one.
+// "tls" (and "admin") for *.gw.test, a TLS Terminate one, an HTTP one and
+// two TCP ones, "tcp-0" and "tcp-1".
 func createGateway(t *testing.T, e *testenv.Env) {
 	t.Helper()
 	ctx := t.Context()
@@ -164,6 +178,8 @@ func createGateway(t *testing.T, e *testenv.Env) {
 				TLS: &gwv1.ListenerTLSConfig{Mode: kptr.To(gwv1.TLSModeTerminate), CertificateRefs: []gwv1.SecretObjectReference{{Name: "cert"}}}},
 			{Name: "web", Port: 8080, Protocol: gwv1.HTTPProtocolType},
 			{Name: "admin", Port: 9444, Protocol: gwv1.TLSProtocolType, Hostname: host, TLS: pass},
+			{Name: "tcp-0", Port: 19000, Protocol: gwv1.TCPProtocolType},
+			{Name: "tcp-1", Port: 19001, Protocol: gwv1.TCPProtocolType},
 		},
 	}}
 	testenv.Create(t, ctx, e.Client, gw)

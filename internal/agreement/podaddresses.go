@@ -70,6 +70,11 @@ func addressShapes() []PodAddressShape {
 	// What a Listener of gatewayClass publishes once its route is attached
 	// (addresses.GatewayIngress): its name, the Gateway listener's port.
 	gatewayIngress := []v1alpha1.ListenerIngress{{Address: "broker-0.agree.gw.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"kafka": 9443}}}
+	// What a Listener of tcpClass publishes once its route is attached
+	// (addresses.TCPGatewayIngress): the Gateway's address (an IP or a
+	// hostname), its section's port.
+	tcpIngress := []v1alpha1.ListenerIngress{{Address: "10.88.0.1", AddressType: v1alpha1.AddressTypeIP, Ports: map[string]int32{"kafka": 19000}}}
+	tcpHostIngress := []v1alpha1.ListenerIngress{{Address: "gw.example.com", AddressType: v1alpha1.AddressTypeHostname, Ports: map[string]int32{"kafka": 19001}}}
 	return []PodAddressShape{
 		{Name: "ClusterIP", Listener: podListener(v1alpha1.ServiceTypeClusterIP, clusterIP, nil), Class: podClass(v1alpha1.ServiceTypeClusterIP, nil), Node: podNode(true), Want: clusterIP},
 		{Name: "NodePort", Listener: podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np), Class: podClass(v1alpha1.ServiceTypeNodePort, nil), Node: podNode(true), Want: nodeIP},
@@ -103,9 +108,22 @@ func addressShapes() []PodAddressShape {
 		{Name: "gateway class, route attached", Listener: podListener(v1alpha1.ServiceTypeClusterIP, gatewayIngress, nil), Class: gatewayClass(), Node: podNode(true), Want: gatewayIngress},
 		{Name: "gateway class, route not attached yet", Listener: podListener(v1alpha1.ServiceTypeClusterIP, nil, nil), Class: gatewayClass(), Node: podNode(true)},
 		{Name: "gateway class, name taken by another route", Listener: conflicted(podListener(v1alpha1.ServiceTypeClusterIP, nil, nil)), Class: gatewayClass(), Node: podNode(true)},
+		// TCPRoute classes: the Gateway's address and the section's port.
+		{Name: "TCPRoute class, route attached", Listener: podListener(v1alpha1.ServiceTypeClusterIP, tcpIngress, nil), Class: tcpClass(), Node: podNode(true), Want: tcpIngress},
+		{Name: "TCPRoute class, Gateway reached by hostname", Listener: podListener(v1alpha1.ServiceTypeClusterIP, tcpHostIngress, nil), Class: tcpClass(), Node: podNode(true), Want: tcpHostIngress},
+		{Name: "TCPRoute class, route not attached yet", Listener: podListener(v1alpha1.ServiceTypeClusterIP, nil, nil), Class: tcpClass(), Node: podNode(true)},
+		{Name: "TCPRoute class, section taken", Listener: notReady(podListener(v1alpha1.ServiceTypeClusterIP, nil, nil), v1alpha1.ReasonGatewaySectionTaken), Class: tcpClass(), Node: podNode(true)},
+		{Name: "TCPRoute class, sections exhausted", Listener: notReady(podListener(v1alpha1.ServiceTypeClusterIP, nil, nil), v1alpha1.ReasonGatewaySectionsExhausted), Class: tcpClass(), Node: podNode(true)},
 		{Name: "hostname another Listener publishes", Listener: conflicted(podListener(v1alpha1.ServiceTypeNodePort, nodeIP, np)),
 			Class: podClass(v1alpha1.ServiceTypeNodePort, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.kafka.example.com"}), Node: podNode(true), Want: nodeIP},
 	}
+}
+
+// notReady is l as the reconciler leaves it when it cannot route it
+// (reason), having published nothing.
+func notReady(l *v1alpha1.Listener, reason string) *v1alpha1.Listener {
+	l.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: 1}}
+	return l
 }
 
 // conflicted is l as the reconciler leaves it when another Listener
@@ -151,6 +169,15 @@ func sharingClass() *v1alpha1.ListenerClass {
 func gatewayClass() *v1alpha1.ListenerClass {
 	c := podClass(v1alpha1.ServiceTypeClusterIP, &v1alpha1.HostnamePolicy{Template: "{listener}.{namespace}.gw.example.com"})
 	c.Spec.Gateway = &v1alpha1.ListenerGateway{ParentRefs: []v1alpha1.GatewayParentRef{{Name: "shared", Namespace: "gw", SectionName: "tls"}}}
+	return c
+}
+
+// tcpClass routes through sections tcp-0 … tcp-2 of Gateway gw/shared
+// with TCPRoutes.
+func tcpClass() *v1alpha1.ListenerClass {
+	c := podClass(v1alpha1.ServiceTypeClusterIP, nil)
+	c.Spec.Gateway = &v1alpha1.ListenerGateway{RouteKind: v1alpha1.RouteKindTCPRoute, ParentRefs: []v1alpha1.GatewayParentRef{
+		{Name: "shared", Namespace: "gw", SectionName: "tcp-0"}, {Name: "shared", Namespace: "gw", SectionName: "tcp-1"}, {Name: "shared", Namespace: "gw", SectionName: "tcp-2"}}}
 	return c
 }
 

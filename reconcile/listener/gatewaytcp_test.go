@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/listener-operator/listener-operator/api/gateway"
 	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
@@ -141,7 +143,8 @@ func tcpPublished(t *testing.T, c client.Client, ns, name string, port int32) {
 // over (GatewaySectionTaken, naming neither the route nor its namespace),
 // a class without a free section says so (GatewaySectionsExhausted), and
 // a route the Gateway does not accept keeps the Listener not Ready with
-// the Gateway's reason. No label of the Listener reaches its route.
+// the Gateway's reason. No label of the Listener reaches its route, and
+// a Listener that leaves the class loses it.
 func TestGatewayTCPRoutes(t *testing.T) {
 	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
@@ -168,6 +171,25 @@ func TestGatewayTCPRoutes(t *testing.T) {
 		setTCPRouteStatus(t, c, rt, gwNS, section, "Accepted", metav1.ConditionTrue)
 		tcpPublished(t, c, ns, name, int32(19000+i))
 	}
+	// Settled: no more reconciles, no more writes (a route that differs
+	// from what the API server defaulted would be applied at every look).
+	key := types.NamespacedName{Namespace: ns, Name: "data-kafka-0"}
+	testenv.Converges(t, "the Listener settled", func() error { return reconciletest.Reconciles.Idle(ControllerName, key) })
+	before := reconciletest.Reconciles.Count(ControllerName, key)
+	time.Sleep(3 * time.Second)
+	if n := reconciletest.Reconciles.Count(ControllerName, key) - before; n > 0 {
+		t.Errorf("%d reconciles of a settled TCP Listener in 3 s", n)
+	}
+	l0 := &v1alpha1.Listener{}
+	if err := c.Get(ctx, key, l0); err != nil {
+		t.Fatal(err)
+	}
+	rt := tcpRouteOf(t, c, ns, "data-kafka-0", "tcp-0")
+	want := gateway.TCPRoute(l0, gateway.TCPBinding{Port: l0.Spec.Ports[0], Index: 0, Parent: class.Spec.Gateway.ParentRefs[0], RouteName: rt.Name}, names.ServiceName(l0.Name))
+	if !tcpRouteUpToDate(rt, want) {
+		t.Errorf("the route as the API server defaulted it is not up to date with what the operator wants: %+v", rt.Spec)
+	}
+
 	// 2. Replica 1 deleted (its route with it, as the garbage collector
 	// does) and made again: section tcp-1 again.
 	old := &v1alpha1.Listener{}
@@ -190,7 +212,7 @@ func TestGatewayTCPRoutes(t *testing.T) {
 	again := reconciletest.Listener(ns, "data-kafka-1", class.Name, reconciletest.Port("kafka", 9092))
 	again.OwnerReferences = owners
 	testenv.Create(t, ctx, c, again)
-	rt := tcpRouteOf(t, c, ns, "data-kafka-1", "tcp-1")
+	rt = tcpRouteOf(t, c, ns, "data-kafka-1", "tcp-1")
 	setTCPRouteStatus(t, c, rt, gwNS, "tcp-1", "Accepted", metav1.ConditionTrue)
 	tcpPublished(t, c, ns, "data-kafka-1", 19001)
 
@@ -233,4 +255,22 @@ func TestGatewayTCPRoutes(t *testing.T) {
 	if len(got.Status.IngressAddresses) != 1 || got.Status.IngressAddresses[0].Address != tcpGatewayAddress {
 		t.Errorf("addresses %+v after the route was refused, want them kept", got.Status.IngressAddresses)
 	}
+
+	// 7. A Listener that leaves the class loses its route (the operator
+	// deletes it: the Gateway would go on routing the section).
+	other := &v1alpha1.Listener{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.ClassName = nil
+	if err := c.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Converges(t, "the route of a Listener that left the class deleted", func() error {
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.RouteName("other", "kafka")}, &gwv1.TCPRoute{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
 }
