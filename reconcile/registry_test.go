@@ -148,7 +148,8 @@ func TestSetupRunsEveryRegisteredController(t *testing.T) {
 // lateIndexes are indexes a controller registers itself, after start-up,
 // and why: the registry registers the rest.
 var lateIndexes = map[string]string{
-	"spec.hostnames": "TLSRoutes by hostname: the Listener controller registers it once the Gateway API is installed (reconcile/listener/gatewayapi.go)",
+	"spec.hostnames":    "TLSRoutes by hostname: the Listener controller registers it once the Gateway API is installed (reconcile/listener/gatewayapi.go)",
+	"tcproute.sections": "TCPRoutes by the Gateway sections they name: the Listener controller registers it once TCPRoute is served (reconcile/listener/gatewayapi.go)",
 }
 
 // TestLookupsUseRegisteredIndexes: every cache index that a lookup of the

@@ -21,17 +21,10 @@ type Section struct {
 // TLS with tls.mode Passthrough (the pods terminate TLS themselves), and
 // admit TLSRoutes. problem names the Gateway, the section and the fix.
 func CheckSection(gw *gwv1.Gateway, p v1alpha1.GatewayParentRef) (s Section, problem string) {
-	where := fmt.Sprintf("Gateway %s/%s", gw.Namespace, gw.Name)
-	i := slices.IndexFunc(gw.Spec.Listeners, func(l gwv1.Listener) bool { return string(l.Name) == p.SectionName })
-	if i < 0 {
-		var have []string
-		for _, l := range gw.Spec.Listeners {
-			have = append(have, string(l.Name))
-		}
-		return s, fmt.Sprintf("%s has no listener named %q (it has %s); add that listener to the Gateway, or fix the class's spec.gateway.parentRefs",
-			where, p.SectionName, quoteAll(have))
+	l, where, problem := findSection(gw, p, "")
+	if problem != "" {
+		return s, problem
 	}
-	l := gw.Spec.Listeners[i]
 	s = Section{Port: int32(l.Port)}
 	if l.Hostname != nil {
 		s.Hostname = string(*l.Hostname)
@@ -74,4 +67,21 @@ func quoteAll(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// findSection finds the listener p.SectionName of Gateway gw; where names
+// the Gateway, problem says that there is none and what to add (the
+// listener, with what: e.g. " (protocol: TCP)").
+func findSection(gw *gwv1.Gateway, p v1alpha1.GatewayParentRef, what string) (l gwv1.Listener, where, problem string) {
+	where = fmt.Sprintf("Gateway %s/%s", gw.Namespace, gw.Name)
+	i := slices.IndexFunc(gw.Spec.Listeners, func(l gwv1.Listener) bool { return string(l.Name) == p.SectionName })
+	if i < 0 {
+		var have []string
+		for _, l := range gw.Spec.Listeners {
+			have = append(have, string(l.Name))
+		}
+		return l, where, fmt.Sprintf("%s has no listener named %q (it has %s); add that listener%s to the Gateway, or fix the class's spec.gateway.parentRefs",
+			where, p.SectionName, quoteAll(have), what)
+	}
+	return gw.Spec.Listeners[i], where, ""
 }

@@ -137,17 +137,10 @@ func seq(from, n int) []int {
 // have protocol TCP and admit TCPRoutes. problem names the Gateway, the
 // section and the fix.
 func CheckTCPSection(gw *gwv1.Gateway, p v1alpha1.GatewayParentRef) (s Section, problem string) {
-	where := fmt.Sprintf("Gateway %s/%s", gw.Namespace, gw.Name)
-	i := slices.IndexFunc(gw.Spec.Listeners, func(l gwv1.Listener) bool { return string(l.Name) == p.SectionName })
-	if i < 0 {
-		var have []string
-		for _, l := range gw.Spec.Listeners {
-			have = append(have, string(l.Name))
-		}
-		return s, fmt.Sprintf("%s has no listener named %q (it has %s); add that listener (protocol: TCP) to the Gateway, or fix the class's spec.gateway.parentRefs",
-			where, p.SectionName, quoteAll(have))
+	l, where, problem := findSection(gw, p, " (protocol: TCP)")
+	if problem != "" {
+		return s, problem
 	}
-	l := gw.Spec.Listeners[i]
 	s = Section{Port: int32(l.Port)}
 	fix := fmt.Sprintf("give listener %q of %s protocol: TCP and allowedRoutes.kinds that include TCPRoute, or name another listener in the class's spec.gateway.parentRefs", p.SectionName, where)
 	switch {

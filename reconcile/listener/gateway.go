@@ -181,18 +181,9 @@ func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listen
 	case routeUpToDate(have, want):
 		return have, verdict{}, nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
-	if err != nil {
-		return nil, verdict{}, fmt.Errorf("tlsroute %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	delete(u, "status")
-	obj := &unstructured.Unstructured{Object: u}
-	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
-	if metrics.CountWrite(ControllerName, "TLSRoute", "apply", err) != nil {
-		if v, ok := routeRefused("TLSRoute", want.Name, err); ok {
-			return nil, v, nil
-		}
-		return nil, verdict{}, fmt.Errorf("apply tlsroute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
+	obj, v, err := r.applyRoute(ctx, l, want, "TLSRoute", "")
+	if err != nil || !v.none() {
+		return nil, v, err
 	}
 	got := &gwv1.TLSRoute{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, got); err != nil {
@@ -204,16 +195,46 @@ func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listen
 	return got, verdict{}, nil
 }
 
+// applyRoute applies route want of kind (as apiVersion; "" keeps want's)
+// with server-side apply under the route field manager, and returns the
+// API server's answer. A refusal that retrying alone will not change is
+// the verdict (routeRefused; none otherwise).
+func (r *listenerReconciler) applyRoute(ctx context.Context, l *v1alpha1.Listener, want client.Object, kind, apiVersion string) (*unstructured.Unstructured, verdict, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		return nil, verdict{}, fmt.Errorf("%s %s/%s: %w", kind, want.GetNamespace(), want.GetName(), err)
+	}
+	delete(u, "status")
+	obj := &unstructured.Unstructured{Object: u}
+	if apiVersion != "" {
+		obj.SetAPIVersion(apiVersion)
+	}
+	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
+	if metrics.CountWrite(ControllerName, kind, "apply", err) != nil {
+		if v, ok := routeRefused(kind, want.GetName(), err); ok {
+			return nil, v, nil
+		}
+		return nil, verdict{}, fmt.Errorf("apply %s %s/%s for listener %s: %w", kind, want.GetNamespace(), want.GetName(), l.Name, err)
+	}
+	return obj, verdict{}, nil
+}
+
 // routeUpToDate reports whether have already is what want says: its spec,
 // the operator's labels and its owner (other managers' labels and
 // annotations stay).
 func routeUpToDate(have, want *gwv1.TLSRoute) bool {
-	for k, v := range want.Labels {
-		if have.Labels[k] != v {
+	return routeMetaUpToDate(have, want) && equality.Semantic.DeepEqual(have.Spec, want.Spec)
+}
+
+// routeMetaUpToDate reports whether route have carries want's labels and
+// owners.
+func routeMetaUpToDate(have, want metav1.Object) bool {
+	for k, v := range want.GetLabels() {
+		if have.GetLabels()[k] != v {
 			return false
 		}
 	}
-	return equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences)
+	return equality.Semantic.DeepEqual(have.GetOwnerReferences(), want.GetOwnerReferences())
 }
 
 func hostnames(r *gwv1.TLSRoute) []string {

@@ -125,13 +125,7 @@ func (w *gatewayWatch) watch(ctx context.Context) error {
 // sections they name.
 func (w *gatewayWatch) watchTCP(ctx context.Context, version string) error {
 	obj := tcpRouteObject(version)
-	if err := w.cache.IndexField(ctx, obj, IndexTCPRouteSection, func(o client.Object) []string {
-		rt, err := asTCPRoute(o)
-		if err != nil {
-			return nil
-		}
-		return gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
-	}); err != nil {
+	if err := w.cache.IndexField(ctx, obj, IndexTCPRouteSection, tcpRouteSections); err != nil {
 		return err
 	}
 	c := w.client
@@ -145,12 +139,17 @@ func (w *gatewayWatch) watchTCP(ctx context.Context, version string) error {
 }
 
 // listenersOfTCPRoute maps a TCPRoute to the Listener it was made for (its
-// status changed) and to the Listeners of the classes whose sections it
-// names: a route taking or freeing a section decides who may hold it.
+// status changed), to the Listener whose route has its name (one that is
+// not its own going away frees the name, as for TLSRoutes) and to the
+// Listeners of the classes whose sections it names: a route taking or
+// freeing a section decides who may hold it.
 func listenersOfTCPRoute(ctx context.Context, c client.Reader, rt *gwv1.TCPRoute) []ctrl.Request {
 	var reqs []ctrl.Request
 	if owner, ok := gateway.MadeFor(rt); ok {
 		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: owner}})
+	}
+	if i := strings.LastIndexByte(rt.Name, '.'); i > 0 {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: rt.Name[:i]}})
 	}
 	keys := gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
 	var classes v1alpha1.ListenerClassList

@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -113,11 +111,15 @@ func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Lis
 			}
 			for i := range routes {
 				rt := &routes[i]
-				if _, isPort := portOf[rt.Name]; isPort && rt.Namespace == l.Namespace && metav1.IsControlledBy(rt, l) {
-					ours = rt
-				} else {
+				_, isPort := portOf[rt.Name]
+				switch {
+				case rt.Namespace != l.Namespace || !metav1.IsControlledBy(rt, l):
 					others = append(others, *rt)
+				case isPort:
+					ours = rt
 				}
+				// l's route of a port it no longer has holds nothing: it
+				// is deleted once l's routes are made.
 			}
 		}
 		if len(others) > 0 && (ours == nil || !holdsFirst(ours, others)) {
@@ -191,19 +193,9 @@ func (r *listenerReconciler) ensureTCPRoute(ctx context.Context, l *v1alpha1.Lis
 	case have != nil && tcpRouteUpToDate(have, want):
 		return have, verdict{}, nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
-	if err != nil {
-		return nil, verdict{}, fmt.Errorf("tcproute %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	delete(u, "status")
-	obj := &unstructured.Unstructured{Object: u}
-	obj.SetAPIVersion(gateway.Group + "/" + r.gatewayAPI.TCPVersion())
-	err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.RouteFieldManager), client.ForceOwnership)
-	if metrics.CountWrite(ControllerName, "TCPRoute", "apply", err) != nil {
-		if v, ok := routeRefused("TCPRoute", want.Name, err); ok {
-			return nil, v, nil
-		}
-		return nil, verdict{}, fmt.Errorf("apply tcproute %s/%s for listener %s: %w", want.Namespace, want.Name, l.Name, err)
+	obj, v, err := r.applyRoute(ctx, l, want, "TCPRoute", gateway.Group+"/"+r.gatewayAPI.TCPVersion())
+	if err != nil || !v.none() {
+		return nil, v, err
 	}
 	got, err := asTCPRoute(obj)
 	if err != nil {
@@ -218,12 +210,7 @@ func (r *listenerReconciler) ensureTCPRoute(ctx context.Context, l *v1alpha1.Lis
 
 // tcpRouteUpToDate is routeUpToDate for a TCPRoute.
 func tcpRouteUpToDate(have, want *gwv1.TCPRoute) bool {
-	for k, v := range want.Labels {
-		if have.Labels[k] != v {
-			return false
-		}
-	}
-	return equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences)
+	return routeMetaUpToDate(have, want) && equality.Semantic.DeepEqual(have.Spec, want.Spec)
 }
 
 // deleteStaleTCPRoutes deletes the TCPRoutes the operator made for l that

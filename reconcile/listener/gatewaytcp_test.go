@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,8 +144,8 @@ func tcpPublished(t *testing.T, c client.Client, ns, name string, port int32) {
 // over (GatewaySectionTaken, naming neither the route nor its namespace),
 // a class without a free section says so (GatewaySectionsExhausted), and
 // a route the Gateway does not accept keeps the Listener not Ready with
-// the Gateway's reason. No label of the Listener reaches its route, and
-// a Listener that leaves the class loses it.
+// the Gateway's reason. No label or override of the Listener reaches its
+// route, and a Listener that leaves the class loses it.
 func TestGatewayTCPRoutes(t *testing.T) {
 	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
@@ -157,7 +158,87 @@ func TestGatewayTCPRoutes(t *testing.T) {
 	}}
 	testenv.Create(t, ctx, c, squatter)
 
-	// 1. Three replicas: sections tcp-0, tcp-1, tcp-2.
+	tcpReplicasRouted(t, c, ns, class, gwNS)
+
+	// Replica 1 deleted (its route with it, as the garbage collector
+	// does) and made again: section tcp-1 again.
+	old := &v1alpha1.Listener{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "data-kafka-1"}, old); err != nil {
+		t.Fatal(err)
+	}
+	owners := old.OwnerReferences
+	if err := c.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &gwv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.RouteName("data-kafka-1", "kafka")}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Converges(t, "replica 1 gone", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(old), old); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	again := reconciletest.Listener(ns, "data-kafka-1", class.Name, reconciletest.Port("kafka", 9092))
+	again.OwnerReferences = owners
+	testenv.Create(t, ctx, c, again)
+	rt := tcpRouteOf(t, c, ns, "data-kafka-1", "tcp-1")
+	setTCPRouteStatus(t, c, rt, gwNS, "tcp-1", "Accepted", metav1.ConditionTrue)
+	tcpPublished(t, c, ns, "data-kafka-1", 19001)
+
+	// A Listener that is no replica: the first free section, tcp-3.
+	// Its override of the route (admitted while the webhooks were down)
+	// moves neither the route nor its section, and labels nothing.
+	other := reconciletest.Listener(ns, "other", class.Name, reconciletest.Port("kafka", 9092))
+	other.Spec.ObjectOverrides = []runtime.RawExtension{{Raw: fmt.Appendf(nil,
+		`{"apiVersion":"gateway.networking.k8s.io/v1","kind":"TCPRoute","metadata":{"name":%q,"labels":{"team":"a"}},"spec":{"parentRefs":[{"name":"shared","namespace":%q,"sectionName":"tcp-0"}]}}`,
+		names.RouteName("other", "kafka"), gwNS)}}
+	testenv.Create(t, ctx, c, other)
+	checkTCPRoute(t, tcpRouteOf(t, c, ns, "other", "tcp-3"), "other", gwNS)
+	got := reconciletest.WaitReason(t, ctx, c, ns, "other", v1alpha1.ReasonInvalid)
+	if msg := readyMessage(got); !strings.Contains(msg, "a TCPRoute is exposure") {
+		t.Errorf("message %q, want the override refused", msg)
+	}
+
+	tcpSectionsHeld(t, c, ns, class.Name, gwNS, tenant, squatter)
+
+	// The Gateway stops admitting the namespace: not Ready, its reason;
+	// the address stays.
+	rt = tcpRouteOf(t, c, ns, "data-kafka-0", "tcp-0")
+	setTCPRouteStatus(t, c, rt, gwNS, "tcp-0", string(gwv1.RouteReasonNotAllowedByListeners), metav1.ConditionFalse)
+	got = reconciletest.WaitReason(t, ctx, c, ns, "data-kafka-0", v1alpha1.ReasonRouteNotAccepted)
+	if msg := readyMessage(got); !strings.Contains(msg, "NotAllowedByListeners") || !strings.Contains(msg, "admit this namespace") {
+		t.Errorf("message %q, want the reason and the fix", msg)
+	}
+	if len(got.Status.IngressAddresses) != 1 || got.Status.IngressAddresses[0].Address != tcpGatewayAddress {
+		t.Errorf("addresses %+v after the route was refused, want them kept", got.Status.IngressAddresses)
+	}
+
+	// A Listener that leaves the class loses its route (the operator
+	// deletes it: the Gateway would go on routing the section).
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.ClassName = nil
+	if err := c.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Converges(t, "the route of a Listener that left the class deleted", func() error {
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.RouteName("other", "kafka")}, &gwv1.TCPRoute{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+}
+
+// tcpReplicasRouted: three replicas take sections tcp-0, tcp-1 and tcp-2
+// and publish the Gateway's address with their ports once their routes
+// are accepted; a settled one is neither reconciled nor written again.
+func tcpReplicasRouted(t *testing.T, c client.Client, ns string, class *v1alpha1.ListenerClass, gwNS string) {
+	t.Helper()
+	ctx := t.Context()
+	// Three replicas: sections tcp-0, tcp-1, tcp-2.
 	for i := range 3 {
 		l := tcpReplica(t, c, ns, fmt.Sprintf("data-kafka-%d", i), class.Name)
 		l.Labels = map[string]string{"team": "a", "listeners.stackable.tech/listener": "evil"}
@@ -190,38 +271,16 @@ func TestGatewayTCPRoutes(t *testing.T) {
 		t.Errorf("the route as the API server defaulted it is not up to date with what the operator wants: %+v", rt.Spec)
 	}
 
-	// 2. Replica 1 deleted (its route with it, as the garbage collector
-	// does) and made again: section tcp-1 again.
-	old := &v1alpha1.Listener{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "data-kafka-1"}, old); err != nil {
-		t.Fatal(err)
-	}
-	owners := old.OwnerReferences
-	if err := c.Delete(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(ctx, &gwv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.RouteName("data-kafka-1", "kafka")}}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Converges(t, "replica 1 gone", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(old), old); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
-	again := reconciletest.Listener(ns, "data-kafka-1", class.Name, reconciletest.Port("kafka", 9092))
-	again.OwnerReferences = owners
-	testenv.Create(t, ctx, c, again)
-	rt = tcpRouteOf(t, c, ns, "data-kafka-1", "tcp-1")
-	setTCPRouteStatus(t, c, rt, gwNS, "tcp-1", "Accepted", metav1.ConditionTrue)
-	tcpPublished(t, c, ns, "data-kafka-1", 19001)
+}
 
-	// 3. A Listener that is no replica: the first free section, tcp-3.
-	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "other", class.Name, reconciletest.Port("kafka", 9092)))
-	tcpRouteOf(t, c, ns, "other", "tcp-3")
-
-	// 4. Replica 4's section is the squatter's: not taken over.
-	testenv.Create(t, ctx, c, tcpReplica(t, c, ns, "data-kafka-4", class.Name))
+// tcpSectionsHeld: a replica whose section a foreign route holds does not
+// take it over; a Listener that is no replica takes the first section
+// that is free, and none is left for the next.
+func tcpSectionsHeld(t *testing.T, c client.Client, ns, class, gwNS, tenant string, squatter *gwv1.TCPRoute) {
+	t.Helper()
+	ctx := t.Context()
+	// Replica 4's section is the squatter's: not taken over.
+	testenv.Create(t, ctx, c, tcpReplica(t, c, ns, "data-kafka-4", class))
 	got := reconciletest.WaitReason(t, ctx, c, ns, "data-kafka-4", v1alpha1.ReasonGatewaySectionTaken)
 	msg := readyMessage(got)
 	if !strings.Contains(msg, `section "tcp-4" of Gateway `+gwNS+"/shared") || strings.Contains(msg, tenant) || strings.Contains(msg, "squatter") {
@@ -235,42 +294,13 @@ func TestGatewayTCPRoutes(t *testing.T) {
 		t.Errorf("the foreign route was touched: %v, resourceVersion %s, was %s", err, after.ResourceVersion, squatter.ResourceVersion)
 	}
 
-	// 5. Non-replicas: the next takes tcp-5 (tcp-4 is held); then none is left.
-	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "more", class.Name, reconciletest.Port("kafka", 9092)))
+	// Non-replicas: the next takes tcp-5 (tcp-4 is held); then none is left.
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "more", class, reconciletest.Port("kafka", 9092)))
 	tcpRouteOf(t, c, ns, "more", "tcp-5")
-	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "last", class.Name, reconciletest.Port("kafka", 9092)))
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "last", class, reconciletest.Port("kafka", 9092)))
 	got = reconciletest.WaitReason(t, ctx, c, ns, "last", v1alpha1.ReasonGatewaySectionsExhausted)
 	if msg := readyMessage(got); !strings.Contains(msg, "has 6 section(s)") || !strings.Contains(msg, "add sections") {
 		t.Errorf("message %q, want the count and the fix", msg)
 	}
 
-	// 6. The Gateway stops admitting the namespace: not Ready, its reason;
-	// the address stays.
-	rt = tcpRouteOf(t, c, ns, "data-kafka-0", "tcp-0")
-	setTCPRouteStatus(t, c, rt, gwNS, "tcp-0", string(gwv1.RouteReasonNotAllowedByListeners), metav1.ConditionFalse)
-	got = reconciletest.WaitReason(t, ctx, c, ns, "data-kafka-0", v1alpha1.ReasonRouteNotAccepted)
-	if msg := readyMessage(got); !strings.Contains(msg, "NotAllowedByListeners") || !strings.Contains(msg, "admit this namespace") {
-		t.Errorf("message %q, want the reason and the fix", msg)
-	}
-	if len(got.Status.IngressAddresses) != 1 || got.Status.IngressAddresses[0].Address != tcpGatewayAddress {
-		t.Errorf("addresses %+v after the route was refused, want them kept", got.Status.IngressAddresses)
-	}
-
-	// 7. A Listener that leaves the class loses its route (the operator
-	// deletes it: the Gateway would go on routing the section).
-	other := &v1alpha1.Listener{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, other); err != nil {
-		t.Fatal(err)
-	}
-	other.Spec.ClassName = nil
-	if err := c.Update(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Converges(t, "the route of a Listener that left the class deleted", func() error {
-		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.RouteName("other", "kafka")}, &gwv1.TCPRoute{})
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
 }

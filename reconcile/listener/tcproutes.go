@@ -21,6 +21,16 @@ import (
 // (gateway.RouteSections): who holds a section of a TCPRoute class.
 const IndexTCPRouteSection = "tcproute.sections"
 
+// tcpRouteSections are the values of IndexTCPRouteSection for a TCPRoute
+// of either version.
+func tcpRouteSections(o client.Object) []string {
+	rt, err := asTCPRoute(o)
+	if err != nil {
+		return nil
+	}
+	return gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
+}
+
 // tcpRouteObject is an empty TCPRoute of version.
 func tcpRouteObject(version string) client.Object {
 	if version == gateway.TCPRouteV1alpha2 {

@@ -6,12 +6,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
 	"github.com/listener-operator/listener-operator/api/gateway"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
 // TestTCPRouteVersions: a v1alpha2 TCPRoute (a cluster that serves only
@@ -79,5 +82,74 @@ func TestHoldsFirst(t *testing.T) {
 		if got := holdsFirst(&mine, []gwv1.TCPRoute{tc.other}); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSectionHolders: who holds each section of a TCPRoute class, read
+// from every TCPRoute: the Listener's own routes of its ports, routes
+// of others (a foreign one, one naming the whole Gateway, another
+// Listener's made earlier) held against it, its own route of a port it
+// dropped holding nothing.
+func TestSectionHolders(t *testing.T) {
+	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "tcp"}, Spec: v1alpha1.ListenerClassSpec{Gateway: &v1alpha1.ListenerGateway{RouteKind: v1alpha1.RouteKindTCPRoute}}}
+	for _, s := range []string{"tcp-0", "tcp-1", "tcp-2", "tcp-3"} {
+		class.Spec.Gateway.ParentRefs = append(class.Spec.Gateway.ParentRefs, v1alpha1.GatewayParentRef{Namespace: "gw", Name: "shared", SectionName: s})
+	}
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "kafka", Name: "broker", UID: "uid-broker"}, Spec: v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092}}}}
+	route := func(ns, name, owner string, uid types.UID, created int64, section string) *gwv1.TCPRoute {
+		r := &gwv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(time.Unix(created, 0))}}
+		r.Spec.ParentRefs = []gwv1.ParentReference{{Namespace: ptr.To(gwv1.Namespace("gw")), Name: "shared"}}
+		if section != "" {
+			r.Spec.ParentRefs[0].SectionName = ptr.To(gwv1.SectionName(section))
+		}
+		if owner != "" {
+			r.Labels = map[string]string{gateway.LabelManagedBy: gateway.LabelManagedByValue}
+			r.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Listener", Name: owner, UID: uid, Controller: ptr.To(true)}}
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		routes []*gwv1.TCPRoute
+		own    map[string]int
+		held   map[int]bool
+	}{
+		{"its own, and a later Listener's on the same section", []*gwv1.TCPRoute{
+			route("kafka", "broker.kafka", "broker", "uid-broker", 10, "tcp-1"),
+			route("kafka", "later.kafka", "later", "uid-later", 20, "tcp-1"),
+		}, map[string]int{"kafka": 1}, map[int]bool{}},
+		{"an earlier Listener's on its section", []*gwv1.TCPRoute{
+			route("kafka", "broker.kafka", "broker", "uid-broker", 10, "tcp-1"),
+			route("other", "first.kafka", "first", "uid-first", 5, "tcp-1"),
+		}, map[string]int{}, map[int]bool{1: true}},
+		{"a foreign route, a Listener of that name made before", []*gwv1.TCPRoute{
+			route("tenant", "squatter", "", "", 1, "tcp-0"),
+			route("kafka", "broker.kafka", "broker", "uid-old", 1, "tcp-2"),
+		}, map[string]int{}, map[int]bool{0: true, 2: true}},
+		{"its route of a dropped port", []*gwv1.TCPRoute{
+			route("kafka", "broker.plain", "broker", "uid-broker", 1, "tcp-3"),
+		}, map[string]int{}, map[int]bool{}},
+		{"a route on the whole Gateway", []*gwv1.TCPRoute{
+			route("tenant", "everything", "", "", 1, ""),
+		}, map[string]int{}, map[int]bool{0: true, 1: true, 2: true, 3: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithIndex(&gwv1.TCPRoute{}, IndexTCPRouteSection, tcpRouteSections)
+			for _, rt := range tc.routes {
+				b = b.WithObjects(rt)
+			}
+			state := &gatewayAPIState{}
+			state.watching.Store(true)
+			v := gateway.TCPRouteV1
+			state.tcpVersion.Store(&v)
+			r := &listenerReconciler{client: b.Build(), gatewayAPI: state}
+			own, held, err := r.sectionHolders(t.Context(), l, class)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(own, tc.own) || !reflect.DeepEqual(held, tc.held) {
+				t.Errorf("own %v held %v, want %v %v", own, held, tc.own, tc.held)
+			}
+		})
 	}
 }
