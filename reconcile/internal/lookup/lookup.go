@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,15 @@ const (
 	IndexListenerServiceName = "status.serviceName"
 	// IndexServiceOwner: Services by the name of the Listener that controls them.
 	IndexServiceOwner = "listener.controller"
+	// IndexServiceNodePortBlock: the Listeners' Services by the blocks of
+	// NodePortBlock node ports their node ports are in (NodePortBlocks),
+	// across namespaces and classes: a class's range is held by every such
+	// Service with a port in it, a Listener's that moved to another class
+	// too (the Listener controller's ranges). By block, not by port: a
+	// range of 4,096 ports is 32 lookups, not 4,096 (BenchmarkRangeAsk,
+	// 2,000 Services in such a range: 9.5 ms a write by block, 33 ms by
+	// port).
+	IndexServiceNodePortBlock = "service.nodePortBlock"
 	// IndexServiceHostname: Services by the DNS names of their external-dns
 	// hostname annotation, across namespaces (the Listener controller's hostname conflicts).
 	IndexServiceHostname = "service.hostname"
@@ -118,6 +128,12 @@ func Indexes() []caches.Index {
 		}},
 		{Object: &corev1.Service{}, Field: IndexServiceHostname, Values: func(o client.Object) []string {
 			return HostnamesOf(o)
+		}},
+		{Object: &corev1.Service{}, Field: IndexServiceNodePortBlock, Values: func(o client.Object) []string {
+			if ControlledByListener(o) == "" {
+				return nil
+			}
+			return NodePortBlocks(o.(*corev1.Service))
 		}},
 		{Object: &corev1.Pod{}, Field: IndexPodNode, Values: func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
@@ -251,6 +267,27 @@ func ControlledByListener(o metav1.Object) string {
 		return ref.Name
 	}
 	return ""
+}
+
+// NodePortBlock is how many node ports one value of
+// IndexServiceNodePortBlock covers.
+const NodePortBlock = 128
+
+// NodePortBlockKey is the IndexServiceNodePortBlock value of node port p.
+func NodePortBlockKey(p int32) string {
+	return strconv.Itoa(int(p) / NodePortBlock)
+}
+
+// NodePortBlocks are the IndexServiceNodePortBlock values of svc's node
+// ports, each once.
+func NodePortBlocks(svc *corev1.Service) []string {
+	var out []string
+	for _, p := range svc.Spec.Ports {
+		if k := NodePortBlockKey(p.NodePort); p.NodePort != 0 && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // HostnamesOf are the DNS names o's external-dns hostname annotation
