@@ -9,12 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
+	"github.com/listener-operator/listener-operator/reconcile/listener"
 )
 
 // loadBalancerEvent is an event a load-balancer controller writes about a
@@ -67,6 +69,33 @@ func TestLoadBalancerFailureExplained(t *testing.T) {
 	// The address comes: Ready, and the failure is gone from the status.
 	reconciletest.SetIngress(t, c, ns, "lb", "198.51.100.9")
 	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonReady)
+}
+
+// TestLoadBalancerWarningWakesListener: a Listener waiting for its load
+// balancer's address does not look again on its own (it listed the
+// Service's events from the API server every 15 s: ~66 requests a second at
+// 1,000 Listeners, issue 51); a Warning that comes later reaches its Ready
+// condition through the cache's watch of Warning events about Services.
+func TestLoadBalancerWarningWakesListener(t *testing.T) {
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("example.test/lb"),
+	})
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "late", class.Name, reconciletest.Port("http", 80)))
+	reconciletest.WaitReason(t, ctx, c, ns, "late", v1alpha1.ReasonAwaitingLoadBalancer)
+	key := types.NamespacedName{Namespace: ns, Name: "late"}
+	testenv.Converges(t, "the Listener waits without a recheck", func() error { return reconciletest.Reconciles.Idle(listener.ControllerName, key) })
+
+	svc := reconciletest.GetService(t, ctx, c, ns, "late", nil)
+	const note = `Failed to allocate IP for "late": no available IPs in pool tiny`
+	testenv.Create(t, ctx, c, loadBalancerEvent(svc, "late.full", corev1.EventTypeWarning, "AllocationFailed", note))
+	reconciletest.WaitStatus(t, ctx, c, ns, "late", func(l *v1alpha1.Listener) error {
+		if cond := readyCondition(l); cond == nil || !strings.Contains(cond.Message, "AllocationFailed: "+note) {
+			return fmt.Errorf("Ready condition %+v does not quote the Warning", cond)
+		}
+		return nil
+	})
 }
 
 // TestLoadBalancerClassChangeRecreates: spec.loadBalancerClass of a

@@ -58,8 +58,9 @@ const ServiceRefusedRecheck = 15 * time.Second
 // recheckAfter is how long a Listener with verdict v waits before it looks
 // again without an event: only one blocked by something the cache cannot
 // see does (blockedOutsideCache, the Gateway API, what refused a Service
-// or route). Endpoints, load-balancer addresses, classes, claims and volumes
-// send events the controller maps to the Listener (setup.go).
+// or route). Endpoints, load-balancer addresses and warnings, classes,
+// claims and volumes send events the controller maps to the Listener
+// (setup.go).
 func recheckAfter(v verdict) time.Duration {
 	switch {
 	case blockedOutsideCache(v):
@@ -76,9 +77,6 @@ func recheckAfter(v verdict) time.Duration {
 		// grow to controller-runtime's 1,000 s, and a lifted quota be
 		// noticed that late.
 		return ServiceRefusedRecheck
-	case !v.ready && v.reason == v1alpha1.ReasonAwaitingLoadBalancer:
-		// What the load balancer says is only an event (lbwarning.go).
-		return loadBalancerRecheck
 	}
 	return 0
 }
