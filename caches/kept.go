@@ -4,8 +4,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -232,7 +234,8 @@ func minimalMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 // fails (see reconcile). EndpointSlices are not held at all: the nodes a
 // Listener's pods run on come from the pods themselves. managedFields are
 // dropped from everything (from a Service once the operator has applied
-// it), and what the reconcilers never read of pods and nodes.
+// it), and what the reconcilers never read of pods and nodes. Events are
+// held only when they are Warnings about Services (ServiceWarnings).
 func Reconcilers() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelServiceKind: v1alpha1.LabelServiceKindValue})
 	in := newInterner()
@@ -242,8 +245,16 @@ func Reconcilers() cache.Options {
 			&corev1.Pod{}:     {Label: Marked(), Transform: in.trimPod},
 			&corev1.Node{}:    {Transform: in.trimNode},
 			&corev1.Service{}: {Label: ours, Transform: in.trimService},
+			// What load balancers say (reconcile/listener/lbwarning.go).
+			&eventsv1.Event{}: {Field: ServiceWarnings()},
 		},
 	}
+}
+
+// ServiceWarnings selects the Warning events about Services, the only
+// events the reconcilers hold: the API server sends no others.
+func ServiceWarnings() fields.Selector {
+	return fields.AndSelectors(fields.OneTermEqualSelector("regarding.kind", "Service"), fields.OneTermEqualSelector("type", corev1.EventTypeWarning))
 }
 
 // TrimService drops a Service's managedFields, but for the operator's

@@ -166,7 +166,7 @@ const (
 	// ReasonServiceRefused: the API server refused to create or update the
 	// Listener's Service for a reason outside the Listener (a ResourceQuota,
 	// an admission policy, the cluster's Service IP or node port range
-	// being full); the operator tries again with backoff.
+	// being full); the operator tries again every 15 s.
 	ReasonServiceRefused = "ServiceRefused"
 )
 

@@ -38,6 +38,26 @@ start_control_plane() {
     --bind-address 127.0.0.1 --secure-port 10359 --leader-elect=false "${control_plane_qps[@]}"
 }
 
+# install_gateway_crds installs the Gateway API CRDs of the Experimental
+# channel (bin/gateway-crds/experimental, make gateway-tools), when they were
+# copied: TCPRoute classes need TCPRoute, which Traefik reads only as
+# v1alpha2, served by the Experimental CRD alone (issue 52, docs/gateway.md).
+# Experimental only, on a fresh cluster: the Standard bundle's safe-upgrades
+# ValidatingAdmissionPolicy refuses Experimental CRDs over Standard ones.
+# The directory also holds that policy (Experimental's), which is no CRD:
+# only the CRDs are waited for.
+install_gateway_crds() {
+  local dir=$root/bin/gateway-crds/experimental crds
+  if [ ! -d "$dir" ]; then
+    say "no $dir: the cluster gets no Gateway API CRDs (make gateway-tools copies them; make e2e does)"
+    return 0
+  fi
+  say "installing the Gateway API CRDs (Experimental channel)"
+  kc apply --server-side --force-conflicts -f "$dir/" >/dev/null
+  mapfile -t crds < <(kc get crd -o name | grep '\.gateway\.networking\.')
+  kc wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null
+}
+
 up() {
   [ "$(id -u)" = 0 ] || die "must run as root (containerd, kubelet and iptables need it)"
   [[ $NODES =~ ^[1-9][0-9]?$ ]] && [ "$NODES" -le 50 ] || die "NODES=$NODES: give a number of nodes from 1 to 50"
@@ -58,6 +78,7 @@ up() {
   make_pki
   start_control_plane
   local i
+  install_gateway_crds
   for i in $(seq 1 "$NODES"); do start_node "$i"; done
   say "waiting for $NODES node(s) to be Ready (about 20 s for one, 60 s for three)"
   for i in $(seq 1 "$NODES"); do wait_node_ready "$i"; done

@@ -24,7 +24,8 @@
 // look again. The address features of a class hook in here: DNS hostnames
 // (hostname.go, hostnameconflict.go) and sticky node ports (nodeports.go).
 // Load balancers: a Listener waiting for an address quotes what its load
-// balancer said about the Service (lbwarning.go; it reads the Service's
-// Warning events from the API server, not watched), and a Service whose
+// balancer said about the Service (lbwarning.go; the cache holds the
+// Warning events about Services, and a new one wakes the Listener), and a
+// Service whose
 // loadBalancerClass must change is made again (lbclass.go).
 package listener

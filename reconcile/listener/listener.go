@@ -272,7 +272,7 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 			return nil, judged(verdict{reason: v1alpha1.ReasonInvalid, message: fmt.Sprintf("Service %s was rejected: %v", svcName, err)}), nil
 		}
 		if v, ok := serviceRefused(svcName, err); ok {
-			return nil, retrying(v, err), nil
+			return nil, judged(v), nil
 		}
 		return nil, outcome{}, err
 	}
@@ -300,8 +300,8 @@ func serviceRefused(name string, err error) (verdict, bool) {
 	}
 	reason := apiAnswer(err) // gateway.go
 	return verdict{reason: v1alpha1.ReasonServiceRefused, message: fmt.Sprintf(
-		"the API server refused Service %s: %s; the operator tries again with backoff: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
-		name, reason)}, true
+		"the API server refused Service %s: %s; the operator tries again every %s: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
+		name, reason, ServiceRefusedRecheck)}, true
 }
 
 // existingService reads the Service from the cache. A Service the cache has

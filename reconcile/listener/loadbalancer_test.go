@@ -9,12 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
+	"github.com/listener-operator/listener-operator/reconcile/listener"
 )
 
 // loadBalancerEvent is an event a load-balancer controller writes about a
@@ -30,6 +32,21 @@ func loadBalancerEvent(svc *corev1.Service, name, typ, reason, note string) *cor
 	}
 }
 
+// awaitingLoadBalancer makes Listener name of a LoadBalancer class whose
+// load balancer nothing serves, waits until it is AwaitingLoadBalancer, and
+// returns the client, its namespace and its Service.
+func awaitingLoadBalancer(t *testing.T, name string) (client.Client, string, *corev1.Service) {
+	t.Helper()
+	e, ctx, ns := reconciletest.Setup(t)
+	c := e.Client
+	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
+		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("example.test/lb"),
+	})
+	testenv.Create(t, ctx, c, reconciletest.Listener(ns, name, class.Name, reconciletest.Port("http", 80)))
+	reconciletest.WaitReason(t, ctx, c, ns, name, v1alpha1.ReasonAwaitingLoadBalancer)
+	return c, ns, reconciletest.GetService(t, ctx, c, ns, name, nil)
+}
+
 // TestLoadBalancerFailureExplained: a Service whose load balancer gives no
 // address, and says why in a Warning event about it (MetalLB:
 // AllocationFailed, its pool is full), gives the Listener a Ready
@@ -37,14 +54,8 @@ func loadBalancerEvent(svc *corev1.Service, name, typ, reason, note string) *cor
 // nothing wrong, and a Warning about an earlier Service of the same name
 // (another UID) is not this one's.
 func TestLoadBalancerFailureExplained(t *testing.T) {
-	e, ctx, ns := reconciletest.Setup(t)
-	c := e.Client
-	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
-		ServiceType: v1alpha1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("example.test/lb"),
-	})
-	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "lb", class.Name, reconciletest.Port("http", 80)))
-	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonAwaitingLoadBalancer)
-	svc := reconciletest.GetService(t, ctx, c, ns, "lb", nil)
+	c, ns, svc := awaitingLoadBalancer(t, "lb")
+	ctx := t.Context()
 
 	stale := svc.DeepCopy()
 	stale.UID = "00000000-0000-0000-0000-000000000000"
@@ -67,6 +78,27 @@ func TestLoadBalancerFailureExplained(t *testing.T) {
 	// The address comes: Ready, and the failure is gone from the status.
 	reconciletest.SetIngress(t, c, ns, "lb", "198.51.100.9")
 	reconciletest.WaitReason(t, ctx, c, ns, "lb", v1alpha1.ReasonReady)
+}
+
+// TestLoadBalancerWarningWakesListener: a Listener waiting for its load
+// balancer's address does not look again on its own (it listed the
+// Service's events from the API server every 15 s: ~66 requests a second at
+// 1,000 Listeners, issue 51); a Warning that comes later reaches its Ready
+// condition through the cache's watch of Warning events about Services.
+func TestLoadBalancerWarningWakesListener(t *testing.T) {
+	c, ns, svc := awaitingLoadBalancer(t, "late")
+	ctx := t.Context()
+	key := types.NamespacedName{Namespace: ns, Name: "late"}
+	testenv.Converges(t, "the Listener waits without a recheck", func() error { return reconciletest.Reconciles.Idle(listener.ControllerName, key) })
+
+	const note = `Failed to allocate IP for "late": no available IPs in pool tiny`
+	testenv.Create(t, ctx, c, loadBalancerEvent(svc, "late.full", corev1.EventTypeWarning, "AllocationFailed", note))
+	reconciletest.WaitStatus(t, ctx, c, ns, "late", func(l *v1alpha1.Listener) error {
+		if cond := readyCondition(l); cond == nil || !strings.Contains(cond.Message, "AllocationFailed: "+note) {
+			return fmt.Errorf("Ready condition %+v does not quote the Warning", cond)
+		}
+		return nil
+	})
 }
 
 // TestLoadBalancerClassChangeRecreates: spec.loadBalancerClass of a

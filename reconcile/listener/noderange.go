@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/claims"
@@ -38,33 +40,34 @@ func nodePortRange(class *v1alpha1.ListenerClass) *v1alpha1.NodePortRange {
 }
 
 // rangeAskOf reads what l's Service, as want says it, asks of its class's
-// range (api/nodeports), from the cache: the node ports held (each by the
-// namespace of the Listener of the class that holds it: its Service's, or
-// the ones it recorded in status.nodePorts, which only NodePort Listeners
-// publish) and l's replica. own is l's Service when it exists: the ports
-// added to it ask, taking the last free block; the ports it keeps count
-// for l's namespace, and the ones want drops are held for no namespace
-// (the API server frees them with the write). For a Service made anew
-// (own nil) every port asks, and l's old ones are not held.
+// range (api/nodeports), from the cache: the node ports held (rangeHolders,
+// and the ones the class's other Listeners recorded in status.nodePorts,
+// which only NodePort Listeners publish, each held by its namespace) and
+// l's replica. own is l's Service when it exists: the ports added to it
+// ask, taking the last free block; the ports it keeps count for l's
+// namespace, and the ones want drops are held for no namespace (the API
+// server frees them with the write). For a Service made anew (own nil)
+// every port asks, and l's old ones are not held.
 func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, own *corev1.Service, want *unstructured.Unstructured) (*nodeports.Ask, error) {
 	var others v1alpha1.ListenerList
 	if err := r.client.List(ctx, &others, client.MatchingFields{lookup.IndexListenerClass: class.Name}); err != nil {
 		return nil, fmt.Errorf("list Listeners of class %s: %w", class.Name, err)
 	}
-	a := &nodeports.Ask{Class: class.Name, Range: *class.Spec.NodePortRange, Namespace: l.Namespace, Ports: service.WithoutNodePort(want, own), Replica: -1, Held: map[int32]string{}}
+	held, err := rangeHolders(ctx, r.client, *class.Spec.NodePortRange, types.NamespacedName{Namespace: l.Namespace, Name: names.ServiceName(l.Name)})
+	if err != nil {
+		return nil, err
+	}
+	a := &nodeports.Ask{Class: class.Name, Range: *class.Spec.NodePortRange, Namespace: l.Namespace, Ports: service.WithoutNodePort(want, own), Replica: -1, Held: held}
 	for i := range others.Items {
 		o := &others.Items[i]
 		if o.Namespace == l.Namespace && o.Name == l.Name {
 			continue
 		}
 		for _, p := range o.Status.NodePorts {
-			a.Held[p] = o.Namespace
+			if _, ok := a.Held[p]; !ok {
+				a.Held[p] = o.Namespace
+			}
 		}
-		svc, err := r.existingService(ctx, o.Namespace, names.ServiceName(o.Name))
-		if err != nil {
-			return nil, err
-		}
-		hold(a.Held, svc, o.Namespace)
 	}
 	if own != nil {
 		keeps := service.WithoutNodePort(want, nil) // every port of want
@@ -85,16 +88,33 @@ func (r *listenerReconciler) rangeAskOf(ctx context.Context, l *v1alpha1.Listene
 	return a, nil
 }
 
-// hold marks the node ports of svc (nil: none) as held by namespace ns.
-func hold(held map[int32]string, svc *corev1.Service, ns string) {
-	if svc == nil {
-		return
-	}
-	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 {
-			held[p.NodePort] = ns
+// rangeHolders are the node ports of rng that the Listeners' Services
+// hold, each by its Service's namespace, through the cache's index of
+// them by block of node ports (lookup.IndexServiceNodePortBlock): every
+// class's, as a Listener moved to another class keeps its node ports, and
+// the API server refuses them to anyone else. own (the asking Listener's
+// Service) is left out: its ports are its own to keep or drop
+// (rangeAskOf).
+func rangeHolders(ctx context.Context, c client.Reader, rng v1alpha1.NodePortRange, own types.NamespacedName) (map[int32]string, error) {
+	held := map[int32]string{}
+	for b := int(rng.From) / lookup.NodePortBlock; b <= int(rng.To)/lookup.NodePortBlock; b++ {
+		var svcs corev1.ServiceList
+		if err := c.List(ctx, &svcs, client.MatchingFields{lookup.IndexServiceNodePortBlock: strconv.Itoa(b)}); err != nil {
+			return nil, fmt.Errorf("list Services holding node ports of range %s: %w", rng, err)
+		}
+		for i := range svcs.Items {
+			s := &svcs.Items[i]
+			if s.Namespace == own.Namespace && s.Name == own.Name {
+				continue
+			}
+			for _, p := range s.Spec.Ports {
+				if p.NodePort != 0 && rng.Contains(p.NodePort) {
+					held[p.NodePort] = s.Namespace
+				}
+			}
 		}
 	}
+	return held, nil
 }
 
 // podNamesOf are the names of the pods that mount l's claims, sorted.

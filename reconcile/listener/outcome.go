@@ -25,11 +25,6 @@ type outcome struct {
 	verdict verdict
 	// requeueAfter is when to look again on its own (0: on events only).
 	requeueAfter time.Duration
-	// retry, when set, is what the reconcile returns once the verdict is
-	// published: the controller tries again with its backoff, since what
-	// refused may give way without an event the Listener hears of (a quota
-	// raised, a Service deleted elsewhere frees an address).
-	retry error
 }
 
 // settled is the outcome of a Listener whose status was computed.
@@ -43,14 +38,6 @@ func judged(v verdict) outcome {
 	return settled(v1alpha1.ListenerStatus{}, v)
 }
 
-// retrying is the outcome of a Listener whose verdict is published while
-// the reconcile is retried with backoff because of err.
-func retrying(v verdict, err error) outcome {
-	o := judged(v)
-	o.retry = err
-	return o
-}
-
 // cacheBehind is the outcome of a reconcile that found the Service cache
 // behind the API server (a Service it made is not there yet): it looks
 // again shortly, since its own creations send it no event (setup.go).
@@ -62,11 +49,18 @@ func cacheBehind() outcome {
 // behind looks again.
 const serviceCacheRetry = 50 * time.Millisecond
 
+// ServiceRefusedRecheck is how often a Listener whose Service the API
+// server refused (ServiceRefused) tries again: one refused write a period,
+// and what was lifted is noticed within it (test/robustness allows that
+// many refused writes in its quiet window, no more).
+const ServiceRefusedRecheck = 15 * time.Second
+
 // recheckAfter is how long a Listener with verdict v waits before it looks
 // again without an event: only one blocked by something the cache cannot
-// see does (blockedOutsideCache, the Gateway API, a load balancer's
-// events). Endpoints, load-balancer addresses, classes, claims and volumes
-// send events the controller maps to the Listener (setup.go).
+// see does (blockedOutsideCache, the Gateway API, what refused a Service
+// or route). Endpoints, load-balancer addresses and warnings, classes,
+// claims and volumes send events the controller maps to the Listener
+// (setup.go).
 func recheckAfter(v verdict) time.Duration {
 	switch {
 	case blockedOutsideCache(v):
@@ -77,9 +71,12 @@ func recheckAfter(v verdict) time.Duration {
 	case !v.ready && v.reason == v1alpha1.ReasonRouteRefused:
 		// What refused the route (a policy, a quota) sends no event.
 		return gatewayRecheck
-	case !v.ready && v.reason == v1alpha1.ReasonAwaitingLoadBalancer:
-		// What the load balancer says is only an event (lbwarning.go).
-		return loadBalancerRecheck
+	case !v.ready && v.reason == v1alpha1.ReasonServiceRefused:
+		// What refused the Service (a ResourceQuota, a policy, a full
+		// cluster range) sends no event either; an error's backoff would
+		// grow to controller-runtime's 1,000 s, and a lifted quota be
+		// noticed that late.
+		return ServiceRefusedRecheck
 	}
 	return 0
 }
@@ -88,8 +85,7 @@ func recheckAfter(v verdict) time.Duration {
 // outcome: none was decided, go on).
 func (o outcome) ends() bool { return o.decided }
 
-// result is the controller-runtime result of an outcome, and the error a
-// retried one fails with (the controller's backoff then applies).
+// result is the controller-runtime result of an outcome.
 func (o outcome) result() (ctrl.Result, error) {
-	return ctrl.Result{RequeueAfter: o.requeueAfter}, o.retry
+	return ctrl.Result{RequeueAfter: o.requeueAfter}, nil
 }

@@ -19,9 +19,9 @@ import (
 )
 
 // A Listener looks again on its own only when what it waits for sends no
-// event: a foreign Service (outside the cache), or a load balancer that
-// gives no address and says why only in an event (lbwarning.go).
-// Endpoints and an address given wake it through their events.
+// event: a foreign Service (outside the cache). Endpoints, an address
+// given and a load balancer's Warning (lbwarning.go) wake it through their
+// events.
 func TestRecheckAfter(t *testing.T) {
 	for _, tc := range []struct {
 		v    verdict
@@ -29,7 +29,7 @@ func TestRecheckAfter(t *testing.T) {
 	}{
 		{verdict{ready: true, reason: v1alpha1.ReasonReady}, false},
 		{verdict{reason: v1alpha1.ReasonNoNodes}, false},
-		{verdict{reason: v1alpha1.ReasonAwaitingLoadBalancer}, true},
+		{verdict{reason: v1alpha1.ReasonAwaitingLoadBalancer}, false},
 		{verdict{reason: v1alpha1.ReasonClassNotFound}, false},
 		{verdict{reason: v1alpha1.ReasonInvalid}, false},
 		{verdict{reason: v1alpha1.ReasonForeignService}, true},

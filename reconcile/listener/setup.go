@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -92,6 +93,11 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOnNode(ctx, c, o.GetName())
 		}), builder.WithPredicates(nodeAddressesChanged())).
+		// What a load balancer says of a Service it cannot serve
+		// (lbwarning.go); a Warning deleted (expired) changes nothing.
+		Watches(&eventsv1.Event{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return warningListeners(ctx, c, o)
+		}), builder.WithPredicates(predicate.Funcs{DeleteFunc: func(event.DeleteEvent) bool { return false }})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Build(opts.Wrapped(ControllerName, r))
 	if err != nil || !opts.GatewayAPI {

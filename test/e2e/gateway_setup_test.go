@@ -74,7 +74,11 @@ type gatewayInfo struct {
 // Where the tests find what `make gateway-tools` builds, the manifests, and
 // the pin the cluster's Traefik image is tagged with.
 var (
-	gatewayCRDDir   = filepath.Join(repoRoot, "bin", "gateway-crds", "standard")
+	// The Experimental channel, as make cluster-up installs it: Traefik reads
+	// TCPRoute only as v1alpha2, which only its TCPRoute CRD serves; and the
+	// Standard bundle's safe-upgrades policy refuses Experimental CRDs over
+	// Standard ones, so the Standard bundle is never applied here.
+	gatewayCRDDir   = filepath.Join(repoRoot, "bin", "gateway-crds", "experimental")
 	gatewayManifest = filepath.Join("testdata", "gateway", "traefik.yaml")
 	gatewayVersions = filepath.Join(repoRoot, "hack", "gateway", "versions")
 )
@@ -107,7 +111,7 @@ func installGateway(t *testing.T) gatewayInfo {
 	apply(gatewayCRDDir)
 	k8s.kubectlOK(t, ctx, "", "wait", "--for", "condition=Established", "--timeout", "60s",
 		"crd/gatewayclasses.gateway.networking.k8s.io", "crd/gateways.gateway.networking.k8s.io",
-		"crd/tlsroutes.gateway.networking.k8s.io")
+		"crd/tlsroutes.gateway.networking.k8s.io", "crd/tcproutes.gateway.networking.k8s.io")
 	apply(gatewayManifest)
 	traefikReady(t, ctx)
 
@@ -211,7 +215,13 @@ func routeParentConditions(ctx context.Context, ns, name, section string) ([]met
 // parentConditions is the route's status.parents[] entry that Traefik
 // (its controllerName) wrote for the shared Gateway's section.
 func parentConditions(route *gwv1.TLSRoute, section string) []metav1.Condition {
-	for _, p := range route.Status.Parents {
+	return sectionConditions(route.Status.Parents, section)
+}
+
+// sectionConditions is the entry of a route's status.parents that Traefik
+// (its controllerName) wrote for the shared Gateway's section.
+func sectionConditions(parents []gwv1.RouteParentStatus, section string) []metav1.Condition {
+	for _, p := range parents {
 		ref := p.ParentRef
 		if string(p.ControllerName) == gatewayController && string(ref.Name) == gatewayName &&
 			ref.Namespace != nil && string(*ref.Namespace) == gatewayNamespace && ref.SectionName != nil && string(*ref.SectionName) == section {

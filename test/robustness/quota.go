@@ -14,6 +14,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 	"github.com/listener-operator/listener-operator/internal/testenv"
+	"github.com/listener-operator/listener-operator/reconcile/listener"
 )
 
 // quotaName is the ResourceQuota a PutQuota makes in a tenant's namespace.
@@ -86,7 +87,7 @@ func (c *Cluster) applyQuota(ctx context.Context, w World, op Op) error {
 
 // awaitHeal waits, at most healBound, until no Listener of namespace ns
 // says a Service of its was refused: the quota is gone, and the operator
-// retries with backoff. Whatever still says so then is judged by
+// tries again each listener.ServiceRefusedRecheck. Whatever still says so then is judged by
 // RefusalsHealWhenLifted.
 func (c *Cluster) awaitHeal(ctx context.Context, ns string) error {
 	deadline := time.Now().Add(healBound)
@@ -108,9 +109,8 @@ func (c *Cluster) awaitHeal(ctx context.Context, ns string) error {
 }
 
 // healBound is how long the operator has, once a quota is lifted, to give
-// the Listeners it held back their Services: its retries back off, and a
-// quota stands a few operations only.
-const healBound = 60 * time.Second
+// the Listeners it held back their Services: two of its rechecks.
+const healBound = 2 * listener.ServiceRefusedRecheck
 
 // serviceRefused are the names of the Listeners of ls whose Ready says
 // the API server refused their Service.
@@ -137,18 +137,25 @@ func RefusalsHealWhenLifted(st Step) []string {
 	return nil
 }
 
-// withoutRetries are the writes of ws but the operator's retries of a
-// Service a standing quota refuses, and of a claim's own Listener that the
-// webhook refuses (its class does not take the pods' ports; found by make
-// robustness: a pod admitted while the webhooks were off, then its class
-// made a gateway class): it retries with backoff until the quota or the
-// class allows it (a refused write changes nothing; RefusedWritesVisible
-// judges what the Listener says of it).
-func (c *Cluster) withoutRetries(ws []testenv.Write) []testenv.Write {
+// withoutRetries are the writes of ws, made over span, but the
+// operator's rechecks of a Service a standing quota refuses, and the
+// retries of a claim's own Listener that the webhook refuses (its class
+// does not take the pods' ports; found by make robustness: a pod admitted
+// while the webhooks were off, then its class made a gateway class),
+// which it retries with backoff until the class allows it. A refused
+// write changes nothing; RefusedWritesVisible judges what the Listener
+// says of it. A refused Service is tried again once each
+// listener.ServiceRefusedRecheck: refusedRechecks of it over span are
+// left out, and any more stay (a loop).
+func (c *Cluster) withoutRetries(ws []testenv.Write, span time.Duration) []testenv.Write {
 	var out []testenv.Write
+	rechecks := map[string]int{}
 	for _, x := range ws {
 		if x.Resource == "services" && x.Code == 403 && c.quotas[x.Namespace] {
-			continue
+			key := x.Namespace + "/" + x.Name
+			if rechecks[key]++; rechecks[key] <= refusedRechecks(span) {
+				continue
+			}
 		}
 		if x.Resource == "listeners" && x.Code >= 400 && x.Code != 404 && x.Code != 409 {
 			continue
@@ -156,4 +163,10 @@ func (c *Cluster) withoutRetries(ws []testenv.Write) []testenv.Write {
 		out = append(out, x)
 	}
 	return out
+}
+
+// refusedRechecks is how many times a refused Service may be written over
+// span: once each listener.ServiceRefusedRecheck, and a first time.
+func refusedRechecks(span time.Duration) int {
+	return 1 + int(span/listener.ServiceRefusedRecheck)
 }

@@ -231,8 +231,12 @@ var gatewayRegressions = []struct {
 }{
 	// Found by make robustness: a Listener moved to another class keeps
 	// a node port of its old class's range; the old class's next Service
-	// must not be given that port (the API server refuses it, 422, and
-	// the create is tried again and again).
+	// must not be given that port (the API server refused it, 422, five
+	// times). It broke only once the class's memory of the ports it gave
+	// (rangeGivenTTL, 10 s) had passed, so it replays clean either way:
+	// TestNodePortRangeHeldByMovedListener (reconcile/listener) waits that
+	// out and fails without the fix (a range is held by every Listener's
+	// Service, whatever its class).
 	{name: "QuietAfterSettling", seed: 6407629003257191809, ops: []Op{
 		{Kind: PutClass, Type: "NodePort", Range: true, Template: 4, Allow: true, NodeAnnotation: true},
 		{Kind: PutClass, Class: 1, Type: "NodePort", Range: true, Allow: true, Network: "private", NodeAnnotation: true},

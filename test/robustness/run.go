@@ -123,7 +123,7 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 		if !st.settled {
 			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
 		}
-		if changed := objectWrites(c.withoutRetries(st.all)); op.Kind == RestartOperator && !catchesUp && len(changed) > 0 {
+		if changed := objectWrites(c.withoutRetries(st.all, st.took)); op.Kind == RestartOperator && !catchesUp && len(changed) > 0 {
 			// Nothing changed but the operator: what it finds is what it
 			// made, and a reconcile of that writes nothing.
 			return fail("RestartWritesNothing", append([]string{"the operator, restarted with nothing changed, wrote:"}, changed...)), nil
@@ -152,13 +152,15 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 
 // settling is what settle saw: where the audit log ended, the
 // operator's writes in the world's namespaces until then (the last few
-// when it did not settle) and those of them the API server refused.
+// when it did not settle) and those of them the API server refused, and
+// how long it took.
 type settling struct {
 	mark    int64
 	writes  []string
 	refused []testenv.Write
 	settled bool
 	all     []testenv.Write
+	took    time.Duration
 }
 
 // settle waits until the audit log shows no write of the operator in the
@@ -210,7 +212,7 @@ func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 				}
 			}
 			if judged {
-				st.settled, st.refused = true, unresolved(st.all)
+				st.settled, st.refused, st.took = true, unresolved(st.all), time.Since(start)
 				return st, nil
 			}
 		}
@@ -305,7 +307,7 @@ func (c *Cluster) quiet(ctx context.Context, w World, mark int64) ([]string, err
 	case <-time.After(c.Quiet):
 	}
 	all, _, err := c.Audit.Writes(mark)
-	writes := w.writes(c.withoutRetries(all))
+	writes := w.writes(c.withoutRetries(all, c.Quiet))
 	if len(writes) > 0 {
 		writes = append([]string{"the operator wrote after it had settled, with nothing changed:"}, writes...)
 	}
