@@ -33,6 +33,24 @@ func TCPAttached(route *gwv1.TCPRoute, p v1alpha1.GatewayParentRef) Attachment {
 	return attached(&route.ObjectMeta, route.Status.Parents, p)
 }
 
+// TCPRefused reports whether the Gateway's controller refused route on
+// parent p for the route's current generation (Accepted False, for
+// example NotAllowedByListeners): the route is not attached there, so it
+// holds nothing of p. A route it has not judged yet is not refused.
+func TCPRefused(route *gwv1.TCPRoute, p v1alpha1.GatewayParentRef) bool {
+	want := ParentReference(p)
+	for _, ps := range route.Status.Parents {
+		if !sameParent(ps.ParentRef, want, route.Namespace) {
+			continue
+		}
+		acc := meta.FindStatusCondition(ps.Conditions, string(gwv1.RouteConditionAccepted))
+		if acc != nil && acc.ObservedGeneration == route.Generation && acc.Status == metav1.ConditionFalse {
+			return true
+		}
+	}
+	return false
+}
+
 func attached(route *metav1.ObjectMeta, parents []gwv1.RouteParentStatus, p v1alpha1.GatewayParentRef) Attachment {
 	want := ParentReference(p)
 	for _, ps := range parents {

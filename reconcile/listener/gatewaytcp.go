@@ -92,7 +92,8 @@ func (r *listenerReconciler) tcpStatus(ctx context.Context, l *v1alpha1.Listener
 // another route holds. A section both hold is l's when every other route
 // on it is one the operator made for another Listener later than l's
 // (the race of two Listeners picking one free section: the later moves);
-// any route the operator did not make holds it against l.
+// any route the operator did not make holds it against l. A route the
+// Gateway refused on the section holds nothing.
 func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (map[string]int, map[int]bool, error) {
 	own, held := map[string]int{}, map[int]bool{}
 	portOf := map[string]string{}
@@ -104,8 +105,8 @@ func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Lis
 		whole.SectionName = ""
 		var ours *gwv1.TCPRoute
 		var others []gwv1.TCPRoute
-		for _, key := range []string{gateway.SectionKey(p), gateway.SectionKey(whole)} {
-			routes, err := r.listTCPRoutes(ctx, client.MatchingFields{IndexTCPRouteSection: key})
+		for _, parent := range []v1alpha1.GatewayParentRef{p, whole} {
+			routes, err := r.listTCPRoutes(ctx, client.MatchingFields{IndexTCPRouteSection: gateway.SectionKey(parent)})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -114,6 +115,13 @@ func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Lis
 				_, isPort := portOf[rt.Name]
 				switch {
 				case rt.Namespace != l.Namespace || !metav1.IsControlledBy(rt, l):
+					// A route the Gateway refused there (a namespace it
+					// does not admit) holds nothing: otherwise anyone
+					// able to write a route, or a Listener, where the
+					// Gateway admits nothing could deny a section.
+					if gateway.TCPRefused(rt, parent) {
+						continue
+					}
 					others = append(others, *rt)
 				case isPort:
 					ours = rt

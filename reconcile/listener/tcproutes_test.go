@@ -108,6 +108,18 @@ func TestSectionHolders(t *testing.T) {
 		}
 		return r
 	}
+	// judged writes the Gateway's Accepted condition for section (""
+	// the whole Gateway) at the route's generation minus behind.
+	judged := func(r *gwv1.TCPRoute, section string, status metav1.ConditionStatus, behind int64) *gwv1.TCPRoute {
+		r.Generation = 2
+		ref := gateway.ParentReference(v1alpha1.GatewayParentRef{Namespace: "gw", Name: "shared", SectionName: section})
+		if section == "" {
+			ref.SectionName = nil
+		}
+		r.Status.Parents = append(r.Status.Parents, gwv1.RouteParentStatus{ParentRef: ref, ControllerName: "traefik.io/gateway-controller",
+			Conditions: []metav1.Condition{{Type: string(gwv1.RouteConditionAccepted), Status: status, Reason: "NotAllowedByListeners", ObservedGeneration: r.Generation - behind, LastTransitionTime: metav1.Now()}}})
+		return r
+	}
 	for _, tc := range []struct {
 		name   string
 		routes []*gwv1.TCPRoute
@@ -132,6 +144,21 @@ func TestSectionHolders(t *testing.T) {
 		{"a route on the whole Gateway", []*gwv1.TCPRoute{
 			route("tenant", "everything", "", "", 1, ""),
 		}, map[string]int{}, map[int]bool{0: true, 1: true, 2: true, 3: true}},
+		{"a foreign route the Gateway refused there, one it has not judged", []*gwv1.TCPRoute{
+			judged(route("tenant", "refused", "", "", 1, "tcp-0"), "tcp-0", metav1.ConditionFalse, 0),
+			route("tenant", "unjudged", "", "", 1, "tcp-1"),
+		}, map[string]int{}, map[int]bool{1: true}},
+		{"a refusal of an older generation, one of another section", []*gwv1.TCPRoute{
+			judged(route("tenant", "stale", "", "", 1, "tcp-0"), "tcp-0", metav1.ConditionFalse, 1),
+			judged(route("tenant", "elsewhere", "", "", 1, "tcp-2"), "tcp-3", metav1.ConditionFalse, 0),
+		}, map[string]int{}, map[int]bool{0: true, 2: true}},
+		{"a Listener's route from a namespace the Gateway does not admit", []*gwv1.TCPRoute{
+			judged(route("unadmitted", "broker.kafka", "broker", "uid-x", 1, "tcp-1"), "tcp-1", metav1.ConditionFalse, 0),
+			judged(route("tenant", "everything", "", "", 1, ""), "", metav1.ConditionFalse, 0),
+		}, map[string]int{}, map[int]bool{}},
+		{"an accepted route holds", []*gwv1.TCPRoute{
+			judged(route("tenant", "accepted", "", "", 1, "tcp-3"), "tcp-3", metav1.ConditionTrue, 0),
+		}, map[string]int{}, map[int]bool{3: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithIndex(&gwv1.TCPRoute{}, IndexTCPRouteSection, tcpRouteSections)
