@@ -140,29 +140,83 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 
 // Listen opens the Unix socket of endpoint ("unix:///path", "unix:/path"
 // or a plain path) with mode 0600, replacing a stale socket left by a
-// previous run. It refuses to replace anything that is not a socket.
+// previous run. It refuses to replace anything that is not a socket. The
+// socket is bound and restricted under a temporary name and renamed into
+// place, so whoever sees it at path finds it listening and 0600: bound
+// at path, it was there for a moment with the umask's mode, refusing
+// connections (between bind and listen).
 func Listen(endpoint string) (net.Listener, error) {
 	path := strings.TrimPrefix(strings.TrimPrefix(endpoint, "unix://"), "unix:")
 	if path == "" {
 		return nil, fmt.Errorf("CSI endpoint %q has no socket path", endpoint)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("CSI endpoint %s exists and is not a socket: refusing to replace it", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("inspect CSI endpoint %s: %w", path, err)
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
 	}
-	lis, err := net.Listen("unix", path)
+	tmp := path + ".binding"
+	if err := removeStaleSocket(tmp); err != nil {
+		return nil, err
+	}
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
+		return nil, fmt.Errorf("listen on %s: %w", tmp, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		lis.Close()
-		return nil, fmt.Errorf("restrict %s to its owner: %w", path, err)
+		return nil, fmt.Errorf("restrict %s to its owner: %w", tmp, err)
 	}
-	return lis, nil
+	if err := os.Rename(tmp, path); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("move the socket into place at %s: %w", path, err)
+	}
+	// The listener would unlink the temporary name on Close; socketListener
+	// removes the socket at path instead, while it is still this one.
+	lis.SetUnlinkOnClose(false)
+	fi, err := os.Stat(path)
+	if err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("inspect %s: %w", path, err)
+	}
+	return &socketListener{lis: lis, path: path, file: fi}, nil
+}
+
+// removeStaleSocket removes a socket at path and refuses anything else.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("inspect CSI endpoint %s: %w", path, err)
+	case fi.Mode()&fs.ModeSocket == 0:
+		return fmt.Errorf("CSI endpoint %s exists and is not a socket: refusing to replace it", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	return nil
+}
+
+// socketListener is the CSI socket's listener. Close removes the socket
+// file only while it is still this listener's: a process that started
+// since and bound its own there keeps it.
+type socketListener struct {
+	lis  *net.UnixListener
+	path string
+	file fs.FileInfo
+}
+
+func (l *socketListener) Accept() (net.Conn, error) { return l.lis.Accept() }
+
+// Addr is the socket's final path (the listener was bound under another).
+func (l *socketListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
+
+func (l *socketListener) Close() error {
+	err := l.lis.Close()
+	if fi, statErr := os.Stat(l.path); statErr == nil && os.SameFile(fi, l.file) {
+		if rmErr := os.Remove(l.path); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	}
+	return err
 }

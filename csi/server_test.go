@@ -35,13 +35,50 @@ func TestListen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Listen over a stale socket: %v", err)
 	}
-	defer lis.Close()
 	fi, err := os.Stat(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode %v, want 0600", fi.Mode().Perm())
+	}
+	if got := lis.Addr().String(); got != sock {
+		t.Errorf("Addr() = %s, want %s", got, sock)
+	}
+	if _, err := os.Lstat(sock + ".binding"); !os.IsNotExist(err) {
+		t.Errorf("the temporary socket name is left: %v", err)
+	}
+	// A client that finds the socket is served (it was listening before
+	// it appeared at its path).
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("dial the socket: %v", err)
+	}
+	conn.Close()
+
+	// Close removes its own socket, and not one a later run bound there.
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Errorf("Close left the socket: %v", err)
+	}
+	first, err := Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.Dial("unix", sock); err != nil {
+		t.Errorf("the earlier run's Close removed the later run's socket: %v", err)
+	} else {
+		conn.Close()
 	}
 
 	file := filepath.Join(dir, "not-a-socket")
