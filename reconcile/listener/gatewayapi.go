@@ -144,13 +144,7 @@ func (w *gatewayWatch) watchTCP(ctx context.Context, version string) error {
 // Listeners of the classes whose sections it names: a route taking or
 // freeing a section decides who may hold it.
 func listenersOfTCPRoute(ctx context.Context, c client.Reader, rt *gwv1.TCPRoute) []ctrl.Request {
-	var reqs []ctrl.Request
-	if owner, ok := gateway.MadeFor(rt); ok {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: owner}})
-	}
-	if i := strings.LastIndexByte(rt.Name, '.'); i > 0 {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: rt.Name[:i]}})
-	}
+	reqs := listenersNamedBy(rt)
 	keys := gateway.RouteSections(rt.Namespace, rt.Spec.ParentRefs)
 	var classes v1alpha1.ListenerClassList
 	if err := c.List(ctx, &classes); err != nil {
@@ -180,14 +174,20 @@ func listenersOfTCPRoute(ctx context.Context, c client.Reader, rt *gwv1.TCPRoute
 // the Listeners that claim its names: a route of someone else's taking or
 // freeing a name decides who publishes it.
 func listenersOfRoute(ctx context.Context, c client.Reader, rt *gwv1.TLSRoute) []ctrl.Request {
+	return append(listenersNamedBy(rt), claimantsOf(ctx, c, hostnames(rt))...)
+}
+
+// listenersNamedBy are the Listener a route was made for and the one
+// whose route has its name (<listener>.<port>), of either route kind.
+func listenersNamedBy(rt client.Object) []ctrl.Request {
 	var reqs []ctrl.Request
 	if owner, ok := gateway.MadeFor(rt); ok {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: owner}})
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.GetNamespace(), Name: owner}})
 	}
-	if i := strings.LastIndexByte(rt.Name, '.'); i > 0 {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: rt.Name[:i]}})
+	if i := strings.LastIndexByte(rt.GetName(), '.'); i > 0 {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: rt.GetNamespace(), Name: rt.GetName()[:i]}})
 	}
-	return append(reqs, claimantsOf(ctx, c, hostnames(rt))...)
+	return reqs
 }
 
 // listenersOfGateway maps a Gateway to the Listeners of the classes that
