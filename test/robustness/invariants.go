@@ -54,6 +54,7 @@ func Invariants() []Invariant {
 		{"PodsToldTheirAddresses", PodsToldTheirAddresses},
 		{"GatedPodsReadyOnlyWhenReachable", GatedPodsReadyOnlyWhenReachable},
 		{"RefusedWritesVisible", RefusedWritesVisible},
+		{"ServicesValid", ServicesValid},
 		{"RefusalsHealWhenLifted", RefusalsHealWhenLifted},
 		{"RoutesFollowTheirClass", RoutesFollowTheirClass},
 		{"RoutesPublishedOnce", RoutesPublishedOnce},
