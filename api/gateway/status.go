@@ -38,11 +38,7 @@ func TCPAttached(route *gwv1.TCPRoute, p v1alpha1.GatewayParentRef) Attachment {
 // example NotAllowedByListeners): the route is not attached there, so it
 // holds nothing of p. A route it has not judged yet is not refused.
 func TCPRefused(route *gwv1.TCPRoute, p v1alpha1.GatewayParentRef) bool {
-	want := ParentReference(p)
-	for _, ps := range route.Status.Parents {
-		if !sameParent(ps.ParentRef, want, route.Namespace) {
-			continue
-		}
+	for _, ps := range parentStatuses(&route.ObjectMeta, route.Status.Parents, p) {
 		acc := meta.FindStatusCondition(ps.Conditions, string(gwv1.RouteConditionAccepted))
 		if acc != nil && acc.ObservedGeneration == route.Generation && acc.Status == metav1.ConditionFalse {
 			return true
@@ -52,11 +48,7 @@ func TCPRefused(route *gwv1.TCPRoute, p v1alpha1.GatewayParentRef) bool {
 }
 
 func attached(route *metav1.ObjectMeta, parents []gwv1.RouteParentStatus, p v1alpha1.GatewayParentRef) Attachment {
-	want := ParentReference(p)
-	for _, ps := range parents {
-		if !sameParent(ps.ParentRef, want, route.Namespace) {
-			continue
-		}
+	for _, ps := range parentStatuses(route, parents, p) {
 		acc := meta.FindStatusCondition(ps.Conditions, string(gwv1.RouteConditionAccepted))
 		res := meta.FindStatusCondition(ps.Conditions, string(gwv1.RouteConditionResolvedRefs))
 		for _, c := range []*metav1.Condition{acc, res} {
@@ -69,6 +61,19 @@ func attached(route *metav1.ObjectMeta, parents []gwv1.RouteParentStatus, p v1al
 		}
 	}
 	return Attachment{}
+}
+
+// parentStatuses are the statuses a route's controllers wrote for parent
+// p (one per controller that judges it).
+func parentStatuses(route *metav1.ObjectMeta, parents []gwv1.RouteParentStatus, p v1alpha1.GatewayParentRef) []gwv1.RouteParentStatus {
+	want := ParentReference(p)
+	var out []gwv1.RouteParentStatus
+	for _, ps := range parents {
+		if sameParent(ps.ParentRef, want, route.Namespace) {
+			out = append(out, ps)
+		}
+	}
+	return out
 }
 
 func current(c *metav1.Condition, generation int64) bool {
