@@ -42,9 +42,9 @@ func (w World) GatewayNamespace() string { return w.Prefix + "-gateways" }
 // GatewayName is the name of Gateway slot i.
 func (w World) GatewayName(i int) string { return fmt.Sprintf("g%d", i) }
 
-// sectionPort is which of Traefik's entry points a section of this name
-// listens on: one per Listener port name, so that a Listener's ports go
-// through sections of their own names.
+// sectionPort is which of Traefik's TLS entry points a section of this
+// name listens on: one per Listener port name, so that a Listener's ports
+// go through sections of their own names.
 func sectionPort(name string) int {
 	if name == "p1" {
 		return 1
@@ -52,43 +52,52 @@ func sectionPort(name string) int {
 	return 0
 }
 
-// GatewayFor is the Gateway a PutGateway makes, its sections on ports (the
-// entry points of Traefik). A section is "<name>:<kind>": All, Selector
-// and Same admit TLSRoutes from those namespaces, Elsewhere has a
-// hostname outside the world's domain, Terminate is not Passthrough.
-func (w World) GatewayFor(op Op, ports [2]int) *gwv1.Gateway {
+// GatewayFor is the Gateway a PutGateway makes, its sections on the ports
+// of env's entry points. A section is "<name>:<kind>". Sections p0 and p1
+// are TLS: All, Selector and Same admit TLSRoutes from those namespaces,
+// Elsewhere has a hostname outside the world's domain, Terminate is not
+// Passthrough. Sections t0… are TCP (tcp.go): All, Selector and Same
+// admit TCPRoutes from those namespaces.
+func (w World) GatewayFor(op Op, env GatewayEnv) *gwv1.Gateway {
 	gw := &gwv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: w.GatewayName(op.Gateway), Namespace: w.GatewayNamespace()},
 		Spec:       gwv1.GatewaySpec{GatewayClassName: gatewayClassName},
 	}
 	for _, s := range op.Sections {
 		name, kind, _ := strings.Cut(s, ":")
-		host := gwv1.Hostname("*." + w.Domain)
-		if kind == "Elsewhere" {
-			host = "*.elsewhere.test"
-		}
 		from := gwv1.NamespacesFromAll
 		switch kind {
 		case "Selector", "Same":
 			from = gwv1.FromNamespaces(kind)
 		}
-		ls := gwv1.Listener{
-			Name: gwv1.SectionName(name), Hostname: &host, Port: gwv1.PortNumber(ports[sectionPort(name)]), Protocol: gwv1.TLSProtocolType,
-			TLS: &gwv1.ListenerTLSConfig{Mode: ptr.To(gwv1.TLSModePassthrough)},
-			AllowedRoutes: &gwv1.AllowedRoutes{
-				Kinds:      []gwv1.RouteGroupKind{{Kind: "TLSRoute"}},
-				Namespaces: &gwv1.RouteNamespaces{From: &from},
-			},
+		ls := tlsSection(w, name, kind, env)
+		if i, ok := tcpSectionIndex(name); ok {
+			ls = tcpSection(name, env.TCPPorts[i])
 		}
+		ls.AllowedRoutes.Namespaces = &gwv1.RouteNamespaces{From: &from}
 		if from == gwv1.NamespacesFromSelector {
 			ls.AllowedRoutes.Namespaces.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{gatewayAccessLabel: "allowed"}}
-		}
-		if kind == "Terminate" {
-			ls.TLS = &gwv1.ListenerTLSConfig{Mode: ptr.To(gwv1.TLSModeTerminate), CertificateRefs: []gwv1.SecretObjectReference{{Name: "robust-missing"}}}
 		}
 		gw.Spec.Listeners = append(gw.Spec.Listeners, ls)
 	}
 	return gw
+}
+
+// tlsSection is TLS section name of kind on its entry point of env.
+func tlsSection(w World, name, kind string, env GatewayEnv) gwv1.Listener {
+	host := gwv1.Hostname("*." + w.Domain)
+	if kind == "Elsewhere" {
+		host = "*.elsewhere.test"
+	}
+	ls := gwv1.Listener{
+		Name: gwv1.SectionName(name), Hostname: &host, Port: gwv1.PortNumber(env.Ports[sectionPort(name)]), Protocol: gwv1.TLSProtocolType,
+		TLS:           &gwv1.ListenerTLSConfig{Mode: ptr.To(gwv1.TLSModePassthrough)},
+		AllowedRoutes: &gwv1.AllowedRoutes{Kinds: []gwv1.RouteGroupKind{{Kind: "TLSRoute"}}},
+	}
+	if kind == "Terminate" {
+		ls.TLS = &gwv1.ListenerTLSConfig{Mode: ptr.To(gwv1.TLSModeTerminate), CertificateRefs: []gwv1.SecretObjectReference{{Name: "robust-missing"}}}
+	}
+	return ls
 }
 
 // gatewayParents are the class's spec.gateway for op.Parents
@@ -102,6 +111,9 @@ func (w World) gatewayParents(op Op) *v1alpha1.ListenerGateway {
 		gw, section, _ := strings.Cut(p, "/")
 		g.ParentRefs = append(g.ParentRefs, v1alpha1.GatewayParentRef{Name: gw, Namespace: w.GatewayNamespace(), SectionName: section})
 	}
+	if op.TCP {
+		g.RouteKind = v1alpha1.RouteKindTCPRoute
+	}
 	return g
 }
 
@@ -110,7 +122,7 @@ func (c *Cluster) applyGateway(ctx context.Context, w World, op Op) error {
 	if c.Gateway == nil {
 		return fmt.Errorf("%s needs Traefik (-robustness.gateway)", op.Kind)
 	}
-	want := w.GatewayFor(op, c.Gateway.Ports)
+	want := w.GatewayFor(op, *c.Gateway)
 	if op.Kind == DeleteGateway {
 		return c.Admin.Delete(ctx, want)
 	}
@@ -125,21 +137,26 @@ func (c *Cluster) applyGateway(ctx context.Context, w World, op Op) error {
 const gatewayOdds = 4
 
 // genGateway is the administrator's Gateway work: a Gateway put (its
-// sections of every kind) or deleted, or a class routed through Gateways
-// (ClusterIP with a hostname template, as a gateway class must be; its
-// parents sometimes a Gateway or section that is not there).
+// sections of every kind, TLS and TCP) or deleted, or a class routed
+// through Gateways: a TLSRoute class (ClusterIP with a hostname template,
+// as such a class must be; its parents sometimes a Gateway or section that
+// is not there) or a TCPRoute class (genTCPClass). A class of either kind
+// replaces whatever the slot held, plain or routed.
 func genGateway(r *rand.Rand, m *model) Op {
-	switch x := r.IntN(8); {
-	case x < 3 || len(m.gateways) == 0:
+	switch x := r.IntN(11); {
+	case x < 4 || len(m.gateways) == 0:
 		op := Op{Kind: PutGateway, Gateway: r.IntN(gatewaySlots)}
 		for _, name := range []string{"p0", "p1"} {
 			if r.IntN(3) > 0 || name == "p1" && len(op.Sections) == 0 {
 				op.Sections = append(op.Sections, name+":"+pick(r, []string{"All", "All", "All", "All", "Selector", "Same", "Elsewhere", "Terminate"}))
 			}
 		}
+		op.Sections = append(op.Sections, genTCPSections(r, op.Gateway)...)
 		return op
-	case x == 3:
+	case x == 4:
 		return Op{Kind: DeleteGateway, Gateway: r.IntN(gatewaySlots)}
+	case x >= 8:
+		return genTCPClass(r, m)
 	}
 	op := genPutClass(r, r.IntN(classSlots))
 	op.Type, op.Range, op.NodeAnnotation = v1alpha1.ServiceTypeClusterIP, false, false
@@ -188,7 +205,7 @@ func (s *Snapshot) takeGateways(ctx context.Context, c client.Reader) error {
 		}
 		s.Routes[t] = routes.Items
 	}
-	return nil
+	return s.takeTCPRoutes(ctx, c)
 }
 
 // routeOwner is the Listener of tenant t that controls route r, or nil.

@@ -10,6 +10,9 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
+// testGatewayEnv are the ports of Traefik's entry points in the tables.
+var testGatewayEnv = GatewayEnv{Ports: [2]int{9443, 9444}, TCPPorts: [tcpSections]int{9450, 9451, 9452, 9453}}
+
 // gatewayWorld is world() with class slot 0 a gateway class through
 // section p0 of Gateway g0, each tenant's Listener "web" with the route the
 // operator makes, which Traefik attached; change edits it.
@@ -17,7 +20,7 @@ func gatewayWorld(t *testing.T, change func(s *Snapshot)) *Snapshot {
 	class := Op{Kind: PutClass, Type: v1alpha1.ServiceTypeClusterIP, Template: 1, Parents: []string{"g0/p0"}}
 	s := world(class, nil)
 	s.World.Gateway = true
-	gw := s.World.GatewayFor(Op{Kind: PutGateway, Sections: []string{"p0:All"}}, [2]int{9443, 9444})
+	gw := s.World.GatewayFor(Op{Kind: PutGateway, Sections: []string{"p0:All"}}, testGatewayEnv)
 	s.Gateways = map[string]*gwv1.Gateway{gw.Name: gw}
 	c := s.Classes[s.World.ClassName(0)]
 	for tn := range s.Listeners {
@@ -54,6 +57,12 @@ func TestGatewayInvariantsFindBreaches(t *testing.T) {
 		{name: "routes as they should be", inv: RoutesFollowTheirClass},
 		{name: "sections as they should be", inv: RoutesPublishedOnce},
 		{name: "Ready as it should be", inv: GatewayRefusalsSaid},
+		{name: "a TLSRoute left on a TCPRoute class", inv: RoutesFollowTheirClass, change: func(s *Snapshot) {
+			s.Classes[s.World.ClassName(0)].Spec.Gateway.RouteKind = v1alpha1.RouteKindTCPRoute
+		}, want: "the class makes TCPRoutes"},
+		{name: "a tenant's annotation on a route", inv: RoutesFollowTheirClass, change: func(s *Snapshot) {
+			s.Routes[0][0].Annotations = map[string]string{"team": "a"}
+		}, want: "has annotations"},
 		{name: "a tenant's label on a route", inv: RoutesFollowTheirClass, change: func(s *Snapshot) { s.Routes[0][0].Labels["team"] = "a" }, want: "has labels"},
 		{name: "another hostname", inv: RoutesFollowTheirClass, change: func(s *Snapshot) { s.Routes[1][0].Spec.Hostnames = []gwv1.Hostname{"x.robust.test"} }, want: "routes hostnames"},
 		{name: "a parent the class does not name", inv: RoutesFollowTheirClass, change: func(s *Snapshot) {

@@ -45,6 +45,10 @@ func RoutesFollowTheirClass(st Step) []string {
 				out = append(out, where+" stays, and the class routes through no Gateway")
 				continue
 			}
+			if tcpClass(class) {
+				out = append(out, where+" stays, and the class makes TCPRoutes")
+				continue
+			}
 			for _, p := range r.Spec.ParentRefs {
 				if !slices.ContainsFunc(class.Spec.Gateway.ParentRefs, func(c v1alpha1.GatewayParentRef) bool {
 					return p.Namespace != nil && string(*p.Namespace) == c.Namespace && string(p.Name) == c.Name && p.SectionName != nil && string(*p.SectionName) == c.SectionName
@@ -55,22 +59,38 @@ func RoutesFollowTheirClass(st Step) []string {
 			if want := hostname(class, l); len(r.Spec.Hostnames) != 1 || string(r.Spec.Hostnames[0]) != want {
 				out = append(out, fmt.Sprintf("%s routes hostnames %v, the class gives the Listener %s", where, r.Spec.Hostnames, want))
 			}
-			out = append(out, routeBackend(where, r, l)...)
-			want := map[string]string{gateway.LabelManagedBy: gateway.LabelManagedByValue, v1alpha1.LabelRouteListener: names.ListenerLabelValue(l.Name)}
-			if !maps.Equal(r.Labels, want) {
-				out = append(out, fmt.Sprintf("%s has labels %v, want the operator's own %v", where, r.Labels, want))
+			var backends [][]gwv1.BackendRef
+			for _, rule := range r.Spec.Rules {
+				backends = append(backends, rule.BackendRefs)
 			}
+			out = append(out, routeBackend(where, backends, l)...)
+			out = append(out, routeMetadata(where, r.Labels, r.Annotations, l)...)
 		}
 	}
 	return out
 }
 
-// routeBackend: route r sends to Listener l's Service, on a port l has.
-func routeBackend(where string, r *gwv1.TLSRoute, l *v1alpha1.Listener) []string {
-	if len(r.Spec.Rules) != 1 || len(r.Spec.Rules[0].BackendRefs) != 1 {
-		return []string{fmt.Sprintf("%s has %d rules, want one with one backend", where, len(r.Spec.Rules))}
+// routeMetadata: a route of Listener l carries the operator's labels
+// alone and no annotation (nothing of the tenant's).
+func routeMetadata(where string, labels, annotations map[string]string, l *v1alpha1.Listener) []string {
+	var out []string
+	want := map[string]string{gateway.LabelManagedBy: gateway.LabelManagedByValue, v1alpha1.LabelRouteListener: names.ListenerLabelValue(l.Name)}
+	if !maps.Equal(labels, want) {
+		out = append(out, fmt.Sprintf("%s has labels %v, want the operator's own %v", where, labels, want))
 	}
-	b := r.Spec.Rules[0].BackendRefs[0]
+	if len(annotations) > 0 {
+		out = append(out, fmt.Sprintf("%s has annotations %v, want none", where, annotations))
+	}
+	return out
+}
+
+// routeBackend: a route whose rules have backends sends to Listener l's
+// Service, on a port l has, through one rule with one backend.
+func routeBackend(where string, backends [][]gwv1.BackendRef, l *v1alpha1.Listener) []string {
+	if len(backends) != 1 || len(backends[0]) != 1 {
+		return []string{fmt.Sprintf("%s has %d rules, want one with one backend", where, len(backends))}
+	}
+	b := backends[0][0]
 	if string(b.Name) != names.ServiceName(l.Name) || b.Port == nil ||
 		!slices.ContainsFunc(l.Spec.Ports, func(p v1alpha1.ListenerPort) bool { return p.Port == int32(*b.Port) }) {
 		return []string{fmt.Sprintf("%s sends to %s port %v, not to the Listener's Service %s on one of its ports", where, b.Name, ptrString(b.Port), names.ServiceName(l.Name))}
@@ -182,18 +202,29 @@ func (c *Cluster) routesJudged(ctx context.Context, w World) (bool, error) {
 		}
 		for i := range routes.Items {
 			r := &routes.Items[i]
-			for _, p := range r.Spec.ParentRefs {
-				if !slices.ContainsFunc(gws.Items, func(g gwv1.Gateway) bool { return g.Name == string(p.Name) }) {
-					continue
-				}
-				ref := v1alpha1.GatewayParentRef{Name: string(p.Name), Namespace: ptrString(p.Namespace), SectionName: ptrString(p.SectionName)}
+			for _, ref := range judgedParents(r.Spec.ParentRefs, gws.Items) {
 				if a := gateway.Attached(r, ref); !a.Attached && a.Reason == "" {
 					return false, nil
 				}
 			}
 		}
+		if judged, err := c.tcpRoutesJudged(ctx, ns, gws.Items); !judged || err != nil {
+			return false, err
+		}
 	}
 	return true, nil
+}
+
+// judgedParents are a route's parents whose Gateway is among gws: those
+// its controller writes a status for.
+func judgedParents(refs []gwv1.ParentReference, gws []gwv1.Gateway) []v1alpha1.GatewayParentRef {
+	var out []v1alpha1.GatewayParentRef
+	for _, p := range refs {
+		if slices.ContainsFunc(gws, func(g gwv1.Gateway) bool { return g.Name == string(p.Name) }) {
+			out = append(out, v1alpha1.GatewayParentRef{Name: string(p.Name), Namespace: ptrString(p.Namespace), SectionName: ptrString(p.SectionName)})
+		}
+	}
+	return out
 }
 
 // awaitGateway waits, at most 15 s, until Traefik has written the status
@@ -228,6 +259,7 @@ func ptrString[T ~string | ~int32](p *T) string {
 // addRoutes counts the operator's routes and what Traefik said of each
 // parent ("TLSRoute parent Accepted=<reason>").
 func (c *Coverage) addRoutes(st Step) {
+	c.addTCPRoutes(st) // tcp.go
 	for t := range st.Cur.Routes {
 		for _, r := range st.Cur.Routes[t] {
 			c.States["TLSRoute"]++

@@ -20,18 +20,23 @@ import (
 const gatewayClassName = "traefik"
 
 // GatewayEnv is Traefik running against the suite's API server: the ports
-// of its two entry points (sections p0 and p1 listen on them).
+// of its two TLS entry points (sections p0 and p1 listen on them) and of
+// its TCP entry points (section t<i> listens on TCPPorts[i], tcp.go).
 type GatewayEnv struct {
-	Ports [2]int
+	Ports    [2]int
+	TCPPorts [tcpSections]int
 }
 
-// startTraefik installs the Gateway API CRDs and the GatewayClass, runs
-// Traefik (bin/tools/traefik, `make gateway-tools`) out of cluster with the
-// Gateway provider only, as `make gateway-smoke` runs it, and waits until
-// it accepted the class. stop ends it; its log is bin/robustness-traefik.log.
+// startTraefik installs the Gateway API CRDs of the Experimental channel
+// (TCPRoute v1alpha2, the only version Traefik reads, is served by them
+// alone) and the GatewayClass, runs Traefik (bin/tools/traefik, `make
+// gateway-tools`) out of cluster with the Gateway provider only and its
+// experimental channel on (without it Traefik marks a TCP section
+// Conflicted), as the e2e cluster runs it, and waits until it accepted
+// the class. stop ends it; its log is bin/robustness-traefik.log.
 func startTraefik(ctx context.Context, e *testenv.Env) (gw *GatewayEnv, stop func(), err error) {
 	bin := filepath.Join(testenv.RepoRoot(), "bin", "tools", "traefik")
-	crds := filepath.Join(testenv.RepoRoot(), "bin", "gateway-crds", "standard")
+	crds := filepath.Join(testenv.RepoRoot(), "bin", "gateway-crds", "experimental")
 	for _, p := range []string{bin, crds} {
 		if _, err := os.Stat(p); err != nil {
 			return nil, nil, fmt.Errorf("-robustness.gateway needs Traefik and the Gateway API CRDs it is built against: run `make gateway-tools`: %w", err)
@@ -47,12 +52,19 @@ func startTraefik(ctx context.Context, e *testenv.Env) (gw *GatewayEnv, stop fun
 	}
 	gw = &GatewayEnv{}
 	args := []string{"--providers.kubernetesgateway=true", "--providers.kubernetesgateway.statusaddress.ip=127.0.0.1",
+		"--providers.kubernetesgateway.experimentalchannel=true",
 		"--global.checknewversion=false", "--global.sendanonymoususage=false", "--log.level=INFO"}
 	for i := range gw.Ports {
 		if gw.Ports[i], err = testenv.FreePort(); err != nil {
 			return nil, nil, err
 		}
 		args = append(args, fmt.Sprintf("--entrypoints.p%d.address=127.0.0.1:%d", i, gw.Ports[i]))
+	}
+	for i := range gw.TCPPorts {
+		if gw.TCPPorts[i], err = testenv.FreePort(); err != nil {
+			return nil, nil, err
+		}
+		args = append(args, fmt.Sprintf("--entrypoints.t%d.address=127.0.0.1:%d", i, gw.TCPPorts[i]))
 	}
 	traefik, err := e.StartProcess(filepath.Join(testenv.RepoRoot(), "bin", "robustness-traefik.log"), bin, args...)
 	if err != nil {

@@ -59,6 +59,11 @@ func Invariants() []Invariant {
 		{"RoutesFollowTheirClass", RoutesFollowTheirClass},
 		{"RoutesPublishedOnce", RoutesPublishedOnce},
 		{"GatewayRefusalsSaid", GatewayRefusalsSaid},
+		{"TCPRoutesFollowTheirClass", TCPRoutesFollowTheirClass},
+		{"TCPSectionsPublishedOnce", TCPSectionsPublishedOnce},
+		{"ReplicasHoldTheirSections", ReplicasHoldTheirSections},
+		{"TCPRefusalsSaid", TCPRefusalsSaid},
+		{"TCPListenersToldGatewayAddress", TCPListenersToldGatewayAddress},
 	}
 }
 

@@ -94,6 +94,9 @@ type Op struct {
 	Gateway  int
 	Sections []string
 	Parents  []string
+	// PutClass: spec.gateway.routeKind TCPRoute, Parents the ordered
+	// block of its sections (tcp.go).
+	TCP bool
 }
 
 // networkKey is the exposure annotation classes set and tenants try to.

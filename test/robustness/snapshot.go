@@ -42,6 +42,8 @@ type Snapshot struct {
 	// namespaces, Gateways the world's by name (with Traefik only).
 	Routes   [2][]gwv1.TLSRoute
 	Gateways map[string]*gwv1.Gateway
+	// TCPRoutes are the TCPRoutes the operator made there (tcp.go).
+	TCPRoutes [2][]gwv1.TCPRoute
 }
 
 // Take reads the world's objects as the administrator (c).
