@@ -7,8 +7,11 @@
 // ResourceQuota, so that the operator's writes are refused for good, and
 // the cap lifted; the nodes' address annotations; with Traefik
 // (-robustness.gateway, make robustness; gateway.go, gatewaytraefik.go):
-// Gateways and classes routed through them, whose routes the invariants of
-// gatewayinvariants.go judge) and of two tenants who hold only the built-in
+// Gateways with TLS and TCP sections and classes routed through them,
+// TLSRoute classes and TCPRoute classes whose parents are a block of TCP
+// sections (tcp.go), whose routes, sections and published addresses the
+// invariants of gatewayinvariants.go, tcpinvariants.go and tcpready.go
+// judge) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
