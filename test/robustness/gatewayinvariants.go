@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -21,32 +22,18 @@ import (
 // route's parents are among the class's; its one hostname is the one the
 // class's template gives the Listener; its backend is the Listener's
 // Service on one of the Listener's ports; its labels are the operator's
-// alone.
+// alone, and it has no annotation.
 func RoutesFollowTheirClass(st Step) []string {
 	var out []string
 	s := st.Cur
 	for t := range s.Routes {
 		for i := range s.Routes[t] {
 			r := &s.Routes[t][i]
-			l := s.routeOwner(t, r)
-			if l == nil || l.DeletionTimestamp != nil || r.DeletionTimestamp != nil {
-				continue // the garbage collector's
+			l, class, where, breach := s.routeJudged(t, "TLSRoute", &r.ObjectMeta)
+			if breach != "" {
+				out = append(out, breach)
 			}
-			if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
-				out = append(out, fmt.Sprintf("TLSRoute %s/%s of Listener %s stays, and the Listener names no class", r.Namespace, r.Name, l.Name))
-				continue
-			}
-			class := s.classOf(l)
 			if class == nil {
-				continue // as for Services: it says ClassNotFound
-			}
-			where := fmt.Sprintf("TLSRoute %s/%s of Listener %s (class %s)", r.Namespace, r.Name, l.Name, class.Name)
-			if class.Spec.Gateway == nil {
-				out = append(out, where+" stays, and the class routes through no Gateway")
-				continue
-			}
-			if tcpClass(class) {
-				out = append(out, where+" stays, and the class makes TCPRoutes")
 				continue
 			}
 			for _, p := range r.Spec.ParentRefs {
@@ -82,6 +69,33 @@ func routeMetadata(where string, labels, annotations map[string]string, l *v1alp
 		out = append(out, fmt.Sprintf("%s has annotations %v, want none", where, annotations))
 	}
 	return out
+}
+
+// routeJudged is the Listener of tenant t that controls a route of kind
+// (TLSRoute or TCPRoute) with metadata m, its class, and where that names
+// them; class nil when there is nothing more to judge: the route is the
+// garbage collector's, the class is gone (the Listener says
+// ClassNotFound), or breach says that the route stays though the
+// Listener names no class or its class makes no routes of that kind.
+func (s *Snapshot) routeJudged(t int, kind string, m *metav1.ObjectMeta) (l *v1alpha1.Listener, class *v1alpha1.ListenerClass, where, breach string) {
+	l = s.controller(t, m.OwnerReferences)
+	if l == nil || l.DeletionTimestamp != nil || m.DeletionTimestamp != nil {
+		return nil, nil, "", ""
+	}
+	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
+		return nil, nil, "", fmt.Sprintf("%s %s/%s of Listener %s stays, and the Listener names no class", kind, m.Namespace, m.Name, l.Name)
+	}
+	if class = s.classOf(l); class == nil {
+		return nil, nil, "", ""
+	}
+	where = fmt.Sprintf("%s %s/%s of Listener %s (class %s)", kind, m.Namespace, m.Name, l.Name, class.Name)
+	switch {
+	case class.Spec.Gateway == nil:
+		return nil, nil, "", where + " stays, and the class routes through no Gateway"
+	case string(class.Spec.Gateway.EffectiveRouteKind()) != kind:
+		return nil, nil, "", fmt.Sprintf("%s stays, and the class makes %ss", where, class.Spec.Gateway.EffectiveRouteKind())
+	}
+	return l, class, where, ""
 }
 
 // routeBackend: a route whose rules have backends sends to Listener l's

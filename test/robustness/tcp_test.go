@@ -81,7 +81,7 @@ func TestTCPInvariantsFindBreaches(t *testing.T) {
 		}, want: "not to the Listener's Service"},
 		{name: "a TCPRoute left on a TLSRoute class", inv: TCPRoutesFollowTheirClass, change: func(s *Snapshot) {
 			s.Classes[s.World.ClassName(0)].Spec.Gateway.RouteKind = v1alpha1.RouteKindTLSRoute
-		}, want: "the class makes no TCPRoutes"},
+		}, want: "the class makes TLSRoutes"},
 		{name: "a TCPRoute left without a class", inv: TCPRoutesFollowTheirClass, change: func(s *Snapshot) { s.Listeners[1][0].Spec.ClassName = nil }, want: "names no class"},
 		{name: "two Listeners told one section", inv: TCPSectionsPublishedOnce, change: func(s *Snapshot) {
 			s.Listeners[1][0].Status.IngressAddresses = s.Listeners[0][0].Status.IngressAddresses

@@ -45,21 +45,11 @@ func TCPRoutesFollowTheirClass(st Step) []string {
 	for t := range s.TCPRoutes {
 		for i := range s.TCPRoutes[t] {
 			r := &s.TCPRoutes[t][i]
-			l := s.controller(t, r.OwnerReferences)
-			if l == nil || l.DeletionTimestamp != nil || r.DeletionTimestamp != nil {
-				continue // the garbage collector's
+			l, class, where, breach := s.routeJudged(t, "TCPRoute", &r.ObjectMeta)
+			if breach != "" {
+				out = append(out, breach)
 			}
-			if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
-				out = append(out, fmt.Sprintf("TCPRoute %s/%s of Listener %s stays, and the Listener names no class", r.Namespace, r.Name, l.Name))
-				continue
-			}
-			class := s.classOf(l)
 			if class == nil {
-				continue // as for Services: it says ClassNotFound
-			}
-			where := fmt.Sprintf("TCPRoute %s/%s of Listener %s (class %s)", r.Namespace, r.Name, l.Name, class.Name)
-			if !tcpClass(class) {
-				out = append(out, where+" stays, and the class makes no TCPRoutes")
 				continue
 			}
 			if len(r.Spec.ParentRefs) != 1 || !slices.Contains(class.Spec.Gateway.ParentRefs, parentRef(r.Spec.ParentRefs[0])) {
