@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/listener-operator/listener-operator/api/claims"
 	"github.com/listener-operator/listener-operator/api/gateway"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
@@ -144,9 +145,14 @@ func (c *Coverage) addTCPRoutes(st Step) {
 		}
 		for i := range st.Cur.Listeners[t] {
 			l := &st.Cur.Listeners[t][i]
-			if tcpClass(st.Cur.classOf(l)) {
-				c.States["TCPRoute class Listener Ready="+readyReason(l)]++
+			if !tcpClass(st.Cur.classOf(l)) {
+				continue
 			}
+			what := "TCPRoute class Listener"
+			if claims.Replica(l, st.Cur.mounting(t, l)) >= 0 {
+				what = "TCPRoute class replica"
+			}
+			c.States[what+" Ready="+readyReason(l)]++
 		}
 	}
 }
