@@ -282,6 +282,20 @@ var gatewayRegressions = []struct {
 		{Kind: PutClass, Type: "ClusterIP", Template: 1, Allow: true, Gate: true, Parents: []string{"g1/p0"}},
 		{Kind: WebhooksOn},
 	}},
+	// Found by make robustness (seed 18154420056734506710, shrunk to 23
+	// operations, cut by hand to these): a class of a StatefulSet's
+	// replica and a standalone pod's Listener becomes a TCPRoute class of
+	// one section; both Listeners pick the free section at once (each
+	// before the cache has the other's route), and the one that loses it
+	// (GatewaySectionTaken, or GatewaySectionsExhausted) kept its route
+	// there: two TCPRoutes attached to one section.
+	{name: "TCPSectionsPublishedOnce", seed: 18154420056734506710, ops: []Op{
+		{Kind: PutClass, Class: 1, Type: "LoadBalancer"},
+		{Kind: PutGateway, Gateway: 1, Sections: []string{"p0:All", "t2:All"}},
+		{Kind: PutStatefulSet, Name: "sts-db", Class: 1, Ports: []int32{8080}, Replicas: 1},
+		{Kind: PutPod, Name: "pod-db", Class: 1, Ports: []int32{8080}},
+		{Kind: PutClass, Class: 1, Type: "ClusterIP", Parents: []string{"g1/t2"}, TCP: true},
+	}},
 }
 
 // TestGatewayRegressions plays every shrunk history with Gateways.
