@@ -46,14 +46,25 @@ func (r *listenerReconciler) tcpStatus(ctx context.Context, l *v1alpha1.Listener
 		return nil, verdict{}, err
 	}
 	bindings, err := gateway.TCPSections(class, l, claims.Replica(l, pods), own, held)
+	keep := map[string]bool{}
+	for _, b := range bindings {
+		keep[b.RouteName] = true
+	}
 	var exhausted *gateway.SectionsExhausted
 	var taken *gateway.SectionTaken
-	switch {
-	case errors.As(err, &exhausted):
-		return nil, verdict{reason: v1alpha1.ReasonGatewaySectionsExhausted, message: err.Error()}, nil
-	case errors.As(err, &taken):
-		// Never a takeover: the Listener's routes stay as they are.
-		return nil, verdict{reason: v1alpha1.ReasonGatewaySectionTaken, message: err.Error()}, nil
+	if errors.As(err, &exhausted) || errors.As(err, &taken) {
+		// Never a takeover: the routes of ports whose section the
+		// Listener cannot have go (two Listeners that picked one free
+		// section at once each wrote one there, and the section is the
+		// other's), the others stay as they are.
+		if err := r.deleteStaleTCPRoutes(ctx, l, keep); err != nil {
+			return nil, verdict{}, err
+		}
+		reason := v1alpha1.ReasonGatewaySectionTaken
+		if exhausted != nil {
+			reason = v1alpha1.ReasonGatewaySectionsExhausted
+		}
+		return nil, verdict{reason: reason, message: err.Error()}, nil
 	}
 	sections := make([]addresses.SectionAddress, len(bindings))
 	for i, b := range bindings {
@@ -62,10 +73,6 @@ func (r *listenerReconciler) tcpStatus(ctx context.Context, l *v1alpha1.Listener
 			return nil, v, err
 		}
 		sections[i] = s
-	}
-	keep := map[string]bool{}
-	for _, b := range bindings {
-		keep[b.RouteName] = true
 	}
 	if err := r.deleteStaleTCPRoutes(ctx, l, keep); err != nil {
 		return nil, verdict{}, err

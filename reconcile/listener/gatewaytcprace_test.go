@@ -3,6 +3,7 @@ package listener
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,9 @@ func TestGatewayTCPRaceLoserLetsGo(t *testing.T) {
 				return nil
 			})
 			// The loser's route, as the race left it: on the section, made
-			// after the winner's.
+			// after the winner's (creation times have whole seconds; in the
+			// same second the names decide).
+			time.Sleep(time.Until(rt.CreationTimestamp.Add(time.Second)))
 			b := gateway.TCPBinding{Port: loser.Spec.Ports[0], Parent: class.Spec.Gateway.ParentRefs[0], RouteName: names.RouteName(loser.Name, "kafka")}
 			lost := gateway.TCPRoute(loser, b, names.ServiceName(loser.Name))
 			testenv.Create(t, ctx, c, lost)
