@@ -31,11 +31,15 @@ func (w World) nodeIP(i int) string {
 
 // Node is the world's node i as kubelet registers it: Ready, with an
 // InternalIP and its hostname in status and the hostname labels pinned
-// volumes' node affinity names.
+// volumes' node affinity names; kwok's to manage (kwok.go), which keeps
+// its lease and runs its pods.
 func (w World) Node(i int) *corev1.Node {
 	name := w.NodeName(i)
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, v1alpha1.TopologyKeyHostname: name}},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{corev1.LabelHostname: name, v1alpha1.TopologyKeyHostname: name},
+			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
+		},
 		Status: corev1.NodeStatus{
 			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: w.nodeIP(i)}, {Type: corev1.NodeHostName, Address: name}},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
@@ -160,9 +164,8 @@ func (c *Cluster) prepareNodes(ctx context.Context, w World) error {
 	return nil
 }
 
-// cleanupNodes removes what no kubelet finishes here: the world's pods
-// (deleted at once, as kubelet would once their containers stopped, so
-// that the namespaces can go) and its nodes, and unpublishes their
+// cleanupNodes removes the world's pods at once (not waiting for kwok,
+// so that the namespaces can go) and its nodes, and unpublishes their
 // volumes.
 func (c *Cluster) cleanupNodes(ctx context.Context, w World) {
 	for _, ns := range w.Tenants {
