@@ -134,7 +134,10 @@ func run(m *testing.M) (int, error) {
 	if err := cluster.Faults.KeepWebhooks(ctx, e.Client); err != nil {
 		return 0, err
 	}
-	return m.Run(), nil
+	cluster.Timing = &Timing{}
+	code := m.Run()
+	fmt.Printf("ROBUSTNESS: time by phase: %s\n", cluster.Timing)
+	return code, nil
 }
 
 // operator is the operator's manager running in this process, which a

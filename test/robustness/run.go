@@ -30,14 +30,16 @@ type Cluster struct {
 	Tenants  [2]client.Client
 	Warnings [2]*Warnings
 	Audit    *testenv.AuditLog
-	// Kubelet schedules and runs the world's pods, publishing their
-	// listener volumes through the CSI node service (nil: pods stay
-	// Pending).
+	// Kubelet binds the world's pods and publishes their listener
+	// volumes through the CSI node service, for kwok to run them (nil:
+	// pods stay Pending).
 	Kubelet *Kubelet
 	// Window is how long the operator must write nothing to count as
 	// settled; Bound how long the runner waits for that at most; Quiet
 	// how much longer, after the invariants, it must still write nothing.
 	Window, Bound, Quiet time.Duration
+	// Timing adds up where the operations' time goes (nil: not counted).
+	Timing *Timing
 	// Faults restart the operator and switch the webhooks off and on.
 	Faults *Faults
 	// quotas are the namespaces a PutQuota caps now (quota.go).
@@ -109,17 +111,21 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 			return &Failure{Seed: seed, Invariant: inv, Lines: lines, Ops: append([]Op(nil), ops[:i+1]...)}
 		}
 		catchesUp := c.Faults.catchesUp(op) // faults.go
+		t0 := time.Now()
 		answer, err := c.apply(ctx, w, op)
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
+		t0 = c.Timing.since("apply", t0)
 		if err := c.runPods(ctx, w, op); err != nil {
 			return nil, err
 		}
+		t0 = c.Timing.since("pods", t0)
 		st, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
+		t0 = c.Timing.since("settle", t0)
 		if !st.settled {
 			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
 		}
@@ -142,9 +148,11 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 				return fail(inv.Name, lines), nil
 			}
 		}
+		t0 = c.Timing.since("check", t0)
 		if lines, err := c.quiet(ctx, w, st.mark); err != nil || len(lines) > 0 {
 			return fail("QuietAfterSettling", lines), err
 		}
+		c.Timing.since("quiet", t0)
 		prev = cur
 	}
 	return nil, nil
