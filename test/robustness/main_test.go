@@ -196,7 +196,7 @@ func (o *operator) restart(ctx context.Context) error {
 
 // newCluster makes the clients of the administrator and the tenants.
 func newCluster(e *testenv.Env, audit *testenv.AuditLog) *Cluster {
-	c := &Cluster{Admin: e.Client, Audit: audit, Window: time.Second, Bound: 30 * time.Second, Quiet: 500 * time.Millisecond}
+	c := &Cluster{Admin: e.Client, Audit: audit, Window: 500 * time.Millisecond, Bound: 30 * time.Second, Quiet: 500 * time.Millisecond}
 	users := NewWorld(0).Users
 	for t := range c.Tenants {
 		c.Warnings[t] = &Warnings{}

@@ -59,6 +59,11 @@ type listenerVolume struct {
 	pv    *corev1.PersistentVolume
 }
 
+// syncPoll is how often Sync looks again while the cluster or kwok is
+// still at work: a pass is a few List calls, and each operation waits for
+// it at least once.
+const syncPoll = 25 * time.Millisecond
+
 // Sync does the scheduler's and kubelet's work in namespaces (of world
 // w) until nothing is left to do, or only what no one here will end (a
 // Listener waiting for a load balancer, a class that does not exist):
@@ -76,7 +81,7 @@ func (k *Kubelet) Sync(ctx context.Context, w World, namespaces []string) error 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(syncPoll):
 		}
 	}
 }
