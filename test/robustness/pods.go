@@ -147,18 +147,14 @@ func merged(m map[string]string, k, v string) map[string]string {
 	return m
 }
 
-// prepareNodes registers the world's nodes as kubelet would (the object,
-// then its status).
+// prepareNodes registers the world's nodes as kubelet does: the object
+// with its status in one create (the API server keeps a node's status on
+// create), so that kwok finds them Ready and leaves their addresses alone
+// (its node-initialize stage writes only a node that is not Ready).
 func (c *Cluster) prepareNodes(ctx context.Context, w World) error {
 	for i := range nodeCount {
-		want := w.Node(i)
-		node := want.DeepCopy()
-		if err := c.Admin.Create(ctx, node); err != nil {
+		if err := c.Admin.Create(ctx, w.Node(i)); err != nil {
 			return fmt.Errorf("prepare world %s: node: %w", w.Prefix, err)
-		}
-		node.Status = want.Status
-		if err := c.Admin.Status().Update(ctx, node); err != nil {
-			return fmt.Errorf("prepare world %s: node status: %w", w.Prefix, err)
 		}
 	}
 	return nil
