@@ -12,11 +12,15 @@
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
-// under the same name: pods.go, podsgen.go). No scheduler or kubelet runs: the suite's
-// Kubelet (podskubelet.go, podscsi.go) binds pods to the world's nodes,
-// publishes their listener volumes through the CSI driver's node service
-// in this process and marks them Running, in `make test` and `make
-// robustness` alike (not kwok). After each operation the
+// under the same name: pods.go, podsgen.go). kwok (kwok.go, started once
+// in every run; hack/kwok/robustness-stages.yaml) runs the histories' fake
+// nodes: it keeps their leases, marks a pod Running and Ready once the
+// suite published its volumes, and finishes a graceful delete once they
+// are unpublished. No scheduler or real kubelet runs: the suite's Kubelet
+// (podskubelet.go, podscsi.go) binds pods to the world's nodes and calls
+// the CSI driver's node service in this process, publishing each pod's
+// listener volumes before kwok runs it and unpublishing them before kwok
+// removes it. After each operation the
 // runner (run.go) waits until the operator has settled, that is written
 // nothing for a while as the API server's audit log counts it (internal/testenv/audit.go)
 // with its workqueues empty (idle.go) and, with Traefik, every route judged,
