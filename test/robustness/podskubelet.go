@@ -39,7 +39,8 @@ type Kubelet struct {
 	// Dir holds the published volumes, at kubelet's paths.
 	Dir string
 	// Bound is how long Sync waits at most for what the cluster is still
-	// making (a StatefulSet's pods, a pod's claim, volume and Listener).
+	// making (a StatefulSet's pods, a pod's claim, volume and Listener)
+	// and for kwok (a published pod Running, an unpublished one gone).
 	Bound time.Duration
 	// published are the targets published, by pod.
 	published map[types.UID]publishedPod
@@ -64,8 +65,9 @@ type listenerVolume struct {
 // it at least once.
 const syncPoll = 25 * time.Millisecond
 
-// Sync does the scheduler's and kubelet's work in namespaces (of world
-// w) until nothing is left to do, or only what no one here will end (a
+// Sync does the scheduler's and kubelet's CSI work in namespaces (of
+// world w), and waits for kwok's, until nothing is left to do, or only
+// what no one here will end (a
 // Listener waiting for a load balancer, a class that does not exist):
 // those pods stay Pending (ContainerCreating), as on a real node.
 func (k *Kubelet) Sync(ctx context.Context, w World, namespaces []string) error {
