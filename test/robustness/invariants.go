@@ -190,7 +190,9 @@ func tenantKeysAllowed(where string, svc, prev *corev1.Service, class *v1alpha1.
 // unless the Listener says otherwise.
 func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) []string {
 	var out []string
-	if len(l.Spec.Ports) > 0 {
+	// A Listener whose sharing is held back keeps its Service as it was
+	// (shareinvariants.go).
+	if len(l.Spec.Ports) > 0 && !(sharingOf(class) != nil && sharingHeld(l)) {
 		want, got := map[string]int32{}, map[string]int32{}
 		for _, p := range l.Spec.Ports {
 			want[p.Name] = p.Port

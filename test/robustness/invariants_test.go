@@ -54,8 +54,10 @@ type breachRow struct {
 	// refused are the operator's refused writes of the step.
 	refused []testenv.Write
 	want    string // in the breach; "" for none
-	// class: slot 0's shape when not clusterIP (sharing: share).
+	// class: slot 0's shape when not clusterIP (sharing: share); prev:
+	// the state before the operation when not the good one.
 	class *Op
+	prev  func(s *Snapshot)
 }
 
 // TestInvariantsFindBreaches: each invariant holds on a world as the
@@ -123,6 +125,9 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			class, good := clusterIP, ok
 			if tt.class != nil {
 				class, good = *tt.class, replicaOne
+			}
+			if tt.prev != nil {
+				good = tt.prev
 			}
 			prev := world(class, good)
 			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(class, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused}), tt.want)

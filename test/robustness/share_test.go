@@ -73,6 +73,12 @@ func sharingBreaches() []breachRow {
 			change: withReplicaOne(func(s *Snapshot) { s.Services[0][0].Spec.Ports[0].Port = 9100 }), want: "outside the class's sharing range"},
 		{name: "sharing: forwarding to another port", inv: ServicesFollowTheirClass, class: &sharing,
 			change: withReplicaOne(func(s *Snapshot) { s.Services[0][0].Spec.Ports[0].TargetPort = intstr.FromInt32(81) }), want: "has ports"},
+		{name: "sharing: a held-back Listener's Service stays as it was", inv: ServicesFollowTheirClass, class: &narrow,
+			change: withReplicaOne(func(s *Snapshot) {
+				s.Listeners[0][0].Status.Conditions[0].Reason = v1alpha1.ReasonSharedPortsExhausted
+				s.Services[0][0].Spec.Ports = []corev1.ServicePort{{Name: "p0", Port: 9001, TargetPort: intstr.FromInt32(80)}, {Name: "p1", Port: 9002, TargetPort: intstr.FromInt32(443)}}
+				s.Listeners[1][0].Status.Conditions[0].Reason = v1alpha1.ReasonSharedPortsExhausted
+			})},
 		{name: "sharing: two Services of one key, one port", inv: SharedPortsApart, class: &sharing,
 			change: withReplicaOne(func(s *Snapshot) {
 				l, svc := s.Listeners[0][0].DeepCopy(), s.Services[0][0].DeepCopy()
@@ -82,7 +88,12 @@ func sharingBreaches() []breachRow {
 			}), want: "both have port 9001"},
 		{name: "sharing: a new replica's Service off its formula", inv: ReplicasOnTheirPorts, class: &sharing,
 			change: withReplicaOne(func(s *Snapshot) { s.Services[0][0].UID = "new"; s.Services[0][0].Spec.Ports[0].Port = 9002 }), want: "gives it 9001"},
-		{name: "sharing: kept ports stay", inv: ReplicasOnTheirPorts, class: &sharing,
+		{name: "sharing: a port moved off the formula", inv: ReplicasOnTheirPorts, class: &sharing,
+			change: withReplicaOne(func(s *Snapshot) { s.Services[0][0].Spec.Ports[0].Port = 9002 }), want: "gives it 9001"},
+		{name: "sharing: a Listener that lost a port keeps the other", inv: ReplicasOnTheirPorts, class: &sharing,
+			prev: withReplicaOne(func(s *Snapshot) {
+				s.Services[0][0].Spec.Ports = []corev1.ServicePort{{Name: "p0", Port: 9002}, {Name: "p1", Port: 9003}} // replica 1 of 2 ports
+			}),
 			change: withReplicaOne(func(s *Snapshot) { s.Services[0][0].Spec.Ports[0].Port = 9002 })},
 		{name: "sharing: exhausted, not said", inv: SharedPortsShortSaid, class: &narrow, change: replicaOne, want: "does not say SharedPortsExhausted"},
 		{name: "sharing: exhausted, said", inv: SharedPortsShortSaid, class: &narrow, change: withReplicaOne(func(s *Snapshot) {

@@ -221,14 +221,15 @@ func ReplicasOnTheirPorts(st Step) []string {
 	return out
 }
 
-// kept says whether svc carries the key and port names prev (the same
-// Service before the operation, nil none) had: its ports stay.
+// kept says whether svc kept what prev (the same Service before the
+// operation, nil none) had: the same key, and each of its ports under the
+// same name and number (a Listener that lost a port keeps the others).
 func kept(prev, svc *corev1.Service) bool {
-	if prev == nil || keyOf(prev) != keyOf(svc) || len(prev.Spec.Ports) != len(svc.Spec.Ports) {
+	if prev == nil || keyOf(prev) != keyOf(svc) {
 		return false
 	}
-	for _, p := range prev.Spec.Ports {
-		if !slices.ContainsFunc(svc.Spec.Ports, func(q corev1.ServicePort) bool { return q.Name == p.Name }) {
+	for _, p := range svc.Spec.Ports {
+		if !slices.ContainsFunc(prev.Spec.Ports, func(q corev1.ServicePort) bool { return q.Name == p.Name && q.Port == p.Port }) {
 			return false
 		}
 	}
