@@ -55,8 +55,9 @@ func ShareRange(size int) v1alpha1.LoadBalancerSharing {
 
 // shareModel is what the generator knows of the sharing operations.
 type shareModel struct {
-	steps int // sharing operations drawn so far
-	size  int // the sharing slot's range (0: plain LoadBalancer or none)
+	steps  int // sharing operations drawn so far
+	size   int // the sharing slot's range (0: plain LoadBalancer or none)
+	tenant int // whose bootstrap the first three made
 }
 
 // genShare is the sharing operation after an operation, ok false when r
@@ -74,9 +75,10 @@ func genShare(r *rand.Rand, m *shareModel) (Op, bool) {
 	case step == 0:
 		return m.putClass(r, 2+2*r.IntN(3)), true
 	case step == 1:
+		m.tenant = t
 		return shareListener(r, t, shareBootstrap), true
 	case step == 2:
-		return shareStatefulSetOp(r, t), true
+		return shareStatefulSetOp(r, m.tenant), true // the bootstrap's tenant
 	}
 	switch x := r.IntN(12); {
 	case x < 2:
