@@ -186,7 +186,7 @@ func addBootstrap(sts *appsv1.StatefulSet, op Op) {
 	claim := (World{}).Claim(Op{})
 	sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.VolumeName, Annotations: claims.StatefulSetTemplateAnnotations(
-			map[string]string{v1alpha1.AnnotationListenerClass: sts.Annotations[v1alpha1.AnnotationListenerClass]})},
+			map[string]string{v1alpha1.AnnotationListenerClass: classOfStatefulSet(sts)})},
 		Spec: claim.Spec,
 	})
 	claim.Annotations = map[string]string{v1alpha1.AnnotationListenerName: op.Bootstrap}
@@ -206,3 +206,9 @@ func addBootstrap(sts *appsv1.StatefulSet, op Op) {
 // namespace no quota caps then (seed 1957: the class, the bootstrap
 // Listener, a StatefulSet whose pods share it; seed 1: a class last).
 const shareStream = 0x4b2b
+
+// classOfStatefulSet is the class sts names (World.StatefulSet's).
+func classOfStatefulSet(sts *appsv1.StatefulSet) string {
+	class, _ := claims.Named(sts.Annotations)
+	return class
+}

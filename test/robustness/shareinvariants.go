@@ -63,7 +63,7 @@ func (s *Snapshot) workloadOfListener(t int, l *v1alpha1.Listener) string {
 	}
 	var mine []string
 	for _, c := range s.Claims[t] {
-		if c.Annotations[v1alpha1.AnnotationListenerName] == l.Name {
+		if _, listener := claims.Named(c.Annotations); listener == l.Name {
 			mine = append(mine, c.Name)
 		}
 	}
