@@ -8,11 +8,17 @@
 // the cap lifted; the nodes' address annotations; with Traefik
 // (-robustness.gateway, make robustness; gateway.go, gatewaytraefik.go):
 // Gateways and classes routed through them, whose routes the invariants of
-// gatewayinvariants.go judge) and of two tenants who hold only the built-in
+// gatewayinvariants.go judge; share.go: a class slot of its own with
+// spec.loadBalancerSharing, narrowed and switched to a plain LoadBalancer
+// class and back, drawn from a stream of its own in addition to a
+// history's operations) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
-// under the same name: pods.go, podsgen.go). kwok (kwok.go, started once
+// under the same name: pods.go, podsgen.go; StatefulSets of the sharing
+// class whose pods share a bootstrap Listener, that Listener with
+// overrides of the sharing key, and a Listener of the class no pod
+// mounts: share.go, judged by shareinvariants.go). kwok (kwok.go, started once
 // in every run; hack/kwok/robustness-stages.yaml) runs the histories' fake
 // nodes: it keeps their leases, marks a pod Running and Ready once the
 // suite published its volumes, and finishes a graceful delete once they

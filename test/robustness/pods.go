@@ -88,7 +88,7 @@ func (w World) Pod(op Op) *corev1.Pod {
 // makes them Ready one by one faster).
 func (w World) StatefulSet(op Op) *appsv1.StatefulSet {
 	sel := map[string]string{workloadLabel: op.Name}
-	return &appsv1.StatefulSet{
+	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: op.Name, Namespace: w.Tenants[op.Tenant],
 			Labels:      map[string]string{v1alpha1.LabelEnabled: "true"},
@@ -104,6 +104,8 @@ func (w World) StatefulSet(op Op) *appsv1.StatefulSet {
 			},
 		},
 	}
+	addBootstrap(sts, op) // share.go
+	return sts
 }
 
 // applyWorkload does the node and workload operations (apply's other
@@ -123,6 +125,8 @@ func (c *Cluster) applyWorkload(ctx context.Context, actor client.Client, w Worl
 			node.Annotations = merged(node.Annotations, v1alpha1.AnnotationNodeAddress, op.Address)
 		}
 		return true, actor.Patch(ctx, node, patch)
+	case PutShareClass: // share.go
+		return true, put(ctx, actor, w.Class(op), func(have, want *v1alpha1.ListenerClass) { have.Spec = want.Spec })
 	case PutPod:
 		return true, actor.Create(ctx, w.Pod(op))
 	case DeletePod:
