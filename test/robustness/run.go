@@ -442,7 +442,7 @@ func (c *Cluster) cleanup(parent context.Context, w World) {
 		}
 	}
 	c.cleanupNodes(ctx, w)
-	for i := range classSlots {
+	for i := range shareSlot + 1 { // the admin's slots and the sharing class's
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
 	for _, ns := range w.Tenants {
