@@ -81,7 +81,8 @@ verify: generate manifests bundle ## Check that generated files are committed, g
 ##@ Test
 
 .PHONY: test
-test: k8s-binaries deploy-tools monitoring-tools ## Run all tests against a real kube-apiserver built from source.
+# $(KWOK): test/robustness runs kwok (bin/tools/kwok) for its histories' pods.
+test: k8s-binaries deploy-tools monitoring-tools $(KWOK) ## Run all tests against a real kube-apiserver built from source.
 	@mkdir -p $(BIN)
 	@# hack/bundle is its own module (operator-framework/api): its tests validate bundle/.
 	{ go test -count=1 -v ./...; rc=$$?; (cd hack/bundle && go test -count=1 -v ./...) || rc=1; exit $$rc; } 2>&1 | tee $(BIN)/test.log | hack/test-summary.sh
@@ -146,7 +147,8 @@ test-short: ## Run only the tests that need no control plane.
 
 # The robustness suite (test/robustness, issue 49): generated histories of
 # an administrator's and two tenants' operations, every promise checked
-# after each. make test plays its fixed seeds; these play more.
+# after each, kwok running the pods on the histories' fake nodes (every run
+# needs $(KWOK)). make test plays its fixed seeds; these play more.
 ROBUSTNESS_DURATION ?= 30m
 ROBUSTNESS_OPS      ?= 30
 # Every mutant is a file mutant_<name>.go (with its mutant_<name>_off.go);
@@ -164,7 +166,7 @@ robustness: k8s-binaries gateway-tools $(KWOK) ## Play random histories, Traefik
 # robustness_mutant_<name> (in the package that owns the code); the fixed
 # budget must find every one.
 .PHONY: robustness-mutants
-robustness-mutants: k8s-binaries ## Play the fixed seeds against each test-only mutant and report which the suite finds.
+robustness-mutants: k8s-binaries $(KWOK) ## Play the fixed seeds against each test-only mutant and report which the suite finds.
 	@mkdir -p $(BIN); rc=0; for m in $(ROBUSTNESS_MUTANTS); do \
 	  out=$$(go test -count=1 -v -tags robustness_mutant_$$m ./test/robustness/ -run 'TestFixedSeeds|TestRegressions' -robustness.shrink=0 2>&1); \
 	  echo "$$out" > $(BIN)/robustness-mutant-$$m.log; \
@@ -294,7 +296,8 @@ cluster-down: ## Stop the local cluster and restore the host (processes, mounts,
 demo: ## One command for newcomers: cluster, cert-manager, operator, examples/, and what the pods see (CERT_MODE=self-signed: without cert-manager).
 	NODES=$(or $(NODES),1) CERT_MODE=$(or $(CERT_MODE),cert-manager) $(CLUSTER) demo
 
-# kwok, for the fake nodes of `make scale` (pinned in hack/kwok/go.mod).
+# kwok, for the fake nodes of `make scale` and the pods of test/robustness
+# (pinned in hack/kwok/go.mod).
 KWOK := $(TOOLS_BIN)/kwok
 $(KWOK): hack/kwok/go.mod hack/kwok/go.sum
 	cd hack/kwok && go build -o $(KWOK) sigs.k8s.io/kwok/cmd/kwok

@@ -126,8 +126,8 @@ func (m *statefulSetMutator) Handle(ctx context.Context, req admission.Request) 
 
 // listenerVolume is the StatefulSet's listener volume, recognised by what
 // it is (a claim template of the listener storage class or with a listener
-// annotation, or an ephemeral listener volume), not by its name; "" for
-// none. foreign is a pod volume named like the listener volume that is not
+// annotation, or an ephemeral listener volume of the pod's own), not by
+// its name; "" for none. foreign is a pod volume named like the listener volume that is not
 // one (-1: none).
 //
 // A claim template of the user's own is left as it is: the list is
@@ -147,7 +147,16 @@ func (s *statefulSetView) listenerVolume() (volume string, foreign int) {
 			v := &spec.Volumes[i]
 			t := v.ephemeralClaim()
 			isListener := t != nil && claims.Requested(t.Annotations, t.Spec.StorageClassName)
+			// A volume of a Listener the pods share (a bootstrap, mounted
+			// elsewhere) is not the replicas' own: they get the claim
+			// template, unless the user gave the shared one the listener
+			// volume's name.
+			shared := false
+			if isListener {
+				_, shared = t.Annotations[v1alpha1.AnnotationListenerName]
+			}
 			switch {
+			case isListener && shared && v.Name != v1alpha1.VolumeName:
 			case isListener && volume == "":
 				volume = v.Name
 			case !isListener && v.Name == v1alpha1.VolumeName:

@@ -83,6 +83,15 @@ func TestStatefulSetInjection(t *testing.T) {
 	}}
 	initToo := statefulSet(ns, "init", optIn, map[string]string{v1alpha1.AnnotationListenerName: "shared"})
 	initToo.Spec.Template.Annotations = map[string]string{v1alpha1.AnnotationMountInitContainers: "setup"}
+	// As Stackable's operators write a broker StatefulSet: the pods share a
+	// bootstrap Listener through an ephemeral volume mounted elsewhere, and
+	// each replica needs a listener volume of its own at the listener path.
+	withBootstrap := statefulSet(ns, "with-bootstrap", optIn, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"})
+	bootstrap := claims.TemplateSpec()
+	withBootstrap.Spec.Template.Spec.Volumes = append(withBootstrap.Spec.Template.Spec.Volumes, corev1.Volume{Name: "bootstrap", VolumeSource: corev1.VolumeSource{
+		Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationListenerName: "shared"}}, Spec: bootstrap}}}})
+	withBootstrap.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "bootstrap", MountPath: "/stackable/listener-bootstrap"}}
 	const listenerMounts = "app:listener@/stackable/listener(ro) sidecar:data@/data sidecar:listener@/stackable/listener(ro)"
 	for _, tc := range []struct {
 		name          string
@@ -102,6 +111,9 @@ func TestStatefulSetInjection(t *testing.T) {
 			"listener map[listeners.stackable.tech/listener-class:cluster-internal listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech", "app:data@/stackable/listener " + listenerMounts[len("app:listener@/stackable/listener(ro) "):], "", true},
 		{"user template is not duplicated", withTemplate,
 			"listener map[listeners.stackable.tech/listener-class:external-unstable] listeners.stackable.tech", listenerMounts, "", true},
+		{"a bootstrap volume the pods share is not the replicas' own", withBootstrap,
+			"listener map[listeners.stackable.tech/listener-class:external-stable listeners.stackable.tech/statefulset-claim-template:listener] listeners.stackable.tech",
+			"app:bootstrap@/stackable/listener-bootstrap " + listenerMounts, "", true},
 		{"not opted in", statefulSet(ns, "plain", nil, map[string]string{v1alpha1.AnnotationListenerClass: "external-stable"}),
 			"", "sidecar:data@/data", "", false},
 	} {

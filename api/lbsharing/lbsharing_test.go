@@ -28,6 +28,10 @@ func TestAssign(t *testing.T) {
 		{name: "shared takes the last free block", ask: Ask{Ports: []string{"a", "b"}, Replica: -1}, want: map[string]int32{"a": 9008, "b": 9009}},
 		{name: "shared skips a held block", ask: Ask{Ports: []string{"a", "b"}, Replica: -1, Held: map[int32]string{9009: "other"}}, want: map[string]int32{"a": 9006, "b": 9007}},
 		{name: "replica beyond the range", ask: Ask{Ports: []string{"a", "b"}, Replica: 5}, wantErr: "replica 5 needs ports 9010-9011"},
+		// Found by test/robustness (a range narrowed under a bootstrap):
+		// a replica whose block does not fit is short of range, whoever
+		// holds the part inside it; deleting the holder would not help.
+		{name: "replica beyond the range, its first port held", ask: Ask{Ports: []string{"a", "b", "c"}, Replica: 3, Held: map[int32]string{9009: "kafka-bootstrap"}}, wantErr: "replica 3 needs ports 9009-9011"},
 		{name: "replica's port held", ask: Ask{Ports: []string{"a"}, Replica: 1, Held: map[int32]string{9001: "kafka-bootstrap"}}, wantErr: "port 9001, which spec.loadBalancerSharing of ListenerClass c gives this Listener's port a, is held by Service kafka-bootstrap"},
 		{name: "shared, range full", ask: Ask{Ports: []string{"a"}, Replica: -1, Held: held(9000, 9009)}, wantErr: "no room for this Listener: a Listener the StatefulSet's pods share needs a free block of 1, and 10 of its 10 ports are in use"},
 		{name: "own ports stay", ask: Ask{Ports: []string{"a"}, Replica: -1, Own: map[string]int32{"a": 9003}}, want: map[string]int32{"a": 9003}},

@@ -76,11 +76,13 @@ func (a *Ask) Assign() (map[string]int32, error) {
 	}
 	out := make(map[string]int32, n)
 	if a.Replica >= 0 {
+		// A block that does not fit is short of range, whoever holds
+		// the part of it inside: deleting the holder would not help.
+		if int64(a.Range.From)+int64(a.Replica+1)*int64(n)-1 > int64(a.Range.To) {
+			return nil, &Exhausted{Class: a.Class, Range: a.Range, Replica: a.Replica, Wanted: n, Used: a.used()}
+		}
 		for j, name := range a.Ports {
 			p := int64(a.Range.From) + int64(a.Replica)*int64(n) + int64(j)
-			if p > int64(a.Range.To) {
-				return nil, &Exhausted{Class: a.Class, Range: a.Range, Replica: a.Replica, Wanted: n, Used: a.used()}
-			}
 			if holder, held := a.Held[int32(p)]; held {
 				return nil, &Taken{Class: a.Class, Port: int32(p), Name: name, Service: holder}
 			}

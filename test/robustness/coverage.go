@@ -67,6 +67,9 @@ func (c *Coverage) add(st Step) {
 			if svc.Annotations[v1alpha1.AnnotationExternalDNSHostname] != "" {
 				c.States["Service with a hostname"]++
 			}
+			if keyOf(&svc) != "" {
+				c.States["Service with a sharing key"]++
+			}
 		}
 	}
 }

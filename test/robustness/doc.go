@@ -11,15 +11,25 @@
 // TLSRoute classes and TCPRoute classes whose parents are a block of TCP
 // sections (tcp.go), whose routes, sections and published addresses the
 // invariants of gatewayinvariants.go, tcpinvariants.go and tcpready.go
-// judge) and of two tenants who hold only the built-in
+// judge; share.go: a class slot of its own with
+// spec.loadBalancerSharing, narrowed and switched to a plain LoadBalancer
+// class and back, drawn from a stream of its own in addition to a
+// history's operations) and of two tenants who hold only the built-in
 // `edit` role and act through impersonation (Listeners with labels,
 // objectOverrides and ports; listener claims; standalone pods with
 // listener volumes; StatefulSets created, scaled, deleted and recreated
-// under the same name: pods.go, podsgen.go). No scheduler or kubelet runs: the suite's
-// Kubelet (podskubelet.go, podscsi.go) binds pods to the world's nodes,
-// publishes their listener volumes through the CSI driver's node service
-// in this process and marks them Running, in `make test` and `make
-// robustness` alike (not kwok). After each operation the
+// under the same name: pods.go, podsgen.go; StatefulSets of the sharing
+// class whose pods share a bootstrap Listener, that Listener with
+// overrides of the sharing key, and a Listener of the class no pod
+// mounts: share.go, judged by shareinvariants.go). kwok (kwok.go, started once
+// in every run; hack/kwok/robustness-stages.yaml) runs the histories' fake
+// nodes: it keeps their leases, marks a pod Running and Ready once the
+// suite published its volumes, and finishes a graceful delete once they
+// are unpublished. No scheduler or real kubelet runs: the suite's Kubelet
+// (podskubelet.go, podscsi.go) binds pods to the world's nodes and calls
+// the CSI driver's node service in this process, publishing each pod's
+// listener volumes before kwok runs it and unpublishing them before kwok
+// removes it. After each operation the
 // runner (run.go) waits until the operator has settled, that is written
 // nothing for a while as the API server's audit log counts it (internal/testenv/audit.go)
 // with its workqueues empty (idle.go) and, with Traefik, every route judged,

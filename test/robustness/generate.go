@@ -113,6 +113,10 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	// Whether a class gates its pods (gateClass) and a Listener names no
 	// class.
 	pr := rand.New(rand.NewPCG(seed, 0x50))
+	// Sharing operations (share.go) come after some operations, in
+	// addition to the n: the others' streams draw as without them.
+	sr := rand.New(rand.NewPCG(seed, shareStream))
+	share := &shareModel{}
 	table := operations()
 	total := 0
 	for _, w := range table {
@@ -120,10 +124,10 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 	}
 	m := &model{classes: map[int]Op{}, listeners: [2]map[string]int{{}, {}}, quota: -1, gateways: map[int][]string{}}
 	ops := make([]Op, 0, n)
-	for len(ops) < n {
+	for made := 0; made < n; made++ {
 		var op Op
-		if len(ops) < 2 {
-			op = genPutClass(r, len(ops))
+		if made < 2 {
+			op = genPutClass(r, made)
 		} else if m.webhooksOff && fr.IntN(4) == 0 {
 			op = Op{Kind: WebhooksOn} // off for a few operations
 		} else if q, ok := genQuota(qr, m); ok {
@@ -152,6 +156,9 @@ func GenerateWith(seed uint64, n int, withGateway bool) []Op {
 		}
 		m.record(op)
 		ops = append(ops, op)
+		if s, ok := genShare(sr, share); ok {
+			ops = append(ops, s)
+		}
 	}
 	return ops
 }

@@ -64,6 +64,10 @@ func Invariants() []Invariant {
 		{"ReplicasHoldTheirSections", ReplicasHoldTheirSections},
 		{"TCPRefusalsSaid", TCPRefusalsSaid},
 		{"TCPListenersToldGatewayAddress", TCPListenersToldGatewayAddress},
+		{"SharingKeysStayInTheirNamespace", SharingKeysStayInTheirNamespace}, // shareinvariants.go
+		{"SharedPortsApart", SharedPortsApart},
+		{"ReplicasOnTheirPorts", ReplicasOnTheirPorts},
+		{"SharedPortsShortSaid", SharedPortsShortSaid},
 	}
 }
 
@@ -110,6 +114,7 @@ func ServicesFollowTheirClass(st Step) []string {
 			out = append(out, exposureKeys(where, svc, l, class)...)
 			out = append(out, tenantKeysAllowed(where, svc, st.Prev.serviceByUID(t, svc), class)...)
 			out = append(out, portsFollow(where, svc, l, class)...)
+			out = append(out, s.sharingFollows(where, t, svc, l, class)...) // shareinvariants.go
 		}
 	}
 	return out
@@ -119,8 +124,8 @@ func ServicesFollowTheirClass(st Step) []string {
 func exposureKeys(where string, svc *corev1.Service, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(svc.Annotations)) {
-		if !service.IsExposureAnnotation(k) {
-			continue
+		if !service.IsExposureAnnotation(k) || sharingOf(class) != nil && sharingAnnotation(k) {
+			continue // a sharing class's key: sharingFollows
 		}
 		want, ok := class.Spec.ServiceAnnotations[k]
 		if k == v1alpha1.AnnotationExternalDNSHostname {
@@ -190,13 +195,20 @@ func tenantKeysAllowed(where string, svc, prev *corev1.Service, class *v1alpha1.
 // unless the Listener says otherwise.
 func portsFollow(where string, svc *corev1.Service, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) []string {
 	var out []string
-	if len(l.Spec.Ports) > 0 {
+	// A Listener whose sharing is held back keeps its Service as it was
+	// (shareinvariants.go).
+	if len(l.Spec.Ports) > 0 && !(sharingOf(class) != nil && sharingHeld(l)) {
 		want, got := map[string]int32{}, map[string]int32{}
 		for _, p := range l.Spec.Ports {
 			want[p.Name] = p.Port
 		}
 		for _, p := range svc.Spec.Ports {
 			got[p.Name] = p.Port
+			if sharingOf(class) != nil {
+				// A sharing class numbers the Service's ports by its
+				// range; each forwards to the Listener's port.
+				got[p.Name] = p.TargetPort.IntVal
+			}
 		}
 		// A Listener its class's range is short for keeps back the ports
 		// that need a new node port (service.WithinHeld), and no other.

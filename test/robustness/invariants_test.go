@@ -44,6 +44,22 @@ func world(class Op, change func(s *Snapshot)) *Snapshot {
 	return s
 }
 
+// breachRow is one row of TestInvariantsFindBreaches.
+type breachRow struct {
+	name   string
+	inv    func(Step) []string
+	change func(s *Snapshot)
+	tenant Op
+	answer Answer
+	// refused are the operator's refused writes of the step.
+	refused []testenv.Write
+	want    string // in the breach; "" for none
+	// class: slot 0's shape when not clusterIP (sharing: share); prev:
+	// the state before the operation when not the good one.
+	class *Op
+	prev  func(s *Snapshot)
+}
+
 // TestInvariantsFindBreaches: each invariant holds on a world as the
 // operator should leave it and reports each breach it is there for.
 func TestInvariantsFindBreaches(t *testing.T) {
@@ -53,16 +69,7 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			s.Services[t][0].Annotations[networkKey] = "internal"
 		}
 	}
-	tests := []struct {
-		name   string
-		inv    func(Step) []string
-		change func(s *Snapshot)
-		tenant Op
-		answer Answer
-		// refused are the operator's refused writes of the step.
-		refused []testenv.Write
-		want    string // in the breach; "" for none
-	}{
+	tests := []breachRow{
 		{name: "as it should be", inv: ServicesFollowTheirClass, change: ok},
 		{name: "a type the class does not give", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { ok(s); s.Services[0][0].Spec.Type = corev1.ServiceTypeLoadBalancer }, want: "is of type LoadBalancer"},
 		{name: "a tenant's network", inv: ServicesFollowTheirClass, change: func(s *Snapshot) { s.Services[1][0].Annotations[networkKey] = "public" }, want: `metallb.io/address-pool="public"`},
@@ -112,10 +119,18 @@ func TestInvariantsFindBreaches(t *testing.T) {
 			s.Listeners[0][0].Status.Conditions[0] = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}
 		}, want: "without a reason and message"},
 	}
+	tests = append(tests, sharingBreaches()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prev := world(clusterIP, ok)
-			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(clusterIP, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused}), tt.want)
+			class, good := clusterIP, ok
+			if tt.class != nil {
+				class, good = *tt.class, replicaOne
+			}
+			if tt.prev != nil {
+				good = tt.prev
+			}
+			prev := world(class, good)
+			wantBreach(t, tt.inv(Step{Prev: prev, Cur: world(class, tt.change), Op: tt.tenant, Answer: tt.answer, Refused: tt.refused}), tt.want)
 		})
 	}
 }

@@ -42,8 +42,9 @@ var (
 // TestMain starts the control plane (an audit log of the operator's
 // writes; kube-controller-manager's clusterrole-aggregation, so that the
 // built-in edit role has the Listener rights of config/rbac, and its
-// garbage collector and namespace controllers) and the operator's webhooks
-// and reconcilers in this process, as its restricted identity.
+// garbage collector and namespace controllers), the operator's webhooks
+// and reconcilers in this process, as its restricted identity, and kwok
+// (its log in bin/robustness-kwok.log) for the histories' nodes and pods.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
@@ -112,6 +113,15 @@ func run(m *testing.M) (int, error) {
 	if err := waitForEditRole(ctx, e.Client); err != nil {
 		return 0, err
 	}
+	kwok, err := kwokPath(*kwokBin)
+	if err != nil {
+		return 0, err
+	}
+	kwokProc, err := startKwok(e, kwok, filepath.Join(testenv.RepoRoot(), "bin", "robustness-kwok.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer kwokProc.Stop()
 	kubelet, stopKubelet, err := startKubelet(ctx, e)
 	if err != nil {
 		return 0, err
@@ -124,7 +134,10 @@ func run(m *testing.M) (int, error) {
 	if err := cluster.Faults.KeepWebhooks(ctx, e.Client); err != nil {
 		return 0, err
 	}
-	return m.Run(), nil
+	cluster.Timing = &Timing{}
+	code := m.Run()
+	fmt.Printf("ROBUSTNESS: time by phase: %s\n", cluster.Timing)
+	return code, nil
 }
 
 // operator is the operator's manager running in this process, which a
@@ -183,7 +196,7 @@ func (o *operator) restart(ctx context.Context) error {
 
 // newCluster makes the clients of the administrator and the tenants.
 func newCluster(e *testenv.Env, audit *testenv.AuditLog) *Cluster {
-	c := &Cluster{Admin: e.Client, Audit: audit, Window: time.Second, Bound: 30 * time.Second, Quiet: 500 * time.Millisecond}
+	c := &Cluster{Admin: e.Client, Audit: audit, Window: 500 * time.Millisecond, Bound: 30 * time.Second, Quiet: 500 * time.Millisecond}
 	users := NewWorld(0).Users
 	for t := range c.Tenants {
 		c.Warnings[t] = &Warnings{}

@@ -53,6 +53,7 @@ var kinds = []Kind{
 	PutClass, DeleteClass, DeleteService, PutListener, DeleteListener, PutClaim, DeleteClaim,
 	PutNodeAddress, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet,
 	RestartOperator, WebhooksOff, WebhooksOn, PutQuota, LiftQuota,
+	PutShareClass, // share.go
 }
 
 // Op is one operation. Only the fields its Kind reads are set, so that a
@@ -88,6 +89,10 @@ type Op struct {
 	Claim string
 	// PutStatefulSet, ScaleStatefulSet.
 	Replicas int
+	// PutShareClass: the sharing range's size (0: none); PutStatefulSet:
+	// the Listener the pods share ("" none). share.go.
+	Share     int
+	Bootstrap string
 	// PutGateway, DeleteGateway: the Gateway slot and its sections
 	// ("<name>:<kind>", gateway.go); PutClass: spec.gateway's parents
 	// ("g<slot>/<section>").
@@ -216,6 +221,7 @@ func (w World) Class(op Op) *v1alpha1.ListenerClass {
 		spec.PodReadiness = ptr.To(v1alpha1.PodReadinessGate)
 	}
 	spec.Gateway = w.gatewayParents(op)
+	shareSpec(op, &spec)
 	return &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: w.ClassName(op.Class)}, Spec: spec}
 }
 
@@ -235,7 +241,7 @@ func (w World) Listener(op Op) (*v1alpha1.Listener, error) {
 		l.Spec.Ports = append(l.Spec.Ports, v1alpha1.ListenerPort{Name: fmt.Sprintf("p%d", i), Port: p, Protocol: corev1.ProtocolTCP})
 	}
 	if len(op.Overrides) > 0 {
-		raw, err := override(names.ServiceName(op.Name), op.Overrides)
+		raw, err := override(names.ServiceName(op.Name), w.shareOverrides(op))
 		if err != nil {
 			return nil, err
 		}

@@ -31,11 +31,15 @@ func (w World) nodeIP(i int) string {
 
 // Node is the world's node i as kubelet registers it: Ready, with an
 // InternalIP and its hostname in status and the hostname labels pinned
-// volumes' node affinity names.
+// volumes' node affinity names; kwok's to manage (kwok.go), which keeps
+// its lease and runs its pods.
 func (w World) Node(i int) *corev1.Node {
 	name := w.NodeName(i)
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, v1alpha1.TopologyKeyHostname: name}},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{corev1.LabelHostname: name, v1alpha1.TopologyKeyHostname: name},
+			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
+		},
 		Status: corev1.NodeStatus{
 			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: w.nodeIP(i)}, {Type: corev1.NodeHostName, Address: name}},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
@@ -84,7 +88,7 @@ func (w World) Pod(op Op) *corev1.Pod {
 // makes them Ready one by one faster).
 func (w World) StatefulSet(op Op) *appsv1.StatefulSet {
 	sel := map[string]string{workloadLabel: op.Name}
-	return &appsv1.StatefulSet{
+	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: op.Name, Namespace: w.Tenants[op.Tenant],
 			Labels:      map[string]string{v1alpha1.LabelEnabled: "true"},
@@ -100,6 +104,8 @@ func (w World) StatefulSet(op Op) *appsv1.StatefulSet {
 			},
 		},
 	}
+	addBootstrap(sts, op) // share.go
+	return sts
 }
 
 // applyWorkload does the node and workload operations (apply's other
@@ -119,6 +125,8 @@ func (c *Cluster) applyWorkload(ctx context.Context, actor client.Client, w Worl
 			node.Annotations = merged(node.Annotations, v1alpha1.AnnotationNodeAddress, op.Address)
 		}
 		return true, actor.Patch(ctx, node, patch)
+	case PutShareClass: // share.go
+		return true, put(ctx, actor, w.Class(op), func(have, want *v1alpha1.ListenerClass) { have.Spec = want.Spec })
 	case PutPod:
 		return true, actor.Create(ctx, w.Pod(op))
 	case DeletePod:
@@ -143,26 +151,21 @@ func merged(m map[string]string, k, v string) map[string]string {
 	return m
 }
 
-// prepareNodes registers the world's nodes as kubelet would (the object,
-// then its status).
+// prepareNodes registers the world's nodes as kubelet does: the object
+// with its status in one create (the API server keeps a node's status on
+// create), so that kwok finds them Ready and leaves their addresses alone
+// (its node-initialize stage writes only a node that is not Ready).
 func (c *Cluster) prepareNodes(ctx context.Context, w World) error {
 	for i := range nodeCount {
-		want := w.Node(i)
-		node := want.DeepCopy()
-		if err := c.Admin.Create(ctx, node); err != nil {
+		if err := c.Admin.Create(ctx, w.Node(i)); err != nil {
 			return fmt.Errorf("prepare world %s: node: %w", w.Prefix, err)
-		}
-		node.Status = want.Status
-		if err := c.Admin.Status().Update(ctx, node); err != nil {
-			return fmt.Errorf("prepare world %s: node status: %w", w.Prefix, err)
 		}
 	}
 	return nil
 }
 
-// cleanupNodes removes what no kubelet finishes here: the world's pods
-// (deleted at once, as kubelet would once their containers stopped, so
-// that the namespaces can go) and its nodes, and unpublishes their
+// cleanupNodes removes the world's pods at once (not waiting for kwok,
+// so that the namespaces can go) and its nodes, and unpublishes their
 // volumes.
 func (c *Cluster) cleanupNodes(ctx context.Context, w World) {
 	for _, ns := range w.Tenants {

@@ -23,14 +23,14 @@ import (
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
-// Kubelet stands in for the scheduler and the kubelets of the world's
-// nodes, as kwok does for pods, but with the CSI driver's node service
-// in the loop: it binds each pod to a node (pods/binding, as the
-// scheduler does, honouring a pinned volume's node affinity), calls
-// NodePublishVolume for each listener volume of the pod, as kubelet does,
-// and marks the pod Running and Ready only once every one is published;
-// it finishes deleting pods (kubelet's part of a graceful delete) and
-// unpublishes their volumes.
+// Kubelet does what kwok (kwok.go) cannot for the world's pods: the
+// scheduler's part, binding each pod to a node (pods/binding, honouring a
+// pinned volume's node affinity), and kubelet's CSI part, calling
+// NodePublishVolume for each listener volume of the pod and then
+// annotating it published (kwok marks it Running only then:
+// hack/kwok/robustness-stages.yaml), and NodeUnpublishVolume before a
+// deleted pod goes (the annotation withdrawn: kwok's delete stage waits
+// for that, as kubelet unmounts before it removes the pod).
 type Kubelet struct {
 	// Admin writes bindings and pod status; Node is the in-process CSI
 	// node service (its own identity, config/csi/rbac/node_role.yaml).
@@ -39,7 +39,8 @@ type Kubelet struct {
 	// Dir holds the published volumes, at kubelet's paths.
 	Dir string
 	// Bound is how long Sync waits at most for what the cluster is still
-	// making (a StatefulSet's pods, a pod's claim, volume and Listener).
+	// making (a StatefulSet's pods, a pod's claim, volume and Listener)
+	// and for kwok (a published pod Running, an unpublished one gone).
 	Bound time.Duration
 	// published are the targets published, by pod.
 	published map[types.UID]publishedPod
@@ -59,8 +60,14 @@ type listenerVolume struct {
 	pv    *corev1.PersistentVolume
 }
 
-// Sync does the scheduler's and kubelet's work in namespaces (of world
-// w) until nothing is left to do, or only what no one here will end (a
+// syncPoll is how often Sync looks again while the cluster or kwok is
+// still at work: a pass is a few List calls, and each operation waits for
+// it at least once.
+const syncPoll = 25 * time.Millisecond
+
+// Sync does the scheduler's and kubelet's CSI work in namespaces (of
+// world w), and waits for kwok's, until nothing is left to do, or only
+// what no one here will end (a
 // Listener waiting for a load balancer, a class that does not exist):
 // those pods stay Pending (ContainerCreating), as on a real node.
 func (k *Kubelet) Sync(ctx context.Context, w World, namespaces []string) error {
@@ -76,7 +83,7 @@ func (k *Kubelet) Sync(ctx context.Context, w World, namespaces []string) error 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(syncPoll):
 		}
 	}
 }
@@ -111,16 +118,24 @@ func (k *Kubelet) pass(ctx context.Context, w World, namespaces []string) (progr
 	return progress, waiting, nil
 }
 
-// podPass does what the scheduler or kubelet does next for pod.
+// publishedAnnotation says the suite published a pod's listener volumes
+// ("true"; hack/kwok/robustness-stages.yaml: kwok marks the pod Running
+// then) or unpublished them after its deletion ("false": kwok removes it).
+const publishedAnnotation = "robust.test/published"
+
+// podPass does what the scheduler or kubelet's CSI part does next for
+// pod; waiting also while kwok has yet to act on what the suite did.
 func (k *Kubelet) podPass(ctx context.Context, w World, pod *corev1.Pod, liveSets map[types.UID]bool) (progress, waiting bool, err error) {
 	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "StatefulSet" && !liveSets[ref.UID] {
 		waiting = true // the garbage collector deletes it
 	}
+	published := pod.Annotations[publishedAnnotation] == "true"
 	switch {
-	case pod.DeletionTimestamp != nil:
+	case pod.DeletionTimestamp != nil && published:
 		k.unpublish(ctx, pod.UID)
-		err := k.Admin.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
-		return true, waiting, ignoreGone(err)
+		return true, waiting, ignoreGone(k.annotate(ctx, pod, "false"))
+	case pod.DeletionTimestamp != nil:
+		return false, true, nil // kwok removes it
 	case pod.Spec.NodeName == "":
 		node, ok := w.schedule(pod)
 		if !ok {
@@ -128,6 +143,8 @@ func (k *Kubelet) podPass(ctx context.Context, w World, pod *corev1.Pod, liveSet
 		}
 		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 		return true, waiting, ignoreGone(k.Admin.SubResource("binding").Create(ctx, pod, binding))
+	case pod.Status.Phase == corev1.PodPending && published:
+		return false, true, nil // kwok marks it Running
 	case pod.Status.Phase == corev1.PodPending:
 		// A new pod's claim, volume and Listener are being made: worth
 		// waiting for. An older pod waits for something no one here may
@@ -142,9 +159,15 @@ func (k *Kubelet) podPass(ctx context.Context, w World, pod *corev1.Pod, liveSet
 				return false, waiting || fresh, nil
 			}
 		}
-		return true, waiting, ignoreGone(k.Admin.Status().Update(ctx, running(pod, w)))
+		return true, waiting, ignoreGone(k.annotate(ctx, pod, "true"))
 	}
 	return false, waiting, nil
+}
+
+// annotate sets pod's publishedAnnotation to value.
+func (k *Kubelet) annotate(ctx context.Context, pod *corev1.Pod, value string) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, publishedAnnotation, value)
+	return k.Admin.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
 }
 
 func ignoreGone(err error) error {
@@ -176,23 +199,6 @@ func (w World) schedule(pod *corev1.Pod) (string, bool) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(pod.Name))
 	return nodes[h.Sum32()%uint32(len(nodes))], true
-}
-
-// running is pod as kubelet reports it once its containers started.
-func running(pod *corev1.Pod, w World) *corev1.Pod {
-	p := pod.DeepCopy()
-	now := metav1.Now()
-	ip := ""
-	for i := range nodeCount {
-		if w.NodeName(i) == p.Spec.NodeName {
-			ip = w.nodeIP(i)
-		}
-	}
-	p.Status.Phase, p.Status.HostIP, p.Status.StartTime = corev1.PodRunning, ip, &now
-	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
-	}
-	return p
 }
 
 // volumes are pod's listener volumes; missing when a claim does not exist

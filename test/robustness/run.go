@@ -30,14 +30,17 @@ type Cluster struct {
 	Tenants  [2]client.Client
 	Warnings [2]*Warnings
 	Audit    *testenv.AuditLog
-	// Kubelet schedules and runs the world's pods, publishing their
-	// listener volumes through the CSI node service (nil: pods stay
-	// Pending).
+	// Kubelet binds the world's pods and publishes their listener
+	// volumes through the CSI node service, for kwok to run them (nil:
+	// pods stay Pending).
 	Kubelet *Kubelet
 	// Window is how long the operator must write nothing to count as
 	// settled; Bound how long the runner waits for that at most; Quiet
-	// how much longer, after the invariants, it must still write nothing.
+	// how long after settling (the invariants' check included) it must
+	// still write nothing.
 	Window, Bound, Quiet time.Duration
+	// Timing adds up where the operations' time goes (nil: not counted).
+	Timing *Timing
 	// Faults restart the operator and switch the webhooks off and on.
 	Faults *Faults
 	// quotas are the namespaces a PutQuota caps now (quota.go).
@@ -109,17 +112,22 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 			return &Failure{Seed: seed, Invariant: inv, Lines: lines, Ops: append([]Op(nil), ops[:i+1]...)}
 		}
 		catchesUp := c.Faults.catchesUp(op) // faults.go
+		t0 := time.Now()
 		answer, err := c.apply(ctx, w, op)
 		if err != nil {
 			return nil, fmt.Errorf("operation %d %#v: %w", i, op, err)
 		}
+		t0 = c.Timing.since("apply", t0)
 		if err := c.runPods(ctx, w, op); err != nil {
 			return nil, err
 		}
+		t0 = c.Timing.since("pods", t0)
 		st, err := c.settle(ctx, w)
 		if err != nil {
 			return nil, err
 		}
+		t0 = c.Timing.since("settle", t0)
+		settled := t0
 		if !st.settled {
 			return fail("Settles", append([]string{fmt.Sprintf("the operator still writes after %s; its last writes:", c.Bound)}, st.writes...)), nil
 		}
@@ -142,9 +150,11 @@ func (c *Cluster) Run(ctx context.Context, w World, seed uint64, ops []Op, cov *
 				return fail(inv.Name, lines), nil
 			}
 		}
-		if lines, err := c.quiet(ctx, w, st.mark); err != nil || len(lines) > 0 {
+		t0 = c.Timing.since("check", t0)
+		if lines, err := c.quiet(ctx, w, st.mark, t0.Sub(settled)); err != nil || len(lines) > 0 {
 			return fail("QuietAfterSettling", lines), err
 		}
+		c.Timing.since("quiet", t0)
 		prev = cur
 	}
 	return nil, nil
@@ -163,6 +173,11 @@ type settling struct {
 	took    time.Duration
 }
 
+// settlePoll is how often settle reads the audit log: a tenth of the
+// shortest Window it is used with, so that a settled operator is seen
+// within a tenth of that.
+const settlePoll = 50 * time.Millisecond
+
 // settle waits until the audit log shows no write of the operator in the
 // world's namespaces for c.Window and the operator has judged every
 // Listener's current spec (settled), at most c.Bound. Writes
@@ -180,7 +195,7 @@ func (c *Cluster) settle(ctx context.Context, w World) (settling, error) {
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(settlePoll):
 		}
 		fresh, end, err := c.Audit.Writes(st.mark)
 		if err != nil {
@@ -297,14 +312,15 @@ func unresolved(ws []testenv.Write) []testenv.Write {
 	return out
 }
 
-// quiet waits c.Quiet and returns the operator's writes in the world's
-// namespaces since mark, if any: QuietAfterSettling, the promise that a
-// settled operator stays so.
-func (c *Cluster) quiet(ctx context.Context, w World, mark int64) ([]string, error) {
+// quiet waits until c.Quiet has passed since the operator settled
+// (elapsed ago: the invariants' check counts towards it) and returns the
+// operator's writes in the world's namespaces since mark, if any:
+// QuietAfterSettling, the promise that a settled operator stays so.
+func (c *Cluster) quiet(ctx context.Context, w World, mark int64, elapsed time.Duration) ([]string, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(c.Quiet):
+	case <-time.After(c.Quiet - elapsed):
 	}
 	all, _, err := c.Audit.Writes(mark)
 	writes := w.writes(c.withoutRetries(all, c.Quiet))
@@ -426,7 +442,7 @@ func (c *Cluster) cleanup(parent context.Context, w World) {
 		}
 	}
 	c.cleanupNodes(ctx, w)
-	for i := range classSlots {
+	for i := range shareSlot + 1 { // the admin's slots and the sharing class's
 		_ = c.Admin.Delete(ctx, w.Class(Op{Class: i}))
 	}
 	for _, ns := range w.Tenants {

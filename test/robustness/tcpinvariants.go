@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -18,15 +17,6 @@ import (
 // tcpClass says whether class makes TCPRoutes.
 func tcpClass(class *v1alpha1.ListenerClass) bool {
 	return class != nil && class.Spec.Gateway != nil && class.Spec.Gateway.EffectiveRouteKind() == v1alpha1.RouteKindTCPRoute
-}
-
-// readyReason is l's Ready condition as "<status>/<reason>".
-func readyReason(l *v1alpha1.Listener) string {
-	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
-	if c == nil {
-		return "none"
-	}
-	return string(c.Status) + "/" + c.Reason
 }
 
 // parentRef is route parent p as a class's parentRef.
