@@ -30,7 +30,8 @@
 // the CSI driver's node service in this process, publishing each pod's
 // listener volumes before kwok runs it and unpublishing them before kwok
 // removes it. After each operation the
-// runner (run.go) waits until the operator has settled, that is written
+// runner (run.go; timing.go adds up the time of each phase of an
+// operation and prints it at the end of a run) waits until the operator has settled, that is written
 // nothing for a while as the API server's audit log counts it (internal/testenv/audit.go)
 // with its workqueues empty (idle.go) and, with Traefik, every route judged,
 // and checks every invariant (invariants.go): plain functions, each named
