@@ -1,7 +1,6 @@
 package listener
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,29 +33,8 @@ func holdRoutes(t *testing.T, e *testenv.Env, ns string) {
 	if err := testenv.InstallGatewayAPI(e.Config); err != nil {
 		t.Fatal(err)
 	}
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{GenerateName: "hold-routes-"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gwv1.GroupName}, APIVersions: []string{"*"}, Resources: []string{"tlsroutes", "tcproutes"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("!has(oldObject.metadata.labels) || !(%q in oldObject.metadata.labels)", holdLabel),
-				Message:    "held by the test"}},
-		}}
-	testenv.Create(t, ctx, c, policy)
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "hold-routes-"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
-	testenv.Create(t, ctx, c, binding)
-	t.Cleanup(func() {
-		_ = c.Delete(context.WithoutCancel(ctx), binding)
-		_ = c.Delete(context.WithoutCancel(ctx), policy)
-	})
+	routePolicy(t, c, ns, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, []string{"tlsroutes", "tcproutes"},
+		fmt.Sprintf("!has(oldObject.metadata.labels) || !(%q in oldObject.metadata.labels)", holdLabel), "held by the test")
 	probe := &gwv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-", Labels: map[string]string{holdLabel: "true"}},
 		Spec: gwv1.TCPRouteSpec{Rules: []gwv1.TCPRouteRule{{BackendRefs: []gwv1.BackendRef{{BackendObjectReference: gwv1.BackendObjectReference{Name: "x", Port: ptr.To(gwv1.PortNumber(1))}}}}}}}
 	testenv.Create(t, ctx, c, probe)
