@@ -2,6 +2,7 @@ package claims_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,4 +95,65 @@ func blockOf(off int32, err error) int {
 		return -1
 	}
 	return int(off)
+}
+
+// TestSharedListenerFromTheEnd: when no whole block of a range is free,
+// a Listener that is no replica's takes nothing below a place it leaves
+// free, by every rule that places replicas (a node-port range, a sharing
+// class's Service ports, a TCPRoute class's sections): it takes the last
+// free places, or none, so that the replicas keep theirs as long as they
+// can (it took the first free node ports, replica 0's).
+func TestSharedListenerFromTheEnd(t *testing.T) {
+	// Four blocks of two; the second place of each block is held.
+	const size, n = 8, 2
+	heldOffs := []int{1, 3, 5, 7}
+	ports := []string{"kafka", "metrics"}
+	l := &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bootstrap"},
+		Spec: v1alpha1.ListenerSpec{Ports: []v1alpha1.ListenerPort{{Name: "kafka", Port: 9092}, {Name: "metrics", Port: 9093}}}}
+	if r := claims.Replica(l, nil); r != -1 {
+		t.Fatalf("claims.Replica = %d, want -1", r)
+	}
+	taken := map[string][]int{} // rule → offsets it gives (none on an error)
+	npHeld, lbHeld, tcpHeld := map[int32]string{}, map[int32]string{}, map[int]bool{}
+	for _, off := range heldOffs {
+		npHeld[31000+int32(off)] = "ns"
+		lbHeld[9000+int32(off)] = "other-service"
+		tcpHeld[off] = true
+	}
+	np, err := (&nodeports.Ask{Class: "c", Range: v1alpha1.NodePortRange{From: 31000, To: 31000 + size - 1}, Namespace: "ns", Ports: ports, Replica: -1, Held: npHeld}).NodePorts()
+	if err == nil {
+		for _, p := range np {
+			taken["node-port range"] = append(taken["node-port range"], int(p-31000))
+		}
+	}
+	sp, err := (&lbsharing.Ask{Class: "c", Range: v1alpha1.LoadBalancerSharing{From: 9000, To: 9000 + size - 1}, Ports: ports, Replica: -1, Held: lbHeld}).Assign()
+	if err == nil {
+		for _, p := range sp {
+			taken["load-balancer sharing"] = append(taken["load-balancer sharing"], int(p-9000))
+		}
+	}
+	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: v1alpha1.ListenerClassSpec{Gateway: &v1alpha1.ListenerGateway{RouteKind: v1alpha1.RouteKindTCPRoute}}}
+	for i := range size {
+		class.Spec.Gateway.ParentRefs = append(class.Spec.Gateway.ParentRefs, v1alpha1.GatewayParentRef{Namespace: "gw", Name: "g", SectionName: fmt.Sprintf("tcp-%d", i)})
+	}
+	if b, err := gateway.TCPSections(class, l, -1, nil, tcpHeld); err == nil {
+		for _, x := range b {
+			taken["TCPRoute sections"] = append(taken["TCPRoute sections"], x.Index)
+		}
+	}
+	for _, rule := range []string{"node-port range", "load-balancer sharing", "TCPRoute sections"} {
+		offs := taken[rule]
+		if len(offs) != 0 && len(offs) != n {
+			t.Errorf("%s: places %v, want %d or none", rule, offs, n)
+		}
+		low := size
+		for _, o := range offs {
+			low = min(low, o)
+		}
+		for o := low + 1; o < size; o++ {
+			if !slices.Contains(heldOffs, o) && !slices.Contains(offs, o) {
+				t.Errorf("%s: takes %v and leaves %d free above them", rule, offs, o)
+			}
+		}
+	}
 }

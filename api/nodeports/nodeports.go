@@ -65,8 +65,9 @@ func (e *ShareExceeded) Error() string {
 //     the next free port of the range (from the start again after its end);
 //   - any other Listener (replica < 0, a bootstrap the replicas share)
 //     takes the last block of n free ports, aligned at from + k×n, else
-//     the first free ports: the replicas' blocks come first, so it does
-//     not sit on one, whichever is made first.
+//     the last n free ports of the range: the replicas' blocks come
+//     first, so it does not sit on one, whichever is made first, and
+//     sits on the last replicas' before the first's.
 //
 // The error is a *ShareExceeded when the namespace's share of the range
 // has fewer than n ports left, an *Exhausted when the range has fewer than
@@ -92,26 +93,31 @@ func (a *Ask) NodePorts() (map[string]int32, error) {
 	if r.Size()-used < n {
 		return nil, &Exhausted{Class: a.Class, Range: r, Used: used, Own: own, Wanted: n}
 	}
-	start := a.Replica * n
+	out := make(map[string]int32, n)
 	if a.Replica < 0 {
-		start = lastFreeBlock(r, n, a.Held)
+		for j, p := range shared(r, n, a.Held) {
+			out[a.Ports[j]] = p
+		}
+		return out, nil
 	}
 	taken := make(map[int32]bool, len(a.Held)+n)
 	for p := range a.Held {
 		taken[p] = true
 	}
-	out := make(map[string]int32, n)
 	for j, name := range a.Ports {
-		p := nextFree(r, int64(start)+int64(j), taken)
+		p := nextFree(r, int64(a.Replica*n)+int64(j), taken)
 		taken[p] = true
 		out[name] = p
 	}
 	return out, nil
 }
 
-// lastFreeBlock is the offset of the last aligned block of n ports that
-// are all free, else 0 (the ports are then the first free ones).
-func lastFreeBlock(r v1alpha1.NodePortRange, n int, held map[int32]string) int {
+// shared are the n ports of a Listener that is no replica's, ascending:
+// the last aligned block of n ports that are all free, else the last n
+// free ports of the range (the caller has checked that there are n). From
+// the end either way: the replicas' blocks come first, and a replica
+// keeps its ports as long as a port behind the replicas is free.
+func shared(r v1alpha1.NodePortRange, n int, held map[int32]string) []int32 {
 	for off := (r.Size()/n - 1) * n; off >= 0; off -= n {
 		free := true
 		for j := range n {
@@ -121,10 +127,22 @@ func lastFreeBlock(r v1alpha1.NodePortRange, n int, held map[int32]string) int {
 			}
 		}
 		if free {
-			return off
+			out := make([]int32, n)
+			for j := range out {
+				out[j] = r.From + int32(off+j)
+			}
+			return out
 		}
 	}
-	return 0
+	out := make([]int32, n)
+	k := n
+	for p := r.To; k > 0 && p >= r.From; p-- {
+		if _, h := held[p]; !h {
+			k--
+			out[k] = p
+		}
+	}
+	return out
 }
 
 // nextFree is the first port not taken at or after offset off of the

@@ -28,7 +28,7 @@ const (
 //
 // TCPRoute: parentRefs is an ordered block of sections, one per port:
 // replica i of a StatefulSet with n ports takes entries i×n to i×n+n-1,
-// any other Listener the first free block. The Listener publishes the
+// any other Listener the last free block. The Listener publishes the
 // Gateway's address with each section's port.
 type ListenerGateway struct {
 	// ParentRefs are the Gateway listeners the routes attach to. For

@@ -158,7 +158,8 @@ type ListenerClassSpec struct {
 	// NodePortRange makes the Services of a NodePort (or LoadBalancer)
 	// class take their node ports from this band: the per-claim Listener of
 	// StatefulSet replica i gets from + i*n + j for its port j (n ports
-	// each), any other Listener the first free block of n. Meant for one
+	// each), any other Listener the last free block of n (else the last
+	// free ports, so that the replicas keep theirs). Meant for one
 	// workload (a class per Kafka cluster, say): several workloads on one
 	// range get their blocks first come, first served. Keep it inside the
 	// API server's static node-port band (docs/install.md).

@@ -166,7 +166,8 @@ const (
 	// ReasonServiceRefused: the API server refused to create or update the
 	// Listener's Service for a reason outside the Listener (a ResourceQuota,
 	// an admission policy, the cluster's Service IP or node port range
-	// being full); the operator tries again every 15 s.
+	// being full); the operator tries again when a ResourceQuota of the
+	// namespace changes, and on its own after 15 s doubling up to 5 min.
 	ReasonServiceRefused = "ServiceRefused"
 )
 

@@ -187,7 +187,7 @@ func (o *controllerOptions) run(ctx context.Context) error {
 		Scheme:                        scheme,
 		Cache:                         caches.Webhooks(),
 		NewCache:                      caches.New, // read through copies only
-		Metrics:                       o.metrics.serverOptions(),
+		Metrics:                       o.metrics.serverOptions(nil),
 		HealthProbeBindAddress:        o.probeAddr,
 		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/listener-operator/listener-operator/csi"
@@ -108,14 +108,17 @@ func (o *csiOptions) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
-	m, err := csi.NewMetrics(metrics.Registry)
+	// The run's own metrics: a second run in one process (the tests)
+	// registers none twice.
+	reg := prometheus.NewRegistry()
+	m, err := csi.NewMetrics(reg)
 	if err != nil {
 		return err
 	}
 	var reader client.Reader = csi.FallbackReader{Cache: cache, Live: live}
 	var scope *csi.ListenerScope
 	if node {
-		if scope, err = o.listenerScope(cfg, scheme, reader, log); err != nil {
+		if scope, err = o.listenerScope(cfg, scheme, reader, reg, log); err != nil {
 			return err
 		}
 		reader = scope
@@ -136,7 +139,7 @@ func (o *csiOptions) run(ctx context.Context) error {
 		return err
 	}
 	health := newCSIHealth(o.endpoint)
-	metricsSrv, err := newMetricsServer(o.metrics, cfg)
+	metricsSrv, err := newMetricsServer(o.metrics, cfg, reg)
 	if err != nil {
 		return err
 	}
@@ -175,7 +178,7 @@ func (o *csiOptions) dropCaps() error {
 
 // listenerScope is the node plugin's reader of Listeners: it watches only
 // the Listeners its volumes publish.
-func (o *csiOptions) listenerScope(cfg *rest.Config, scheme *runtime.Scheme, base client.Reader, log logr.Logger) (*csi.ListenerScope, error) {
+func (o *csiOptions) listenerScope(cfg *rest.Config, scheme *runtime.Scheme, base client.Reader, reg prometheus.Registerer, log logr.Logger) (*csi.ListenerScope, error) {
 	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("create watch client: %w", err)
@@ -186,7 +189,7 @@ func (o *csiOptions) listenerScope(cfg *rest.Config, scheme *runtime.Scheme, bas
 	if err != nil {
 		return nil, err
 	}
-	return scope, scope.RegisterMetrics(metrics.Registry)
+	return scope, scope.RegisterMetrics(reg)
 }
 
 // serveWhenSynced opens the CSI socket once the caches have synced, so that
@@ -220,10 +223,11 @@ type csiCache interface {
 	WaitForCacheSync(ctx context.Context) bool
 }
 
-// newMetricsServer serves controller-runtime's registry (the driver's
-// metrics and client-go's) as the flags say (HTTPS with authentication and
-// authorisation by default); nil when the address is "0".
-func newMetricsServer(m metricsOptions, cfg *rest.Config) (metricsserver.Server, error) {
+// newMetricsServer serves controller-runtime's registry (client-go's
+// metrics) and run (the driver's, nil: none) as the flags say (HTTPS with
+// authentication and authorisation by default); nil when the address is
+// "0".
+func newMetricsServer(m metricsOptions, cfg *rest.Config, run prometheus.Gatherer) (metricsserver.Server, error) {
 	if m.addr == "0" || m.addr == "" {
 		return nil, nil
 	}
@@ -231,7 +235,7 @@ func newMetricsServer(m metricsOptions, cfg *rest.Config) (metricsserver.Server,
 	if err != nil {
 		return nil, fmt.Errorf("metrics server client: %w", err)
 	}
-	s, err := metricsserver.NewServer(m.serverOptions(), cfg, httpClient)
+	s, err := metricsserver.NewServer(m.serverOptions(run), cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("create metrics server on %s: %w", m.addr, err)
 	}

@@ -22,8 +22,7 @@ import (
 // the CSI subcommand's health server with its /healthz, and reads /healthz
 // as the kubelet's liveness probe does: "ok" once the driver answers CSI
 // Probe over its socket. (The subcommand itself runs in
-// TestCSICommandServesNodeService; a second run in one process would
-// register its metrics twice.)
+// TestCSICommandServesNodeService.)
 func TestCSIHealthzProbesTheDriver(t *testing.T) {
 	e := testenv.Require(t, env)
 	ctx, cancel := context.WithCancel(t.Context())

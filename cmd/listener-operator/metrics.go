@@ -6,9 +6,13 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
-	"github.com/listener-operator/listener-operator/internal/metricsauth"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/listener-operator/listener-operator/internal/metricsauth"
 )
 
 // metricsOptions are the metrics flags of every long-running subcommand
@@ -30,19 +34,37 @@ func (m *metricsOptions) addFlags(fs *flag.FlagSet) {
 }
 
 // serverOptions is controller-runtime's metrics server configuration for
-// these flags.
-func (m metricsOptions) serverOptions() metricsserver.Options {
+// these flags. run, when not nil, is the registry of one run of a
+// subcommand, served with controller-runtime's (process-wide: client-go's
+// metrics): a run registers its own metrics there, so that a second run
+// in one process (the tests) registers nothing twice.
+func (m metricsOptions) serverOptions(run prometheus.Gatherer) metricsserver.Options {
+	filters := []func(*rest.Config, *http.Client) (metricsserver.Filter, error){uncompressedMetrics}
+	if run != nil {
+		filters = append(filters, alsoGathering(run))
+	}
 	o := metricsserver.Options{
 		BindAddress:    m.addr,
-		FilterProvider: uncompressedMetrics,
+		FilterProvider: chainFilters(filters...),
 	}
 	if m.secure {
 		o.SecureServing = true
 		o.CertDir = m.certDir
-		o.FilterProvider = chainFilters(metricsauth.Filter, uncompressedMetrics)
+		o.FilterProvider = chainFilters(append([]func(*rest.Config, *http.Client) (metricsserver.Filter, error){metricsauth.Filter}, filters...)...)
 		o.TLSOpts = []func(*tls.Config){metricsTLS}
 	}
 	return o
+}
+
+// alsoGathering is the innermost filter of a metrics server that serves
+// run's metrics too: controller-runtime's server serves only its own
+// registry (metrics.Registry), and the filter is the one place to serve
+// more from it.
+func alsoGathering(run prometheus.Gatherer) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+	return func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+		h := promhttp.HandlerFor(prometheus.Gatherers{metrics.Registry, run}, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+		return func(logr.Logger, http.Handler) (http.Handler, error) { return h, nil }, nil
+	}
 }
 
 // metricsTLS: TLS 1.2 or later, HTTP/1.1 only (HTTP/2's rapid-reset and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -128,7 +129,7 @@ func TestMetricsNeedAuthorisation(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	srv, err := newMetricsServer(metricsOptions{addr: addr, secure: true}, serverCfg)
+	srv, err := newMetricsServer(metricsOptions{addr: addr, secure: true}, serverCfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +177,36 @@ func TestMetricsNeedAuthorisation(t *testing.T) {
 				t.Errorf("GET /metrics: %d %.200q, want %d with %q", code, body, tc.wantCode, tc.wantBody)
 			}
 		})
+	}
+}
+
+// TestMetricsServeTheRun: the metrics server of a run of a subcommand
+// serves the run's registry with controller-runtime's, through the plain
+// and the secure chain alike, and two runs register the same metrics each
+// in a registry of its own (the CSI subcommand registered on the
+// process-wide one: a second run failed with "duplicate metrics collector
+// registration attempted").
+func TestMetricsServeTheRun(t *testing.T) {
+	for run := range 2 {
+		reg := prometheus.NewRegistry()
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: "test_run_calls_total", Help: "Calls."})
+		if err := reg.Register(c); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		c.Add(float64(run + 1))
+		filter, err := metricsOptions{addr: "127.0.0.1:0"}.serverOptions(reg).FilterProvider(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := filter(logr.Discard(), http.NotFoundHandler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		body := rec.Body.String()
+		if want := fmt.Sprintf("test_run_calls_total %d", run+1); rec.Code != http.StatusOK || !strings.Contains(body, want) || !strings.Contains(body, "listener_operator_events_dropped_total") {
+			t.Errorf("run %d: %d, body without %q or the process-wide registry's metrics:\n%s", run, rec.Code, want, body)
+		}
 	}
 }

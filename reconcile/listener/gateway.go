@@ -175,10 +175,18 @@ func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listen
 		have = nil
 	case err != nil:
 		return nil, verdict{}, fmt.Errorf("get tlsroute %s/%s: %w", want.Namespace, want.Name, err)
-	case !metav1.IsControlledBy(have, l):
+	}
+	own := false
+	if have != nil {
+		if own, err = r.routeIsOwn(ctx, have, l); err != nil {
+			return nil, verdict{}, err
+		}
+	}
+	switch {
+	case have != nil && !own:
 		return nil, verdict{reason: v1alpha1.ReasonForeignRoute, message: fmt.Sprintf(
 			"TLSRoute %s exists and is not this Listener's, so the operator leaves it alone and the Listener has no route; delete or rename that TLSRoute, or rename the Listener", want.Name)}, nil
-	case routeUpToDate(have, want):
+	case have != nil && routeUpToDate(have, want):
 		return have, verdict{}, nil
 	}
 	obj, v, err := r.applyRoute(ctx, l, want, "TLSRoute", "")
@@ -285,7 +293,13 @@ func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.
 	}
 	for i := range routes.Items {
 		rt := &routes.Items[i]
-		if keep[rt.Name] || !metav1.IsControlledBy(rt, l) {
+		if keep[rt.Name] {
+			continue
+		}
+		if own, err := r.routeIsOwn(ctx, rt, l); err != nil || !own {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		err := r.client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID})

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +28,16 @@ import (
 // Gateway API is installed (the operator runs without it, and notices the
 // install), with its Gateway missing, wrong and right, and with its route
 // accepted, refused and tampered with. The test writes the route's status
-// as a Gateway controller would (the e2e test runs Traefik).
+// as a Gateway controller would (the e2e test runs Traefik). It removes
+// the Gateway API whichever test installed it, and runs an operator of its
+// own started without it: it no longer has to run before the tests that
+// install it (TestGatewayTCPBootstrap had to sort after it).
 func TestGatewayClass(t *testing.T) {
-	e, ctx, ns := reconciletest.Setup(t)
+	e, ctx, _ := reconciletest.Setup(t)
 	c := e.Client
+	uninstallGatewayAPI(t, c)
+	ns := reconciletest.OwnLeaderNamespace(t)
+	reconciletest.StartLeader(t, ns)
 	gwNS := e.Namespace(t, ctx, "gw-")
 	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{
 		ServiceType: v1alpha1.ServiceTypeClusterIP,
@@ -218,4 +225,26 @@ func gatewayRoute(t *testing.T, c client.Client, ns, name, host, gwNS string) *g
 	}
 	b := gateway.Binding{Port: l.Spec.Ports[0], Parents: []v1alpha1.GatewayParentRef{{Name: "shared", Namespace: gwNS, SectionName: "tls"}}, RouteName: name}
 	return gateway.Route(l, b, host, name)
+}
+
+// uninstallGatewayAPI deletes the Gateway API's CRDs (testenv.InstallGatewayAPI
+// installs them again) and waits until they are gone: the Gateway API
+// missing, as on a cluster without it.
+func uninstallGatewayAPI(t *testing.T, c client.Client) {
+	t.Helper()
+	for _, kind := range []string{"gatewayclasses", "gateways", "tlsroutes", "tcproutes"} {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		crd.SetName(kind + "." + gwv1.GroupName)
+		if err := c.Delete(t.Context(), crd); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		testenv.Converges(t, "CRD "+crd.GetName()+" deleted", func() error {
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(crd), crd); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there: %v", err)
+			}
+			return nil
+		})
+	}
 }

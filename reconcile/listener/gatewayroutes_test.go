@@ -145,27 +145,8 @@ func TestGatewayRouteRefused(t *testing.T) {
 	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
 	class, _ := gatewayFixture(t, ctx, e, "tls")
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{GenerateName: "no-routes-"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gwv1.GroupName}, APIVersions: []string{"*"}, Resources: []string{"tlsroutes"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no TLSRoutes in this namespace, says the test"}},
-		}}
-	testenv.Create(t, ctx, c, policy)
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "no-routes-"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
-	testenv.Create(t, ctx, c, binding)
-	t.Cleanup(func() {
-		_ = c.Delete(context.WithoutCancel(ctx), binding)
-		_ = c.Delete(context.WithoutCancel(ctx), policy)
-	})
+	binding := routePolicy(t, c, ns, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		[]string{"tlsroutes"}, "false", "no TLSRoutes in this namespace, says the test")
 	probe := &gwv1.TLSRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: gwv1.TLSRouteSpec{
 		Hostnames: []gwv1.Hostname{"probe.gw.test"},
 		Rules:     []gwv1.TLSRouteRule{{BackendRefs: []gwv1.BackendRef{{BackendObjectReference: gwv1.BackendObjectReference{Name: "x", Port: ptr.To(gwv1.PortNumber(1))}}}}},
@@ -187,4 +168,35 @@ func TestGatewayRouteRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconciletest.WaitReason(t, ctx, c, ns, "refused", v1alpha1.ReasonRouteNotAccepted)
+}
+
+// routePolicy makes an admission policy that refuses the ops on the
+// Gateway API's resources in namespace ns unless expr holds, with msg,
+// for the rest of t; it returns its binding (deleting it lifts the
+// policy).
+func routePolicy(t *testing.T, c client.Client, ns string, ops []admissionregistrationv1.OperationType, resources []string, expr, msg string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	t.Helper()
+	ctx := t.Context()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{GenerateName: "routes-"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: ops,
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gwv1.GroupName}, APIVersions: []string{"*"}, Resources: resources},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expr, Message: msg}},
+		}}
+	testenv.Create(t, ctx, c, policy)
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "routes-"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
+	testenv.Create(t, ctx, c, binding)
+	t.Cleanup(func() {
+		_ = c.Delete(context.WithoutCancel(ctx), binding)
+		_ = c.Delete(context.WithoutCancel(ctx), policy)
+	})
+	return binding
 }

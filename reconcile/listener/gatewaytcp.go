@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -100,7 +99,8 @@ func (r *listenerReconciler) tcpStatus(ctx context.Context, l *v1alpha1.Listener
 // on it is one the operator made for another Listener later than l's
 // (the race of two Listeners picking one free section: the later moves);
 // any route the operator did not make holds it against l. A route the
-// Gateway refused on the section holds nothing.
+// Gateway refused on the section holds nothing, and one an earlier
+// Listener of l's name left (predecessorRoute) is l's.
 func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass) (map[string]int, map[int]bool, error) {
 	own, held := map[string]int{}, map[int]bool{}
 	portOf := map[string]string{}
@@ -120,8 +120,12 @@ func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Lis
 			for i := range routes {
 				rt := &routes[i]
 				_, isPort := portOf[rt.Name]
+				own, err := r.routeIsOwn(ctx, rt, l)
+				if err != nil {
+					return nil, nil, err
+				}
 				switch {
-				case rt.Namespace != l.Namespace || !metav1.IsControlledBy(rt, l):
+				case !own:
 					// A route the Gateway refused there (a namespace it
 					// does not admit) holds nothing: otherwise anyone
 					// able to write a route, or a Listener, where the
@@ -199,10 +203,14 @@ func (r *listenerReconciler) checkTCPParent(ctx context.Context, b gateway.TCPBi
 // is left alone (the verdict says so; none otherwise).
 func (r *listenerReconciler) ensureTCPRoute(ctx context.Context, l *v1alpha1.Listener, want *gwv1.TCPRoute) (*gwv1.TCPRoute, verdict, error) {
 	have, err := r.getTCPRoute(ctx, client.ObjectKeyFromObject(want))
+	own := false
+	if err == nil && have != nil {
+		own, err = r.routeIsOwn(ctx, have, l)
+	}
 	switch {
 	case err != nil:
 		return nil, verdict{}, fmt.Errorf("get tcproute %s/%s: %w", want.Namespace, want.Name, err)
-	case have != nil && !metav1.IsControlledBy(have, l):
+	case have != nil && !own:
 		return nil, verdict{reason: v1alpha1.ReasonForeignRoute, message: fmt.Sprintf(
 			"TCPRoute %s exists and is not this Listener's, so the operator leaves it alone and the Listener has no route; delete or rename that TCPRoute, or rename the Listener", want.Name)}, nil
 	case have != nil && tcpRouteUpToDate(have, want):
@@ -241,7 +249,13 @@ func (r *listenerReconciler) deleteStaleTCPRoutes(ctx context.Context, l *v1alph
 	}
 	for i := range routes {
 		rt := &routes[i]
-		if keep[rt.Name] || !metav1.IsControlledBy(rt, l) {
+		if keep[rt.Name] {
+			continue
+		}
+		if own, err := r.routeIsOwn(ctx, rt, l); err != nil || !own {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		del := tcpRouteObject(version)

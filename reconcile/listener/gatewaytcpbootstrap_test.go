@@ -15,9 +15,7 @@ import (
 // and the bootstrap Listener their pods share the last, 3; all are Ready.
 // The bootstrap is no replica (not replica 0, whose section it would
 // hold), and does not sit on replica 0's section when it is made and
-// reconciled before the StatefulSet's pods and Listeners exist. (In a
-// file after gateway_test.go: it installs the Gateway API, which
-// TestGatewayClass needs missing at first in a run of the package.)
+// reconciled before the StatefulSet's pods and Listeners exist.
 func TestGatewayTCPBootstrap(t *testing.T) {
 	e, ctx, _ := reconciletest.Setup(t)
 	c := e.Client

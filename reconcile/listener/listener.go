@@ -63,6 +63,7 @@ func portless(l *v1alpha1.Listener) verdict {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // listenerReconciler keeps a Listener's Service and status. It never
@@ -80,6 +81,8 @@ type listenerReconciler struct {
 	// ranges serialises the writes in each class's node port range
 	// (rangewrites.go).
 	ranges rangeWrites
+	// refusals backs off the rechecks of refused Services (outcome.go).
+	refusals refusalBackoff
 }
 
 func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -88,6 +91,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.refusals.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -101,6 +105,7 @@ func (r *listenerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	if o.publish {
+		o.requeueAfter = r.refusals.recheck(req.NamespacedName, o.verdict, o.requeueAfter)
 		if err := r.publish(ctx, l, o); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -300,8 +305,8 @@ func serviceRefused(name string, err error) (verdict, bool) {
 	}
 	reason := apiAnswer(err) // gateway.go
 	return verdict{reason: v1alpha1.ReasonServiceRefused, message: fmt.Sprintf(
-		"the API server refused Service %s: %s; the operator tries again every %s: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
-		name, reason, ServiceRefusedRecheck)}, true
+		"the API server refused Service %s: %s; the operator tries again when a ResourceQuota of the namespace changes, and at least every %s: free or raise what it names (a ResourceQuota on services or node ports, an admission policy, the cluster's Service IP or node port range)",
+		name, reason, ServiceRefusedRecheckMax)}, true
 }
 
 // existingService reads the Service from the cache. A Service the cache has

@@ -1,8 +1,10 @@
 package listener
 
 import (
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -49,11 +51,67 @@ func cacheBehind() outcome {
 // behind looks again.
 const serviceCacheRetry = 50 * time.Millisecond
 
-// ServiceRefusedRecheck is how often a Listener whose Service the API
-// server refused (ServiceRefused) tries again: one refused write a period,
-// and what was lifted is noticed within it (test/robustness allows that
-// many refused writes in its quiet window, no more).
+// ServiceRefusedRecheck is the shortest period after which a Listener
+// whose Service the API server refused (ServiceRefused) tries again on its
+// own: at most one refused write a period (test/robustness allows that
+// many in its quiet window, no more). The period doubles with each refusal
+// in a row up to ServiceRefusedRecheckMax (refusalBackoff): at 1,000
+// refused Listeners a fixed 15 s made ~66 refused writes a second. A
+// ResourceQuota of the namespace made, changed or deleted wakes them at
+// once (setup.go), so a lifted quota is noticed without waiting; only
+// what sends no event (an admission policy, a full Service IP or node
+// port range) waits for the timer.
 const ServiceRefusedRecheck = 15 * time.Second
+
+// ServiceRefusedRecheckMax is the longest period between two rechecks of
+// a refused Service (the Ready message says "at least every …").
+const ServiceRefusedRecheckMax = 5 * time.Minute
+
+// refusedRecheck is the period after the k+1-th refusal in a row:
+// ServiceRefusedRecheck doubled k times, at most ServiceRefusedRecheckMax.
+func refusedRecheck(k int) time.Duration {
+	d := ServiceRefusedRecheck
+	for range k {
+		if d *= 2; d >= ServiceRefusedRecheckMax {
+			return ServiceRefusedRecheckMax
+		}
+	}
+	return d
+}
+
+// refusalBackoff counts, per Listener, the ServiceRefused verdicts in a
+// row (only of Listeners refused now: a Listener is forgotten with its
+// next other verdict, or its deletion). A new leader starts again at the
+// shortest period.
+type refusalBackoff struct {
+	mu sync.Mutex
+	n  map[types.NamespacedName]int
+}
+
+// recheck is when Listener key, whose reconcile ended with verdict v, looks
+// again on its own: the backed-off period when v is ServiceRefused (and
+// the count grows), else after (and the count is forgotten).
+func (b *refusalBackoff) recheck(key types.NamespacedName, v verdict, after time.Duration) time.Duration {
+	if v.ready || v.reason != v1alpha1.ReasonServiceRefused {
+		b.forget(key)
+		return after
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == nil {
+		b.n = map[types.NamespacedName]int{}
+	}
+	k := b.n[key]
+	b.n[key] = min(k+1, 32)
+	return refusedRecheck(k)
+}
+
+// forget drops the count of Listener key.
+func (b *refusalBackoff) forget(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.n, key)
+}
 
 // recheckAfter is how long a Listener with verdict v waits before it looks
 // again without an event: only one blocked by something the cache cannot
@@ -72,10 +130,10 @@ func recheckAfter(v verdict) time.Duration {
 		// What refused the route (a policy, a quota) sends no event.
 		return gatewayRecheck
 	case !v.ready && v.reason == v1alpha1.ReasonServiceRefused:
-		// What refused the Service (a ResourceQuota, a policy, a full
-		// cluster range) sends no event either; an error's backoff would
-		// grow to controller-runtime's 1,000 s, and a lifted quota be
-		// noticed that late.
+		// What refused the Service (a policy, a full cluster range) may
+		// send no event (a ResourceQuota does: setup.go); an error's
+		// backoff would grow to controller-runtime's 1,000 s. The
+		// reconciler backs this off (refusalBackoff).
 		return ServiceRefusedRecheck
 	}
 	return 0

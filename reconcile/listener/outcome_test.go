@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
@@ -193,4 +195,38 @@ func TestStatusFieldsOfAnotherManagerAreTakenOver(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRefusedRecheckBacksOff: a refused Service is looked at again after
+// 15 s, then 30 s, doubling up to 5 min with each refusal in a row; any
+// other verdict starts again at 15 s, as does another Listener.
+func TestRefusedRecheckBacksOff(t *testing.T) {
+	refused := verdict{reason: v1alpha1.ReasonServiceRefused}
+	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
+	var r refusalBackoff
+	var got []time.Duration
+	for range 8 {
+		got = append(got, r.recheck(a, refused, ServiceRefusedRecheck))
+	}
+	want := []time.Duration{15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute}
+	if !slices.Equal(got, want) {
+		t.Errorf("periods %v, want %v", got, want)
+	}
+	if d := r.recheck(b, refused, ServiceRefusedRecheck); d != ServiceRefusedRecheck {
+		t.Errorf("another Listener's first period %s, want %s", d, ServiceRefusedRecheck)
+	}
+	if d := r.recheck(a, verdict{ready: true, reason: v1alpha1.ReasonReady}, 0); d != 0 {
+		t.Errorf("a Ready Listener rechecks after %s, want only on events", d)
+	}
+	if d := r.recheck(a, refused, ServiceRefusedRecheck); d != ServiceRefusedRecheck {
+		t.Errorf("refused again after Ready: %s, want %s", d, ServiceRefusedRecheck)
+	}
+	if d := refusedRecheck(1 << 20); d != ServiceRefusedRecheckMax {
+		t.Errorf("refusedRecheck(huge) = %s", d)
+	}
+	r.forget(a)
+	r.forget(b)
+	if len(r.n) != 0 {
+		t.Errorf("%d Listeners remembered after they were forgotten", len(r.n))
+	}
 }

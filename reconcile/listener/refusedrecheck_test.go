@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +17,15 @@ import (
 	"github.com/listener-operator/listener-operator/reconcile/internal/reconciletest"
 )
 
-// TestRefusedServiceRechecksEveryPeriod: a Listener whose Service a
-// ResourceQuota refuses tries again once every ServiceRefusedRecheck, not
-// with controller-runtime's backoff (issue 49: on main, a refused write
-// was an error, retried at once and then ever later up to 1,000 s, so a
-// quota lifted after a while was noticed up to a quarter of an hour late,
-// and nothing watches ResourceQuotas). It writes one refused create a
-// period, says how often it tries, and is Ready within a period of the
-// quota's lifting.
-func TestRefusedServiceRechecksEveryPeriod(t *testing.T) {
+// TestRefusedServiceRechecks: a Listener whose Service a ResourceQuota
+// refuses tries again at most once every ServiceRefusedRecheck, not with
+// controller-runtime's backoff (issue 49: on main, a refused write was an
+// error, retried at once and then ever later up to 1,000 s), and the
+// quota's change wakes it at once: Ready well before its next recheck
+// (the second refusal puts that 30 s away; it used to come every 15 s,
+// so that a lifted quota waited for it, and 1,000 refused Listeners made
+// ~66 refused writes a second). Its message says when it tries again.
+func TestRefusedServiceRechecks(t *testing.T) {
 	e, ctx, ns := reconciletest.Setup(t)
 	c := e.Client
 	class := reconciletest.NewClass(t, ctx, c, v1alpha1.ListenerClassSpec{ServiceType: v1alpha1.ServiceTypeClusterIP})
@@ -32,30 +33,48 @@ func TestRefusedServiceRechecksEveryPeriod(t *testing.T) {
 	mark := reconciletest.MarkAudit(t)
 	testenv.Create(t, ctx, c, reconciletest.Listener(ns, "held", class.Name, reconciletest.Port("http", 80)))
 	l := reconciletest.WaitReason(t, ctx, c, ns, "held", v1alpha1.ReasonServiceRefused)
-	if msg := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "tries again every 15s") {
-		t.Errorf("Ready message %q does not say how often the operator tries again", msg)
+	if msg := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "tries again when a ResourceQuota of the namespace changes, and at least every 5m0s") {
+		t.Errorf("Ready message %q does not say when the operator tries again", msg)
+	}
+	refused := func() []string {
+		var out []string
+		for _, w := range reconciletest.OperatorWrites(t, mark, ns) {
+			if strings.HasPrefix(w, "create services held (403)") {
+				out = append(out, w)
+			}
+		}
+		return out
 	}
 
 	// controller-runtime's backoff (5 ms, doubling) makes about eleven
 	// refused creates in 8 s; one a period is one (two if a status
 	// write's conflict retried the reconcile once).
 	time.Sleep(8 * time.Second)
-	var refused []string
-	for _, w := range reconciletest.OperatorWrites(t, mark, ns) {
-		if strings.HasPrefix(w, "create services held (403)") {
-			refused = append(refused, w)
+	if n := len(refused()); n > 2 {
+		t.Errorf("%d refused creates of Service held in 8 s, want one each %s: %v", n, ServiceRefusedRecheck, refused())
+	}
+	// The second refusal, at the first recheck: the next is 30 s away.
+	testenv.Converges(t, "a second refused create", func() error {
+		if n := len(refused()); n < 2 {
+			return fmt.Errorf("%d refused creates", n)
 		}
-	}
-	if len(refused) > 2 {
-		t.Errorf("%d refused creates of Service held in 8 s, want one each %s: %v", len(refused), ServiceRefusedRecheck, refused)
-	}
+		return nil
+	})
 
-	// Lifted: Ready well before controller-runtime's cap of 1,000 s, and
-	// well after one period (the poll is no claim of speed).
-	if err := c.Delete(ctx, quota); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(4 * ServiceRefusedRecheck)
+	// Raised (spec and the status the quota controller would write):
+	// Ready long before the next recheck, woken by the quota's events.
+	lifted := time.Now()
+	testenv.Converges(t, "quota raised", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+			return err
+		}
+		quota.Spec.Hard = corev1.ResourceList{corev1.ResourceServices: resource.MustParse("10")}
+		if err := c.Update(ctx, quota); err != nil {
+			return err
+		}
+		quota.Status.Hard = quota.Spec.Hard
+		return c.Status().Update(ctx, quota)
+	})
 	for {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held"}, l); err != nil {
 			t.Fatal(err)
@@ -63,10 +82,10 @@ func TestRefusedServiceRechecksEveryPeriod(t *testing.T) {
 		if reason, _ := reconciletest.ReadyReason(l); reason == v1alpha1.ReasonReady {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the quota was lifted %s ago and Listener held is still not Ready: %+v", 4*ServiceRefusedRecheck, l.Status.Conditions)
+		if time.Since(lifted) > ServiceRefusedRecheck/2 {
+			t.Fatalf("the quota was raised %s ago and Listener held is still not Ready (its next recheck is 30 s after its second refusal): %+v", time.Since(lifted), l.Status.Conditions)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	reconciletest.GetService(t, ctx, c, ns, "held", nil)
 }

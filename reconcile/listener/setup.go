@@ -90,6 +90,11 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 		WatchesMetadata(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersSelectingPodsOf(ctx, c, o.GetNamespace(), o.GetName())
 		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		// A ResourceQuota made, changed or deleted may let a refused
+		// Service through (outcome.go). Only its metadata is held.
+		WatchesMetadata(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return lookup.ListenersRefusedIn(ctx, c, o.GetNamespace())
+		})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
 			return listenersOnNode(ctx, c, o.GetName())
 		}), builder.WithPredicates(nodeAddressesChanged())).

@@ -89,7 +89,8 @@ func TestHoldsFirst(t *testing.T) {
 // from every TCPRoute: the Listener's own routes of its ports, routes
 // of others (a foreign one, one naming the whole Gateway, another
 // Listener's made earlier) held against it, its own route of a port it
-// dropped holding nothing.
+// dropped holding nothing, the route its predecessor of the same name
+// left its own (only when it is the live Listener of that name).
 func TestSectionHolders(t *testing.T) {
 	class := &v1alpha1.ListenerClass{ObjectMeta: metav1.ObjectMeta{Name: "tcp"}, Spec: v1alpha1.ListenerClassSpec{Gateway: &v1alpha1.ListenerGateway{RouteKind: v1alpha1.RouteKindTCPRoute}}}
 	for _, s := range []string{"tcp-0", "tcp-1", "tcp-2", "tcp-3"} {
@@ -125,51 +126,64 @@ func TestSectionHolders(t *testing.T) {
 		routes []*gwv1.TCPRoute
 		own    map[string]int
 		held   map[int]bool
+		// live is the Listener of l's name the API server has (nil: none).
+		live *v1alpha1.Listener
 	}{
 		{"its own, and a later Listener's on the same section", []*gwv1.TCPRoute{
 			route("kafka", "broker.kafka", "broker", "uid-broker", 10, "tcp-1"),
 			route("kafka", "later.kafka", "later", "uid-later", 20, "tcp-1"),
-		}, map[string]int{"kafka": 1}, map[int]bool{}},
+		}, map[string]int{"kafka": 1}, map[int]bool{}, nil},
 		{"an earlier Listener's on its section", []*gwv1.TCPRoute{
 			route("kafka", "broker.kafka", "broker", "uid-broker", 10, "tcp-1"),
 			route("other", "first.kafka", "first", "uid-first", 5, "tcp-1"),
-		}, map[string]int{}, map[int]bool{1: true}},
-		{"a foreign route, a Listener of that name made before", []*gwv1.TCPRoute{
+		}, map[string]int{}, map[int]bool{1: true}, nil},
+		{"a foreign route, a Listener of that name made before, l not the live one", []*gwv1.TCPRoute{
 			route("tenant", "squatter", "", "", 1, "tcp-0"),
 			route("kafka", "broker.kafka", "broker", "uid-old", 1, "tcp-2"),
-		}, map[string]int{}, map[int]bool{0: true, 2: true}},
+		}, map[string]int{}, map[int]bool{0: true, 2: true}, nil},
+		{"its predecessor's route (a Listener of its name deleted, l made since): its own", []*gwv1.TCPRoute{
+			route("tenant", "squatter", "", "", 1, "tcp-0"),
+			route("kafka", "broker.kafka", "broker", "uid-old", 1, "tcp-2"),
+		}, map[string]int{"kafka": 2}, map[int]bool{0: true}, l},
+		{"a later Listener's of its name (l read from a cache behind)", []*gwv1.TCPRoute{
+			route("kafka", "broker.kafka", "broker", "uid-new", 1, "tcp-2"),
+		}, map[string]int{}, map[int]bool{2: true}, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Namespace: "kafka", Name: "broker", UID: "uid-new"}}},
 		{"its route of a dropped port", []*gwv1.TCPRoute{
 			route("kafka", "broker.plain", "broker", "uid-broker", 1, "tcp-3"),
-		}, map[string]int{}, map[int]bool{}},
+		}, map[string]int{}, map[int]bool{}, nil},
 		{"a route on the whole Gateway", []*gwv1.TCPRoute{
 			route("tenant", "everything", "", "", 1, ""),
-		}, map[string]int{}, map[int]bool{0: true, 1: true, 2: true, 3: true}},
+		}, map[string]int{}, map[int]bool{0: true, 1: true, 2: true, 3: true}, nil},
 		{"a foreign route the Gateway refused there, one it has not judged", []*gwv1.TCPRoute{
 			judged(route("tenant", "refused", "", "", 1, "tcp-0"), "tcp-0", metav1.ConditionFalse, 0),
 			route("tenant", "unjudged", "", "", 1, "tcp-1"),
-		}, map[string]int{}, map[int]bool{1: true}},
+		}, map[string]int{}, map[int]bool{1: true}, nil},
 		{"a refusal of an older generation, one of another section", []*gwv1.TCPRoute{
 			judged(route("tenant", "stale", "", "", 1, "tcp-0"), "tcp-0", metav1.ConditionFalse, 1),
 			judged(route("tenant", "elsewhere", "", "", 1, "tcp-2"), "tcp-3", metav1.ConditionFalse, 0),
-		}, map[string]int{}, map[int]bool{0: true, 2: true}},
+		}, map[string]int{}, map[int]bool{0: true, 2: true}, nil},
 		{"a Listener's route from a namespace the Gateway does not admit", []*gwv1.TCPRoute{
 			judged(route("unadmitted", "broker.kafka", "broker", "uid-x", 1, "tcp-1"), "tcp-1", metav1.ConditionFalse, 0),
 			judged(route("tenant", "everything", "", "", 1, ""), "", metav1.ConditionFalse, 0),
-		}, map[string]int{}, map[int]bool{}},
+		}, map[string]int{}, map[int]bool{}, nil},
 		{"an accepted route holds", []*gwv1.TCPRoute{
 			judged(route("tenant", "accepted", "", "", 1, "tcp-3"), "tcp-3", metav1.ConditionTrue, 0),
-		}, map[string]int{}, map[int]bool{3: true}},
+		}, map[string]int{}, map[int]bool{3: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithIndex(&gwv1.TCPRoute{}, IndexTCPRouteSection, tcpRouteSections)
 			for _, rt := range tc.routes {
 				b = b.WithObjects(rt)
 			}
+			if tc.live != nil {
+				b = b.WithObjects(tc.live.DeepCopy())
+			}
 			state := &gatewayAPIState{}
 			state.watching.Store(true)
 			v := gateway.TCPRouteV1
 			state.tcpVersion.Store(&v)
-			r := &listenerReconciler{client: b.Build(), gatewayAPI: state}
+			cl := b.Build()
+			r := &listenerReconciler{client: cl, live: cl, gatewayAPI: state}
 			own, held, err := r.sectionHolders(t.Context(), l, class)
 			if err != nil {
 				t.Fatal(err)

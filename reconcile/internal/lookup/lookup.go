@@ -83,7 +83,15 @@ const (
 	// IndexClaimOwnClass: listener claims that ask for a Listener of their
 	// own, by its class (the pinned-node-loss controller's class events).
 	IndexClaimOwnClass = "nodeloss.claim.class"
+	// IndexListenerServiceRefused: the Listeners whose Ready says the API
+	// server refused their Service (ServiceRefused), under
+	// serviceRefusedValue, looked up within one namespace: a ResourceQuota
+	// of the namespace changed wakes them (ListenersRefusedIn).
+	IndexListenerServiceRefused = "listener.serviceRefused"
 )
+
+// serviceRefusedValue is the one value of IndexListenerServiceRefused.
+const serviceRefusedValue = "true"
 
 // AddIndexes registers every index of Indexes with indexer, once: the
 // registry in reconcile does, before any controller is set up.
@@ -120,6 +128,14 @@ func Indexes() []caches.Index {
 		// Only shortened labels (the Listener controller's name collisions).
 		{Object: &v1alpha1.Listener{}, Field: IndexListenerPodLabel, Values: func(o client.Object) []string {
 			return shortenedPodLabel(o.GetName())
+		}},
+		// Only the few Listeners whose Service is refused.
+		{Object: &v1alpha1.Listener{}, Field: IndexListenerServiceRefused, Values: func(o client.Object) []string {
+			c := meta.FindStatusCondition(o.(*v1alpha1.Listener).Status.Conditions, v1alpha1.ConditionReady)
+			if c != nil && c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonServiceRefused {
+				return []string{serviceRefusedValue}
+			}
+			return nil
 		}},
 		{Object: &v1alpha1.Listener{}, Field: IndexListenerSelectedStatefulSet, Values: func(o client.Object) []string {
 			pod, ok := o.GetAnnotations()[v1alpha1.AnnotationStatefulSetPod]
@@ -281,6 +297,13 @@ func RequestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 		return nil
 	})
 	return reqs
+}
+
+// ListenersRefusedIn are the Listeners of namespace whose Ready says the
+// API server refused their Service (through IndexListenerServiceRefused):
+// what a ResourceQuota of the namespace changing may let through.
+func ListenersRefusedIn(ctx context.Context, c client.Reader, namespace string) []ctrl.Request {
+	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{IndexListenerServiceRefused: serviceRefusedValue})
 }
 
 // ControlledByListener is the name of the Listener controlling o, or "".
