@@ -153,7 +153,8 @@ func (s *statefulSetView) listenerVolume() (volume string, foreign int) {
 			// volume's name.
 			shared := false
 			if isListener {
-				_, shared = t.Annotations[v1alpha1.AnnotationListenerName]
+				_, listener := claims.Named(t.Annotations)
+				shared = listener != ""
 			}
 			switch {
 			case isListener && shared && v.Name != v1alpha1.VolumeName:
