@@ -3,10 +3,8 @@ package listener
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,19 +20,9 @@ import (
 // namespace ns that carry holdLabel, for the rest of t (holdRoutes).
 func holdServices(t *testing.T, c client.Client, ns string) {
 	t.Helper()
-	ctx := t.Context()
-	admissionPolicy(t, c, ns, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, "", []string{"services"},
-		fmt.Sprintf("!has(oldObject.metadata.labels) || !(%q in oldObject.metadata.labels)", holdLabel), "held by the test")
 	probe := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-", Labels: map[string]string{holdLabel: "true"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}}}
-	testenv.Create(t, ctx, c, probe)
-	testenv.Converges(t, "the policy in force", func() error {
-		err := c.Delete(ctx, probe, client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), "held by the test") {
-			return fmt.Errorf("dry-run delete of a held service: %v", err)
-		}
-		return nil
-	})
+	holdDeletes(t, c, ns, "", []string{"services"}, probe)
 }
 
 // TestServiceRecreatedListener: a NodePort Listener deleted and made again
