@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,7 +68,10 @@ func (r *listenerReconciler) serviceOutsideCache(ctx context.Context, l *v1alpha
 		}
 		return nil, fmt.Errorf("get service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
 	}
-	if !metav1.IsControlledBy(existing, l) {
+	if own, err := r.isOwn(ctx, existing, l); err != nil || !own { // routeowner.go
+		if err != nil {
+			return nil, err
+		}
 		return nil, &errForeignService{name: existing.Name}
 	}
 	if existing.Labels[LabelName] == LabelNameValue {

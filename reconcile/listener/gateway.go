@@ -178,7 +178,7 @@ func (r *listenerReconciler) ensureRoute(ctx context.Context, l *v1alpha1.Listen
 	}
 	own := false
 	if have != nil {
-		if own, err = r.routeIsOwn(ctx, have, l); err != nil {
+		if own, err = r.isOwn(ctx, have, l); err != nil {
 			return nil, verdict{}, err
 		}
 	}
@@ -296,7 +296,7 @@ func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.
 		if keep[rt.Name] {
 			continue
 		}
-		if own, err := r.routeIsOwn(ctx, rt, l); err != nil || !own {
+		if own, err := r.isOwn(ctx, rt, l); err != nil || !own {
 			if err != nil {
 				return err
 			}

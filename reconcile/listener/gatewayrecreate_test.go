@@ -29,19 +29,28 @@ const holdLabel = "test.listeners.stackable.tech/hold"
 // as long as the test needs.
 func holdRoutes(t *testing.T, e *testenv.Env, ns string) {
 	t.Helper()
-	ctx, c := t.Context(), e.Client
 	if err := testenv.InstallGatewayAPI(e.Config); err != nil {
 		t.Fatal(err)
 	}
-	routePolicy(t, c, ns, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, []string{"tlsroutes", "tcproutes"},
-		fmt.Sprintf("!has(oldObject.metadata.labels) || !(%q in oldObject.metadata.labels)", holdLabel), "held by the test")
 	probe := &gwv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-", Labels: map[string]string{holdLabel: "true"}},
 		Spec: gwv1.TCPRouteSpec{Rules: []gwv1.TCPRouteRule{{BackendRefs: []gwv1.BackendRef{{BackendObjectReference: gwv1.BackendObjectReference{Name: "x", Port: ptr.To(gwv1.PortNumber(1))}}}}}}}
+	holdDeletes(t, e.Client, ns, gwv1.GroupName, []string{"tlsroutes", "tcproutes"}, probe)
+}
+
+// holdDeletes refuses the deletion of the objects of resources (of API
+// group) in namespace ns that carry holdLabel, for the rest of t, and
+// waits until the policy refuses a dry-run delete of probe (one of them,
+// labelled, made here).
+func holdDeletes(t *testing.T, c client.Client, ns, group string, resources []string, probe client.Object) {
+	t.Helper()
+	ctx := t.Context()
+	admissionPolicy(t, c, ns, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, group, resources,
+		fmt.Sprintf("!has(oldObject.metadata.labels) || !(%q in oldObject.metadata.labels)", holdLabel), "held by the test")
 	testenv.Create(t, ctx, c, probe)
 	testenv.Converges(t, "the policy in force", func() error {
 		err := c.Delete(ctx, probe, client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), "held by the test") {
-			return fmt.Errorf("dry-run delete of a held route: %v", err)
+			return fmt.Errorf("dry-run delete of a held %T: %v", probe, err)
 		}
 		return nil
 	})

@@ -176,6 +176,12 @@ func TestGatewayRouteRefused(t *testing.T) {
 // policy).
 func routePolicy(t *testing.T, c client.Client, ns string, ops []admissionregistrationv1.OperationType, resources []string, expr, msg string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	t.Helper()
+	return admissionPolicy(t, c, ns, ops, gwv1.GroupName, resources, expr, msg)
+}
+
+// admissionPolicy is routePolicy for the resources of any API group.
+func admissionPolicy(t *testing.T, c client.Client, ns string, ops []admissionregistrationv1.OperationType, group string, resources []string, expr, msg string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	t.Helper()
 	ctx := t.Context()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{GenerateName: "routes-"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -183,7 +189,7 @@ func routePolicy(t *testing.T, c client.Client, ns string, ops []admissionregist
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: ops,
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gwv1.GroupName}, APIVersions: []string{"*"}, Resources: resources},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
 				}}}},
 			Validations: []admissionregistrationv1.Validation{{Expression: expr, Message: msg}},
 		}}

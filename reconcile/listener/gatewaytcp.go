@@ -120,7 +120,7 @@ func (r *listenerReconciler) sectionHolders(ctx context.Context, l *v1alpha1.Lis
 			for i := range routes {
 				rt := &routes[i]
 				_, isPort := portOf[rt.Name]
-				own, err := r.routeIsOwn(ctx, rt, l)
+				own, err := r.isOwn(ctx, rt, l)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -205,7 +205,7 @@ func (r *listenerReconciler) ensureTCPRoute(ctx context.Context, l *v1alpha1.Lis
 	have, err := r.getTCPRoute(ctx, client.ObjectKeyFromObject(want))
 	own := false
 	if err == nil && have != nil {
-		own, err = r.routeIsOwn(ctx, have, l)
+		own, err = r.isOwn(ctx, have, l)
 	}
 	switch {
 	case err != nil:
@@ -252,7 +252,7 @@ func (r *listenerReconciler) deleteStaleTCPRoutes(ctx context.Context, l *v1alph
 		if keep[rt.Name] {
 			continue
 		}
-		if own, err := r.routeIsOwn(ctx, rt, l); err != nil || !own {
+		if own, err := r.isOwn(ctx, rt, l); err != nil || !own {
 			if err != nil {
 				return err
 			}

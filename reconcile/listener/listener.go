@@ -235,8 +235,13 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 	if err := r.deleteStaleServices(ctx, l, svcName); err != nil {
 		return nil, outcome{}, err
 	}
-	if svc != nil && !metav1.IsControlledBy(svc, l) {
-		return nil, judged(foreignServiceVerdict(svcName)), nil
+	if svc != nil {
+		// A predecessor's Service is taken over (routeowner.go): applied
+		// below with l's owner reference, keeping its addresses.
+		own, err := r.isOwn(ctx, svc, l)
+		if err != nil || !own {
+			return nil, judged(foreignServiceVerdict(svcName)), err
+		}
 	}
 	// A Service another operator made selects pods its own way: its
 	// selector stays until the takeover controller switches it (reconcile/takeover).
