@@ -126,7 +126,15 @@ func (r *listenerReconciler) workloadOf(ctx context.Context, l *v1alpha1.Listene
 	if ok {
 		return w, nil
 	}
-	if current != nil && metav1.IsControlledBy(current, l) {
+	own := false
+	if current != nil {
+		// A predecessor's Service (isOwn) keeps its key too: the
+		// Listener takes it over once it has a workload to apply.
+		if own, err = r.isOwn(ctx, current, l); err != nil {
+			return w, err
+		}
+	}
+	if own {
 		if key := current.Annotations[v1alpha1.AnnotationMetalLBSharedIP]; lbsharing.KeyOfNamespace(key, l.Namespace) {
 			w.StatefulSet = key[len(l.Namespace)+1:]
 			return w, nil
