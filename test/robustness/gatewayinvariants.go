@@ -85,7 +85,7 @@ func (s *Snapshot) routeJudged(t int, kind string, m *metav1.ObjectMeta) (l *v1a
 	if l.Spec.ClassName == nil || *l.Spec.ClassName == "" {
 		return nil, nil, "", fmt.Sprintf("%s %s/%s of Listener %s stays, and the Listener names no class", kind, m.Namespace, m.Name, l.Name)
 	}
-	if class = s.classOf(l); class == nil {
+	if class = s.classJudging(l); class == nil {
 		return nil, nil, "", ""
 	}
 	where = fmt.Sprintf("%s %s/%s of Listener %s (class %s)", kind, m.Namespace, m.Name, l.Name, class.Name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/listener-operator/listener-operator/api/service"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
+	"github.com/listener-operator/listener-operator/api/validation"
 	"github.com/listener-operator/listener-operator/internal/testenv"
 )
 
@@ -90,10 +91,11 @@ func ServicesFollowTheirClass(st Step) []string {
 			if l == nil || svc.DeletionTimestamp != nil || l.DeletionTimestamp != nil {
 				continue
 			}
-			class := s.classOf(l)
+			class := s.classJudging(l)
 			if class == nil {
-				// A Listener whose class is gone keeps the Service its
-				// class last made (it says so in Ready): docs/reconcile.md,
+				// A Listener whose class is gone, or one the webhooks
+				// would have refused, keeps the Service its class last
+				// made (it says so in Ready): docs/reconcile.md,
 				// "Promises".
 				continue
 			}
@@ -243,6 +245,19 @@ func rangeShort(l *v1alpha1.Listener) bool {
 }
 
 // says says whether l is not Ready for reason.
+// classJudging is the class whose rules l's Service and routes follow:
+// l's class, or nil when it is gone or is one the webhooks would have
+// refused (admitted while they were off) and l says Invalid: the operator
+// then leaves them as the last valid class made them, until the class is
+// mended.
+func (s *Snapshot) classJudging(l *v1alpha1.Listener) *v1alpha1.ListenerClass {
+	class := s.classOf(l)
+	if class != nil && len(validation.ListenerClass(class)) > 0 && says(l, v1alpha1.ReasonInvalid) {
+		return nil
+	}
+	return class
+}
+
 func says(l *v1alpha1.Listener, reason string) bool {
 	c := meta.FindStatusCondition(l.Status.Conditions, v1alpha1.ConditionReady)
 	return c != nil && c.Status != metav1.ConditionTrue && c.Reason == reason

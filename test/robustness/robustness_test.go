@@ -306,6 +306,19 @@ var gatewayRegressions = []struct {
 		{Kind: PutPod, Name: "pod-db", Class: 1, Ports: []int32{8080}},
 		{Kind: PutClass, Class: 1, Type: "ClusterIP", Parents: []string{"g1/t2"}, TCP: true},
 	}},
+	// Found by make robustness (seed 14394334709108808903, shrunk to 29
+	// operations, cut by hand to these): a TCPRoute class made a
+	// LoadBalancer class while the webhooks were off, which they would have
+	// refused (a gateway class's Services are ClusterIP). Its Listener says
+	// Invalid and keeps the Service the valid class made; the invariants
+	// judged that Service against the refused class.
+	{name: "ServicesFollowTheirClass", seed: 14394334709108808903, ops: []Op{
+		{Kind: PutGateway, Sections: []string{"p1:Same", "t1:All"}},
+		{Kind: PutClass, Type: "ClusterIP", Parents: []string{"g0/t1"}, TCP: true},
+		{Kind: PutListener, Name: "web", Ports: []int32{80}},
+		{Kind: WebhooksOff},
+		{Kind: PutClass, Type: "LoadBalancer", Parents: []string{"g0/t1"}, TCP: true},
+	}},
 }
 
 // TestGatewayRegressions plays every shrunk history with Gateways.
