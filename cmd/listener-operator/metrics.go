@@ -39,7 +39,11 @@ func (m *metricsOptions) addFlags(fs *flag.FlagSet) {
 // metrics): a run registers its own metrics there, so that a second run
 // in one process (the tests) registers nothing twice.
 func (m metricsOptions) serverOptions(run prometheus.Gatherer) metricsserver.Options {
-	filters := []func(*rest.Config, *http.Client) (metricsserver.Filter, error){uncompressedMetrics}
+	var filters []filterProvider
+	if m.secure {
+		filters = append(filters, metricsauth.Filter) // outermost: nothing unauthorised gets further
+	}
+	filters = append(filters, uncompressedMetrics)
 	if run != nil {
 		filters = append(filters, alsoGathering(run))
 	}
@@ -50,7 +54,6 @@ func (m metricsOptions) serverOptions(run prometheus.Gatherer) metricsserver.Opt
 	if m.secure {
 		o.SecureServing = true
 		o.CertDir = m.certDir
-		o.FilterProvider = chainFilters(append([]func(*rest.Config, *http.Client) (metricsserver.Filter, error){metricsauth.Filter}, filters...)...)
 		o.TLSOpts = []func(*tls.Config){metricsTLS}
 	}
 	return o
@@ -60,7 +63,7 @@ func (m metricsOptions) serverOptions(run prometheus.Gatherer) metricsserver.Opt
 // run's metrics too: controller-runtime's server serves only its own
 // registry (metrics.Registry), and the filter is the one place to serve
 // more from it.
-func alsoGathering(run prometheus.Gatherer) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+func alsoGathering(run prometheus.Gatherer) filterProvider {
 	return func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
 		h := promhttp.HandlerFor(prometheus.Gatherers{metrics.Registry, run}, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
 		return func(logr.Logger, http.Handler) (http.Handler, error) { return h, nil }, nil
@@ -74,9 +77,12 @@ func metricsTLS(c *tls.Config) {
 	c.NextProtos = []string{"http/1.1"}
 }
 
+// filterProvider makes one filter of a metrics server (its FilterProvider).
+type filterProvider = func(*rest.Config, *http.Client) (metricsserver.Filter, error)
+
 // chainFilters applies the filters in order: the first one sees the
 // request first.
-func chainFilters(providers ...func(*rest.Config, *http.Client) (metricsserver.Filter, error)) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+func chainFilters(providers ...filterProvider) filterProvider {
 	return func(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 		fs := make([]metricsserver.Filter, 0, len(providers))
 		for _, p := range providers {

@@ -68,10 +68,11 @@ func (r *listenerReconciler) serviceOutsideCache(ctx context.Context, l *v1alpha
 		}
 		return nil, fmt.Errorf("get service %s/%s: %w", want.GetNamespace(), want.GetName(), err)
 	}
-	if own, err := r.isOwn(ctx, existing, l); err != nil || !own { // routeowner.go
-		if err != nil {
-			return nil, err
-		}
+	own, err := r.isOwn(ctx, existing, l) // owner.go
+	if err != nil {
+		return nil, err
+	}
+	if !own {
 		return nil, &errForeignService{name: existing.Name}
 	}
 	if existing.Labels[LabelName] == LabelNameValue {

@@ -296,13 +296,14 @@ func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.
 		if keep[rt.Name] {
 			continue
 		}
-		if own, err := r.isOwn(ctx, rt, l); err != nil || !own {
-			if err != nil {
-				return err
-			}
+		own, err := r.isOwn(ctx, rt, l)
+		if err != nil {
+			return err
+		}
+		if !own {
 			continue
 		}
-		err := r.client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID})
+		err = r.client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID})
 		if metrics.CountWrite(ControllerName, "TLSRoute", "delete", err) != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete tlsroute %s/%s of listener %s: %w", rt.Namespace, rt.Name, l.Name, err)
 		}

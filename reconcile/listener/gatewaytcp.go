@@ -252,16 +252,17 @@ func (r *listenerReconciler) deleteStaleTCPRoutes(ctx context.Context, l *v1alph
 		if keep[rt.Name] {
 			continue
 		}
-		if own, err := r.isOwn(ctx, rt, l); err != nil || !own {
-			if err != nil {
-				return err
-			}
+		own, err := r.isOwn(ctx, rt, l)
+		if err != nil {
+			return err
+		}
+		if !own {
 			continue
 		}
 		del := tcpRouteObject(version)
 		del.SetNamespace(rt.Namespace)
 		del.SetName(rt.Name)
-		err := r.client.Delete(ctx, del, client.Preconditions{UID: &rt.UID})
+		err = r.client.Delete(ctx, del, client.Preconditions{UID: &rt.UID})
 		if metrics.CountWrite(ControllerName, "TCPRoute", "delete", err) != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete tcproute %s/%s of listener %s: %w", rt.Namespace, rt.Name, l.Name, err)
 		}

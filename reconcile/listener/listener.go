@@ -236,11 +236,14 @@ func (r *listenerReconciler) ensureService(ctx context.Context, l *v1alpha1.List
 		return nil, outcome{}, err
 	}
 	if svc != nil {
-		// A predecessor's Service is taken over (routeowner.go): applied
+		// A predecessor's Service is taken over (owner.go): applied
 		// below with l's owner reference, keeping its addresses.
 		own, err := r.isOwn(ctx, svc, l)
-		if err != nil || !own {
-			return nil, judged(foreignServiceVerdict(svcName)), err
+		if err != nil {
+			return nil, outcome{}, err
+		}
+		if !own {
+			return nil, judged(foreignServiceVerdict(svcName)), nil
 		}
 	}
 	// A Service another operator made selects pods its own way: its
