@@ -10,6 +10,14 @@ BIN         := $(CURDIR)/bin
 K8S_BIN     := $(BIN)/k8s/$(K8S_VERSION)
 TOOLS_BIN   := $(BIN)/tools
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen
+# Variables a rule's targets or prerequisites name are defined up here: make
+# expands those when it reads the rule, so one defined below it is empty
+# there (TestMakefileDefinesBeforeRules).
+# kustomize and helm render config/ and deploy/helm (the manifest tests use them).
+DEPLOY_TOOLS := $(TOOLS_BIN)/kustomize $(TOOLS_BIN)/helm
+# kwok, for the fake nodes of `make scale` and the pods of test/robustness
+# (pinned in hack/kwok/go.mod).
+KWOK := $(TOOLS_BIN)/kwok
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_LDFLAGS  := -X github.com/listener-operator/listener-operator/internal/version.Version=$(VERSION)
 # grpcnotrace: gRPC leaves out golang.org/x/net/trace, whose html/template
@@ -191,8 +199,6 @@ $(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
 .PHONY: tools
 tools: $(CONTROLLER_GEN) ## Build the code generators into bin/tools.
 
-# kustomize and helm render config/ and deploy/helm (the manifest tests use them).
-DEPLOY_TOOLS := $(TOOLS_BIN)/kustomize $(TOOLS_BIN)/helm
 # helm without a cluster (helm template, install --dry-run=client) checks the
 # chart's kubeVersion against the version linked in, v1.20 unless set: the
 # project's control plane version, as helm's own Makefile does.
@@ -296,9 +302,6 @@ cluster-down: ## Stop the local cluster and restore the host (processes, mounts,
 demo: ## One command for newcomers: cluster, cert-manager, operator, examples/, and what the pods see (CERT_MODE=self-signed: without cert-manager).
 	NODES=$(or $(NODES),1) CERT_MODE=$(or $(CERT_MODE),cert-manager) $(CLUSTER) demo
 
-# kwok, for the fake nodes of `make scale` and the pods of test/robustness
-# (pinned in hack/kwok/go.mod).
-KWOK := $(TOOLS_BIN)/kwok
 $(KWOK): hack/kwok/go.mod hack/kwok/go.sum
 	cd hack/kwok && go build -o $(KWOK) sigs.k8s.io/kwok/cmd/kwok
 

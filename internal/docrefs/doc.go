@@ -7,5 +7,7 @@
 // Its tests check the other way too: the README's Layout table has a row
 // for every directory of Go files (layout_test.go), and every file a
 // doc.go names exists, a doc.go that lists its package's files listing
-// them all.
+// them all; and the Makefile defines every variable a rule's targets or
+// prerequisites name above that rule (makefile_test.go), where make reads
+// it.
 package docrefs
