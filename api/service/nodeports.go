@@ -59,8 +59,12 @@ func RequestNodePorts(want *unstructured.Unstructured, recorded map[string]int32
 // WithoutNodePort names the ports of the desired Service want that have no
 // node port in current, the Service as it is (by name: the API server
 // keeps a port's node port by its name across updates): every port when
-// current is nil, the ports added to the Listener since otherwise.
+// current is nil, the ports added to the Listener since otherwise; none
+// when want is of type ClusterIP (held back in that type: InType).
 func WithoutNodePort(want *unstructured.Unstructured, current *corev1.Service) []string {
+	if t, _, _ := unstructured.NestedString(want.Object, "spec", "type"); t == string(corev1.ServiceTypeClusterIP) {
+		return nil
+	}
 	has := map[string]bool{}
 	if current != nil {
 		for _, p := range current.Spec.Ports {
@@ -133,6 +137,39 @@ var clusterIPFields = []string{
 	"ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy", "trafficDistribution",
 }
 
+// nodePortFields are the spec fields the API server takes on a Service of
+// type NodePort: a ClusterIP's and the traffic policy (loadBalancerClass,
+// loadBalancerSourceRanges and the like are a load balancer's only).
+var nodePortFields = append(slices.Clip(clusterIPFields), "externalTrafficPolicy")
+
+// InType is want as a Service of type typ: want's metadata, and of its
+// spec the fields a Service of that type takes (an allow-list for
+// ClusterIP and NodePort; a LoadBalancer takes them all). A Service held
+// back in its type while its class asks for another (WithinHeld,
+// lbsharing.Held) still follows the class otherwise.
+func InType(want *unstructured.Unstructured, typ corev1.ServiceType) *unstructured.Unstructured {
+	out := want.DeepCopy()
+	var allowed []string
+	switch typ {
+	case corev1.ServiceTypeClusterIP:
+		allowed = clusterIPFields
+	case corev1.ServiceTypeNodePort:
+		allowed = nodePortFields
+	}
+	spec, _, _ := unstructured.NestedMap(out.Object, "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	for k := range spec {
+		if allowed != nil && !slices.Contains(allowed, k) {
+			delete(spec, k)
+		}
+	}
+	spec["type"] = string(typ)
+	_ = unstructured.SetNestedMap(out.Object, spec, "spec")
+	return out
+}
+
 // WithinHeld is what of the desired Service want can be applied to the
 // Service current (which exists) while its class's node-port range has no
 // room for the ports named in need (WithoutNodePort): everything that
@@ -144,18 +181,10 @@ var clusterIPFields = []string{
 //   - Any other takes want without the ports in need; nil when no port is
 //     left (every port is new): it then stays as it is.
 func WithinHeld(want *unstructured.Unstructured, current *corev1.Service, need []string) *unstructured.Unstructured {
-	out := want.DeepCopy()
 	if current.Spec.Type == corev1.ServiceTypeClusterIP {
-		spec, _, _ := unstructured.NestedMap(out.Object, "spec")
-		for k := range spec {
-			if !slices.Contains(clusterIPFields, k) {
-				delete(spec, k)
-			}
-		}
-		spec["type"] = string(corev1.ServiceTypeClusterIP)
-		_ = unstructured.SetNestedMap(out.Object, spec, "spec")
-		return out
+		return InType(want, corev1.ServiceTypeClusterIP)
 	}
+	out := want.DeepCopy()
 	ports, _, _ := unstructured.NestedSlice(out.Object, "spec", "ports")
 	ports = slices.DeleteFunc(ports, func(p any) bool {
 		m, _ := p.(map[string]any)

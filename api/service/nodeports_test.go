@@ -1,6 +1,7 @@
 package service
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -96,6 +97,50 @@ func TestWithoutNodePort(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := WithoutNodePort(want, tc.current); !slices.Equal(got, tc.want) {
 				t.Errorf("WithoutNodePort = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("a ClusterIP needs none", func(t *testing.T) {
+		clusterIP := want.DeepCopy()
+		clusterIP.Object["spec"].(map[string]any)["type"] = "ClusterIP"
+		if got := WithoutNodePort(clusterIP, nil); len(got) != 0 {
+			t.Errorf("WithoutNodePort = %v, want none: a Service of type ClusterIP takes no node port", got)
+		}
+	})
+}
+
+// TestInType: a Service held in another type than its class's takes the
+// class's fields that type takes, and no other (the API server refuses a
+// load balancer's fields on a NodePort, and node-port fields on a
+// ClusterIP).
+func TestInType(t *testing.T) {
+	want := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"example.test/zone": "a"}},
+		"spec": map[string]any{
+			"type": "LoadBalancer", "externalTrafficPolicy": "Cluster", "loadBalancerClass": "x", "loadBalancerSourceRanges": []any{"10.0.0.0/8"},
+			"allocateLoadBalancerNodePorts": true, "sessionAffinity": "ClientIP", "ports": []any{map[string]any{"name": "a", "port": int64(80)}},
+		}}}
+	for _, tc := range []struct {
+		typ  corev1.ServiceType
+		want []string // spec keys, sorted
+	}{
+		{corev1.ServiceTypeClusterIP, []string{"ports", "sessionAffinity", "type"}},
+		{corev1.ServiceTypeNodePort, []string{"externalTrafficPolicy", "ports", "sessionAffinity", "type"}},
+		{corev1.ServiceTypeLoadBalancer, []string{"allocateLoadBalancerNodePorts", "externalTrafficPolicy", "loadBalancerClass", "loadBalancerSourceRanges", "ports", "sessionAffinity", "type"}},
+	} {
+		t.Run(string(tc.typ), func(t *testing.T) {
+			before := want.DeepCopy()
+			got := InType(want, tc.typ)
+			if !reflect.DeepEqual(want.Object, before.Object) {
+				t.Fatal("the desired Service was changed in place")
+			}
+			spec, _, _ := unstructured.NestedMap(got.Object, "spec")
+			keys := slices.Sorted(maps.Keys(spec))
+			if spec["type"] != string(tc.typ) || !slices.Equal(keys, tc.want) {
+				t.Errorf("type %v, spec fields %v; want %s, %v", spec["type"], keys, tc.typ, tc.want)
+			}
+			if got.GetAnnotations()["example.test/zone"] != "a" {
+				t.Errorf("annotations %v: the class's metadata must follow", got.GetAnnotations())
 			}
 		})
 	}

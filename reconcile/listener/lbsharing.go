@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,10 @@ import (
 type sharing struct {
 	key      string
 	siblings []corev1.Service
+	// held is the outcome the reconcile ends with once the Service took
+	// what of the class needs no port (holdShared): not Ready, the range
+	// has no room. The zero outcome when the range gave l its ports.
+	held outcome
 }
 
 // shareLoadBalancer makes want, l's Service, the Service of its workload's
@@ -35,9 +40,11 @@ type sharing struct {
 // it does nothing (nil). A Listener whose key is not known yet (no pod of
 // a StatefulSet mounts it), mounted by pods of several workloads, or
 // whose ports the range has no room for, or a port of which another
-// Service of the key holds, ends the reconcile with a verdict that says
-// so and what to do; its Service, if it has one, stays as it is, and no
-// other Listener's port moves. current is l's Service now (nil: none).
+// Service of the key holds, is not Ready with a verdict that says so and
+// what to do, and no other Listener's port moves: without a Service it
+// ends the reconcile; its Service, if it has one, keeps its ports and
+// follows the class otherwise (holdShared), then the reconcile ends with
+// sharing.held. current is l's Service now (nil: none).
 func (r *listenerReconciler) shareLoadBalancer(ctx context.Context, l *v1alpha1.Listener, class *v1alpha1.ListenerClass, want *unstructured.Unstructured, current *corev1.Service) (*sharing, outcome, error) {
 	rng := class.Spec.LoadBalancerSharing
 	if rng == nil || class.Spec.ServiceType != v1alpha1.ServiceTypeLoadBalancer {
@@ -77,7 +84,7 @@ func (r *listenerReconciler) shareLoadBalancer(ctx context.Context, l *v1alpha1.
 	}
 	ports, err := ask.Assign()
 	if err != nil {
-		return nil, sharedPortsShort(err, current), nil
+		return holdShared(l, want, current, err)
 	}
 	for _, p := range ports {
 		cw.given[p] = givenPort{listener: self, at: now}
@@ -189,18 +196,49 @@ func portNames(l *v1alpha1.Listener) []string {
 	return out
 }
 
+// holdShared is what shareLoadBalancer decides for l when the range has
+// no ports for it (short, an lbsharing.Exhausted or Taken). Without a
+// Service (current nil), or with one that has none of want's ports, the
+// reconcile ends with the verdict and the Service stays as it is.
+// Otherwise want becomes what of it needs no new port (lbsharing.Held:
+// the class's metadata and fields, the ports and key as they are), so
+// that exposure the class no longer gives goes, and the reconcile writes
+// it before it ends with the verdict (sharing.held).
+func holdShared(l *v1alpha1.Listener, want *unstructured.Unstructured, current *corev1.Service, short error) (*sharing, outcome, error) {
+	if current == nil {
+		return nil, sharedPortsShort(short, ""), nil
+	}
+	held, missing, err := lbsharing.Held(want, current, l.Namespace)
+	if err != nil {
+		return nil, outcome{}, err
+	}
+	if held == nil {
+		return nil, sharedPortsShort(short, fmt.Sprintf("until then Service %s stays as it is", current.Name)), nil
+	}
+	if err := service.StampHash(held); err != nil {
+		return nil, outcome{}, err
+	}
+	want.Object = held.Object
+	until := fmt.Sprintf("until then Service %s keeps its ports", current.Name)
+	if len(missing) > 0 {
+		until += ", without " + strings.Join(missing, ", ")
+	}
+	return &sharing{held: sharedPortsShort(short, until)}, outcome{}, nil
+}
+
 // sharedPortsShort is the outcome of a Listener the range has no ports
-// for (lbsharing.Exhausted, lbsharing.Taken): not Ready, looked at again
+// for (lbsharing.Exhausted, lbsharing.Taken): not Ready, saying what its
+// Service does meanwhile (until, "" when it has none), looked at again
 // later (a port freed sends it no event).
-func sharedPortsShort(err error, current *corev1.Service) outcome {
+func sharedPortsShort(err error, until string) outcome {
 	reason := v1alpha1.ReasonSharedPortsExhausted
 	var taken *lbsharing.Taken
 	if errors.As(err, &taken) {
 		reason = v1alpha1.ReasonSharedPortTaken
 	}
 	msg := err.Error()
-	if current != nil {
-		msg += fmt.Sprintf("; until then Service %s stays as it is", current.Name)
+	if until != "" {
+		msg += "; " + until
 	}
 	o := judged(verdict{reason: reason, message: msg})
 	o.requeueAfter = rangeRecheck

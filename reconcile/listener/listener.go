@@ -155,6 +155,9 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil || end.ends() {
 		return end, err
 	}
+	if sh != nil && sh.held.ends() {
+		return sh.held, nil
+	}
 	var nodes []*corev1.Node
 	if class.Spec.ServiceType == v1alpha1.ServiceTypeNodePort {
 		if nodes, err = r.servingNodes(ctx, l); err != nil {
