@@ -77,7 +77,7 @@ func (c *Coverage) add(st Step) {
 // Unplayed are the operation kinds never played (accepted or refused).
 func (c *Coverage) Unplayed() []Kind {
 	var out []Kind
-	for _, k := range kinds {
+	for _, k := range kinds(false) {
 		if c.Accepted[k]+c.Refused[k] == 0 {
 			out = append(out, k)
 		}
@@ -89,7 +89,7 @@ func (c *Coverage) Unplayed() []Kind {
 // something already gone, a create of something there. String says so.
 func (c *Coverage) neverAccepted() []Kind {
 	var out []Kind
-	for _, k := range kinds {
+	for _, k := range kinds(false) {
 		if c.Accepted[k] == 0 && c.Refused[k] > 0 {
 			out = append(out, k)
 		}

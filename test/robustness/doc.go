@@ -40,7 +40,8 @@
 // pod's readiness-gate condition is judged against api/podready's verdict
 // (podgate.go).
 //
-// An operation (ops.go) is a flat value that prints as a Go literal; a
+// An operation (ops.go) is a flat value that prints as a Go literal; one
+// table (play.go) says of each kind who plays it and what it does; a
 // World gives each history classes, namespaces and a DNS domain of its
 // own. Coverage (coverage.go) counts what the histories reached, so that a
 // passing run shows it did more than have its operations refused;

@@ -46,7 +46,7 @@ func (f *Faults) catchesUp(op Op) bool {
 	switch {
 	case f.off && isTenantOp(op.Kind):
 		f.unchecked = true
-	case op.Kind == RestartOperator || op.Kind == WebhooksOn:
+	case playbook()[op.Kind].restarts:
 		defer func() { f.unchecked = false }()
 		return f.unchecked
 	}

@@ -25,9 +25,6 @@ const (
 	DeleteGateway Kind = "DeleteGateway" // the administrator deletes Gateway Gateway
 )
 
-// gatewayKinds are the kinds only a run with Traefik plays.
-var gatewayKinds = []Kind{PutGateway, DeleteGateway}
-
 // gatewaySlots is how many Gateways a world may have; parents also name
 // slot gatewaySlots, which never exists.
 const gatewaySlots = 2

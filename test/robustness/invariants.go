@@ -335,15 +335,6 @@ func NoOtherTenantNamed(st Step) []string {
 	return out
 }
 
-// isTenantOp says whether a tenant does operations of kind k.
-func isTenantOp(k Kind) bool {
-	switch k {
-	case PutListener, DeleteListener, PutClaim, DeleteClaim, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet:
-		return true
-	}
-	return false
-}
-
 // NotReadySaysWhy: every Listener has a Ready condition; one that is not
 // True, and every False condition, has a reason and a message.
 func NotReadySaysWhy(st Step) []string {

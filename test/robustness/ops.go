@@ -47,15 +47,6 @@ const (
 	LiftQuota Kind = "LiftQuota" // remove that cap, then wait until the Listeners it held back have their Services
 )
 
-// kinds are every operation kind: the fixed seeds must play each
-// (Coverage.Unplayed); apply refuses a kind it does not know.
-var kinds = []Kind{
-	PutClass, DeleteClass, DeleteService, PutListener, DeleteListener, PutClaim, DeleteClaim,
-	PutNodeAddress, PutPod, DeletePod, PutStatefulSet, ScaleStatefulSet, DeleteStatefulSet,
-	RestartOperator, WebhooksOff, WebhooksOn, PutQuota, LiftQuota,
-	PutShareClass, // share.go
-}
-
 // Op is one operation. Only the fields its Kind reads are set, so that a
 // sequence prints (GoString) as short table rows.
 type Op struct {

@@ -108,38 +108,19 @@ func (w World) StatefulSet(op Op) *appsv1.StatefulSet {
 	return sts
 }
 
-// applyWorkload does the node and workload operations (apply's other
-// kinds) as actor; known false for a kind it does not know.
-func (c *Cluster) applyWorkload(ctx context.Context, actor client.Client, w World, op Op) (known bool, err error) {
-	ns := w.Tenants[op.Tenant]
-	switch op.Kind {
-	case PutNodeAddress:
-		node := &corev1.Node{}
-		if err := actor.Get(ctx, client.ObjectKey{Name: w.NodeName(op.Node)}, node); err != nil {
-			return true, err
-		}
-		patch := client.MergeFrom(node.DeepCopy())
-		if op.Address == "" {
-			delete(node.Annotations, v1alpha1.AnnotationNodeAddress)
-		} else {
-			node.Annotations = merged(node.Annotations, v1alpha1.AnnotationNodeAddress, op.Address)
-		}
-		return true, actor.Patch(ctx, node, patch)
-	case PutShareClass: // share.go
-		return true, put(ctx, actor, w.Class(op), func(have, want *v1alpha1.ListenerClass) { have.Spec = want.Spec })
-	case PutPod:
-		return true, actor.Create(ctx, w.Pod(op))
-	case DeletePod:
-		return true, actor.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: ns}})
-	case PutStatefulSet:
-		return true, actor.Create(ctx, w.StatefulSet(op))
-	case ScaleStatefulSet:
-		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: ns}}
-		return true, actor.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, op.Replicas)))
-	case DeleteStatefulSet:
-		return true, actor.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: ns}})
+// putNodeAddress sets (Address "" removes) Node's address annotation.
+func putNodeAddress(ctx context.Context, _ *Cluster, actor client.Client, w World, op Op) error {
+	node := &corev1.Node{}
+	if err := actor.Get(ctx, client.ObjectKey{Name: w.NodeName(op.Node)}, node); err != nil {
+		return err
 	}
-	return false, nil
+	patch := client.MergeFrom(node.DeepCopy())
+	if op.Address == "" {
+		delete(node.Annotations, v1alpha1.AnnotationNodeAddress)
+	} else {
+		node.Annotations = merged(node.Annotations, v1alpha1.AnnotationNodeAddress, op.Address)
+	}
+	return actor.Patch(ctx, node, patch)
 }
 
 // merged is m with k set to v (m may be nil).
@@ -206,7 +187,7 @@ func (c *Cluster) cleanupNodes(ctx context.Context, w World) {
 // (RestartWritesNothing).
 func (c *Cluster) runPods(ctx context.Context, w World, op Op) error {
 	switch {
-	case c.Kubelet == nil || op.Kind == RestartOperator || op.Kind == WebhooksOn:
+	case c.Kubelet == nil || playbook()[op.Kind].restarts:
 		return nil
 	case isTenantOp(op.Kind):
 		return c.Kubelet.Sync(ctx, w, w.Tenants[op.Tenant:op.Tenant+1])

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/listener-operator/listener-operator/api/names"
 	"github.com/listener-operator/listener-operator/api/v1alpha1"
 )
 
@@ -328,66 +327,6 @@ func (c *Cluster) quiet(ctx context.Context, w World, mark int64, elapsed time.D
 		writes = append([]string{"the operator wrote after it had settled, with nothing changed:"}, writes...)
 	}
 	return writes, err
-}
-
-// apply does op as its actor and returns the API server's answer; an
-// error only when the runner cannot go on.
-func (c *Cluster) apply(ctx context.Context, w World, op Op) (Answer, error) {
-	actor := c.Admin
-	if isTenantOp(op.Kind) {
-		actor = c.Tenants[op.Tenant]
-		c.Warnings[op.Tenant].take()
-	}
-	var err error
-	switch op.Kind {
-	case PutClass:
-		err = put(ctx, actor, w.Class(op), func(have, want *v1alpha1.ListenerClass) { have.Spec = want.Spec })
-	case DeleteClass:
-		err = actor.Delete(ctx, w.Class(op))
-	case DeleteService:
-		err = actor.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.ServiceName(op.Name), Namespace: w.Tenants[op.Tenant]}})
-	case PutListener:
-		var l *v1alpha1.Listener
-		if l, err = w.Listener(op); err != nil {
-			return Answer{}, err
-		}
-		err = put(ctx, actor, l, func(have, want *v1alpha1.Listener) { have.Labels, have.Spec = want.Labels, want.Spec })
-	case DeleteListener:
-		err = actor.Delete(ctx, &v1alpha1.Listener{ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: w.Tenants[op.Tenant]}})
-	case PutClaim:
-		err = actor.Create(ctx, w.Claim(op))
-	case DeleteClaim:
-		err = actor.Delete(ctx, w.Claim(op))
-	case RestartOperator:
-		return Answer{}, c.restart(ctx)
-	case WebhooksOff:
-		return Answer{}, c.webhooksOff(ctx)
-	case PutQuota, LiftQuota:
-		return Answer{}, c.applyQuota(ctx, w, op)
-	case PutGateway, DeleteGateway:
-		err = c.applyGateway(ctx, w, op)
-	case WebhooksOn:
-		if err := c.webhooksOn(ctx); err != nil {
-			return Answer{}, err
-		}
-		return Answer{}, c.restart(ctx)
-	default:
-		var known bool
-		if known, err = c.applyWorkload(ctx, actor, w, op); !known {
-			return Answer{}, fmt.Errorf("unknown operation kind %q", op.Kind)
-		}
-	}
-	a := Answer{}
-	if err != nil {
-		a.Err = err.Error()
-	}
-	if isTenantOp(op.Kind) {
-		a.Warnings = c.Warnings[op.Tenant].take()
-	}
-	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "User \"tenant-") {
-		return a, fmt.Errorf("tenant RBAC: %w", err) // edit lacks a right: the harness is wrong
-	}
-	return a, nil
 }
 
 // put creates want, or updates the object of its name with set.
