@@ -96,6 +96,11 @@ func sharingBreaches() []breachRow {
 			}),
 			change: withReplicaOne(func(s *Snapshot) { s.Services[0][0].Spec.Ports[0].Port = 9002 })},
 		{name: "sharing: exhausted, not said", inv: SharedPortsShortSaid, class: &narrow, change: replicaOne, want: "does not say SharedPortsExhausted"},
+		{name: "sharing: exhausted, its StatefulSet gone said first", inv: SharedPortsShortSaid, class: &narrow, change: withReplicaOne(func(s *Snapshot) {
+			for t := range s.Listeners {
+				s.Listeners[t][0].Status.Conditions[0].Reason = v1alpha1.ReasonInvalid
+			}
+		})},
 		{name: "sharing: exhausted, said", inv: SharedPortsShortSaid, class: &narrow, change: withReplicaOne(func(s *Snapshot) {
 			for t := range s.Listeners {
 				s.Listeners[t][0].Status.Conditions[0].Reason = v1alpha1.ReasonSharedPortsExhausted

@@ -241,7 +241,8 @@ func kept(prev, svc *corev1.Service) bool {
 // why (NotReadySaysWhy: a reason and message; NoOtherTenantNamed: naming
 // no other namespace); replica i of n ports says SharedPortsExhausted
 // exactly when from + (i+1)×n − 1 lies beyond the range (unless its
-// Service kept ports inside it).
+// Service kept ports inside it, or it says what the operator decides
+// first: saysFirst).
 func SharedPortsShortSaid(st Step) []string {
 	var out []string
 	s := st.Cur
@@ -267,12 +268,25 @@ func SharedPortsShortSaid(st Step) []string {
 			switch {
 			case saidExhausted && !beyond:
 				out = append(out, fmt.Sprintf("%s says %s, but replica %d's %d ports fit: %s", who, v1alpha1.ReasonSharedPortsExhausted, r, n, readyMessage(l)))
-			case beyond && !saidExhausted && !says(l, v1alpha1.ReasonServiceRefused) && !(svc != nil && keyOf(svc) != "" && inRange(svc, rng)):
+			case beyond && !saidExhausted && !saysFirst(l) && !(svc != nil && keyOf(svc) != "" && inRange(svc, rng)):
 				out = append(out, fmt.Sprintf("%s: replica %d's %d ports lie beyond the range, and Ready does not say %s (%s)", who, r, n, v1alpha1.ReasonSharedPortsExhausted, readyReason(l)))
 			}
 		}
 	}
 	return out
+}
+
+// saysFirst says whether l is not Ready for a reason the operator decides
+// before the sharing range, or instead of it: its class or its pod
+// selection Invalid (a replica's StatefulSet deleted, say), its class
+// gone, its Service refused by the API server or another's.
+func saysFirst(l *v1alpha1.Listener) bool {
+	for _, r := range []string{v1alpha1.ReasonInvalid, v1alpha1.ReasonClassNotFound, v1alpha1.ReasonServiceRefused, v1alpha1.ReasonForeignService} {
+		if says(l, r) {
+			return true
+		}
+	}
+	return false
 }
 
 func inRange(svc *corev1.Service, rng *v1alpha1.LoadBalancerSharing) bool {
