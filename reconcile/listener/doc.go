@@ -6,7 +6,8 @@
 // Contract:
 //   - watches Listeners (generation and labels), Services (its own, and
 //     foreign ones holding a name a Listener waits for or a DNS name it
-//     claims), ListenerClasses, listener pods (bound, ready, finished,
+//     claims; and any that gives ports up, as Listeners waiting for ports
+//     of a range do: portsfreed.go), ListenerClasses, listener pods (bound, ready, finished,
 //     deleted), listener claims, pinned PersistentVolumes and Nodes (their
 //     addresses);
 //   - writes Services (create, server-side apply, delete of stale ones) and

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/listener-operator/listener-operator/api/lbsharing"
@@ -75,13 +76,7 @@ func (r *listenerReconciler) shareLoadBalancer(ctx context.Context, l *v1alpha1.
 		}
 	}
 	self, now := client.ObjectKeyFromObject(l), time.Now()
-	for p, g := range cw.given {
-		if now.Sub(g.at) > rangeGivenTTL {
-			delete(cw.given, p)
-		} else if _, held := ask.Held[p]; !held && g.listener != self {
-			ask.Held[p] = names.ServiceName(g.listener.Name)
-		}
-	}
+	cw.holdGiven(ask.Held, self, now, func(l types.NamespacedName) string { return names.ServiceName(l.Name) })
 	ports, err := ask.Assign()
 	if err != nil {
 		return holdShared(l, want, current, err)

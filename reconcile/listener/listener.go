@@ -155,6 +155,7 @@ func (r *listenerReconciler) reconcileService(ctx context.Context, l *v1alpha1.L
 	if err != nil || end.ends() {
 		return end, err
 	}
+	r.ranges.forget(client.ObjectKeyFromObject(l), svc) // rangewrites.go
 	if sh != nil && sh.held.ends() {
 		return sh.held, nil
 	}
@@ -465,6 +466,9 @@ func (r *listenerReconciler) deleteStaleServices(ctx context.Context, l *v1alpha
 			return fmt.Errorf("delete stale service %s/%s of listener %s: %w", s.Namespace, s.Name, l.Name, err)
 		}
 		r.recorder.Eventf(l, s, corev1.EventTypeNormal, EventServiceDeleted, "Delete", "Deleted Service %s, which no longer belongs to this Listener", s.Name)
+	}
+	if keep == "" {
+		r.ranges.forget(client.ObjectKeyFromObject(l), nil) // no Service left
 	}
 	return nil
 }

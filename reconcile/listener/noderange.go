@@ -216,7 +216,7 @@ func (r *listenerReconciler) writeInRange(ctx context.Context, l *v1alpha1.Liste
 		if err != nil {
 			return nil, err
 		}
-		cw.holdGiven(ask.Held, key, time.Now())
+		cw.holdGiven(ask.Held, key, time.Now(), heldByNamespace)
 		for p := range refused {
 			if _, ok := ask.Held[p]; !ok {
 				ask.Held[p] = ""

@@ -53,20 +53,26 @@ func (w *rangeWrites) lock(class string) *classWrites {
 	return cw
 }
 
-// holdGiven adds to held the ports given lately to Listeners other than
-// l, each held by its Listener's namespace, and forgets older ones.
-func (cw *classWrites) holdGiven(held map[int32]string, l types.NamespacedName, now time.Time) {
+// holdGiven adds to held (the ports the cache shows held) the ports given
+// lately to Listeners other than l, each held by who(its Listener), and
+// forgets older ones and the ones the cache shows: it has caught up, and
+// once it shows such a port no more, the port was given up (a Service
+// deleted), free for a Listener waiting for it (portsfreed.go).
+func (cw *classWrites) holdGiven(held map[int32]string, l types.NamespacedName, now time.Time, who func(types.NamespacedName) string) {
 	for p, g := range cw.given {
+		_, shown := held[p]
 		switch {
-		case now.Sub(g.at) > rangeGivenTTL:
+		case shown || now.Sub(g.at) > rangeGivenTTL:
 			delete(cw.given, p)
 		case g.listener != l:
-			if _, ok := held[p]; !ok {
-				held[p] = g.listener.Namespace
-			}
+			held[p] = who(g.listener)
 		}
 	}
 }
+
+// heldByNamespace is who holds a node port given to l: its namespace
+// (api/nodeports counts a namespace's share).
+func heldByNamespace(l types.NamespacedName) string { return l.Namespace }
 
 // gave records the node ports of svc, written for Listener l.
 func (cw *classWrites) gave(svc *corev1.Service, l types.NamespacedName, now time.Time) {
@@ -74,5 +80,36 @@ func (cw *classWrites) gave(svc *corev1.Service, l types.NamespacedName, now tim
 		if p.NodePort != 0 {
 			cw.given[p.NodePort] = givenPort{listener: l, at: now}
 		}
+	}
+}
+
+// forget drops the ports given lately to Listener l that svc, its Service
+// as just written (nil: it has none now), does not have: l gave them up
+// (moved to another class, dropped a port, lost its Service), so they are
+// free at once for a Listener waiting for them (portsfreed.go), not only
+// after rangeGivenTTL. A port is kept when svc has it as a node port or
+// as a port (a sharing range's). Takes each record's lock: not to be
+// called while holding one.
+func (w *rangeWrites) forget(l types.NamespacedName, svc *corev1.Service) {
+	w.mu.Lock()
+	records := make([]*classWrites, 0, len(w.classes))
+	for _, cw := range w.classes {
+		records = append(records, cw)
+	}
+	w.mu.Unlock()
+	has := map[int32]bool{}
+	if svc != nil {
+		for _, p := range svc.Spec.Ports {
+			has[p.NodePort], has[p.Port] = true, true
+		}
+	}
+	for _, cw := range records {
+		cw.mu.Lock()
+		for p, g := range cw.given {
+			if g.listener == l && !has[p] {
+				delete(cw.given, p)
+			}
+		}
+		cw.mu.Unlock()
 	}
 }

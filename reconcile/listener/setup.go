@@ -60,6 +60,10 @@ func Setup(mgr ctrl.Manager, opts options.Options, recorder events.EventRecorder
 				return owner == "" || names.ServiceName(owner) != e.Object.GetName() || len(lookup.HostnamesOf(e.Object)) > 0
 			},
 		})).
+		// Ports given up make room for the Listeners waiting for a
+		// range (portsfreed.go).
+		Watches(&corev1.Service{}, portsFreed(c, serviceFreesPorts)).
+		Watches(&v1alpha1.Listener{}, portsFreed(c, listenerFreesNodePorts)).
 		// A Listener going away frees its names for a later one that
 		// was refused them (namecollision.go).
 		Watches(&v1alpha1.Listener{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {

@@ -88,10 +88,30 @@ const (
 	// serviceRefusedValue, looked up within one namespace: a ResourceQuota
 	// of the namespace changed wakes them (ListenersRefusedIn).
 	IndexListenerServiceRefused = "listener.serviceRefused"
+	// IndexListenerWaitingForPorts: the Listeners whose Ready says their
+	// class's range has no ports for them (WaitingForPortsReasons), under
+	// serviceRefusedValue, looked up cluster-wide (a node-port range spans
+	// namespaces): what gives ports up wakes them (ListenersWaitingForPorts).
+	IndexListenerWaitingForPorts = "listener.waitingForPorts"
 )
 
-// serviceRefusedValue is the one value of IndexListenerServiceRefused.
+// serviceRefusedValue is the one value of IndexListenerServiceRefused and
+// IndexListenerWaitingForPorts.
 const serviceRefusedValue = "true"
+
+// WaitingForPortsReasons are the Ready reasons of a Listener that waits
+// for ports of its class's range: a node-port range, or the namespace's
+// share of it, full; a sharing range without room, or a port of it taken.
+var WaitingForPortsReasons = []string{
+	v1alpha1.ReasonNodePortRangeExhausted, v1alpha1.ReasonNodePortShareExceeded,
+	v1alpha1.ReasonSharedPortsExhausted, v1alpha1.ReasonSharedPortTaken,
+}
+
+// notReadyFor says whether o, a Listener, is not Ready for one of reasons.
+func notReadyFor(o client.Object, reasons ...string) bool {
+	c := meta.FindStatusCondition(o.(*v1alpha1.Listener).Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status != metav1.ConditionTrue && slices.Contains(reasons, c.Reason)
+}
 
 // AddIndexes registers every index of Indexes with indexer, once: the
 // registry in reconcile does, before any controller is set up.
@@ -131,8 +151,14 @@ func Indexes() []caches.Index {
 		}},
 		// Only the few Listeners whose Service is refused.
 		{Object: &v1alpha1.Listener{}, Field: IndexListenerServiceRefused, Values: func(o client.Object) []string {
-			c := meta.FindStatusCondition(o.(*v1alpha1.Listener).Status.Conditions, v1alpha1.ConditionReady)
-			if c != nil && c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonServiceRefused {
+			if notReadyFor(o, v1alpha1.ReasonServiceRefused) {
+				return []string{serviceRefusedValue}
+			}
+			return nil
+		}},
+		// Only the few Listeners waiting for ports of a range.
+		{Object: &v1alpha1.Listener{}, Field: IndexListenerWaitingForPorts, Values: func(o client.Object) []string {
+			if notReadyFor(o, WaitingForPortsReasons...) {
 				return []string{serviceRefusedValue}
 			}
 			return nil
@@ -304,6 +330,14 @@ func RequestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 // what a ResourceQuota of the namespace changing may let through.
 func ListenersRefusedIn(ctx context.Context, c client.Reader, namespace string) []ctrl.Request {
 	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{IndexListenerServiceRefused: serviceRefusedValue})
+}
+
+// ListenersWaitingForPorts are the Listeners whose Ready says their
+// class's range has no ports for them (through
+// IndexListenerWaitingForPorts): what a Service or Listener giving ports
+// up may make room for.
+func ListenersWaitingForPorts(ctx context.Context, c client.Reader) []ctrl.Request {
+	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.MatchingFields{IndexListenerWaitingForPorts: serviceRefusedValue})
 }
 
 // ControlledByListener is the name of the Listener controlling o, or "".
