@@ -280,6 +280,16 @@ func (r *listenerReconciler) leaveAllClasses(ctx context.Context, l *v1alpha1.Li
 	return r.leaveGateway(ctx, l, nil)
 }
 
+// staleRoute says whether rt, a route labelled as l's, is one l deletes:
+// keep does not name it, and it is l's own (isOwn: l's, or its
+// predecessor's under its name), not another's that carries the label.
+func (r *listenerReconciler) staleRoute(ctx context.Context, rt metav1.Object, l *v1alpha1.Listener, keep map[string]bool) (bool, error) {
+	if keep[rt.GetName()] {
+		return false, nil
+	}
+	return r.isOwn(ctx, rt, l)
+}
+
 // deleteStaleRoutes deletes the routes the operator made for l that keep
 // does not name (all of them for a nil keep): a port removed, a class
 // that stopped routing, a name l may no longer publish.
@@ -293,14 +303,11 @@ func (r *listenerReconciler) deleteStaleRoutes(ctx context.Context, l *v1alpha1.
 	}
 	for i := range routes.Items {
 		rt := &routes.Items[i]
-		if keep[rt.Name] {
-			continue
-		}
-		own, err := r.isOwn(ctx, rt, l)
+		stale, err := r.staleRoute(ctx, rt, l, keep)
 		if err != nil {
 			return err
 		}
-		if !own {
+		if !stale {
 			continue
 		}
 		err = r.client.Delete(ctx, rt, client.Preconditions{UID: &rt.UID})

@@ -249,14 +249,11 @@ func (r *listenerReconciler) deleteStaleTCPRoutes(ctx context.Context, l *v1alph
 	}
 	for i := range routes {
 		rt := &routes[i]
-		if keep[rt.Name] {
-			continue
-		}
-		own, err := r.isOwn(ctx, rt, l)
+		stale, err := r.staleRoute(ctx, rt, l, keep)
 		if err != nil {
 			return err
 		}
-		if !own {
+		if !stale {
 			continue
 		}
 		del := tcpRouteObject(version)

@@ -86,8 +86,9 @@ func playbook() map[Kind]operation {
 // with Traefik plays when gateway is set.
 func kinds(gateway bool) []Kind {
 	var out []Kind
-	for _, k := range slices.Sorted(maps.Keys(playbook())) {
-		if gateway || !playbook()[k].gateway {
+	book := playbook()
+	for _, k := range slices.Sorted(maps.Keys(book)) {
+		if gateway || !book[k].gateway {
 			out = append(out, k)
 		}
 	}

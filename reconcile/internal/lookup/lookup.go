@@ -85,19 +85,19 @@ const (
 	IndexClaimOwnClass = "nodeloss.claim.class"
 	// IndexListenerServiceRefused: the Listeners whose Ready says the API
 	// server refused their Service (ServiceRefused), under
-	// serviceRefusedValue, looked up within one namespace: a ResourceQuota
+	// flagged, looked up within one namespace: a ResourceQuota
 	// of the namespace changed wakes them (ListenersRefusedIn).
 	IndexListenerServiceRefused = "listener.serviceRefused"
 	// IndexListenerWaitingForPorts: the Listeners whose Ready says their
 	// class's range has no ports for them (WaitingForPortsReasons), under
-	// serviceRefusedValue, looked up cluster-wide (a node-port range spans
+	// flagged, looked up cluster-wide (a node-port range spans
 	// namespaces): what gives ports up wakes them (ListenersWaitingForPorts).
 	IndexListenerWaitingForPorts = "listener.waitingForPorts"
 )
 
-// serviceRefusedValue is the one value of IndexListenerServiceRefused and
-// IndexListenerWaitingForPorts.
-const serviceRefusedValue = "true"
+// flagged is the one value of the indexes that only mark a Listener
+// (IndexListenerServiceRefused, IndexListenerWaitingForPorts).
+const flagged = "true"
 
 // WaitingForPortsReasons are the Ready reasons of a Listener that waits
 // for ports of its class's range: a node-port range, or the namespace's
@@ -152,14 +152,14 @@ func Indexes() []caches.Index {
 		// Only the few Listeners whose Service is refused.
 		{Object: &v1alpha1.Listener{}, Field: IndexListenerServiceRefused, Values: func(o client.Object) []string {
 			if notReadyFor(o, v1alpha1.ReasonServiceRefused) {
-				return []string{serviceRefusedValue}
+				return []string{flagged}
 			}
 			return nil
 		}},
 		// Only the few Listeners waiting for ports of a range.
 		{Object: &v1alpha1.Listener{}, Field: IndexListenerWaitingForPorts, Values: func(o client.Object) []string {
 			if notReadyFor(o, WaitingForPortsReasons...) {
-				return []string{serviceRefusedValue}
+				return []string{flagged}
 			}
 			return nil
 		}},
@@ -329,7 +329,7 @@ func RequestsFor(ctx context.Context, c client.Reader, list client.ObjectList, o
 // API server refused their Service (through IndexListenerServiceRefused):
 // what a ResourceQuota of the namespace changing may let through.
 func ListenersRefusedIn(ctx context.Context, c client.Reader, namespace string) []ctrl.Request {
-	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{IndexListenerServiceRefused: serviceRefusedValue})
+	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.InNamespace(namespace), client.MatchingFields{IndexListenerServiceRefused: flagged})
 }
 
 // ListenersWaitingForPorts are the Listeners whose Ready says their
@@ -337,7 +337,7 @@ func ListenersRefusedIn(ctx context.Context, c client.Reader, namespace string) 
 // IndexListenerWaitingForPorts): what a Service or Listener giving ports
 // up may make room for.
 func ListenersWaitingForPorts(ctx context.Context, c client.Reader) []ctrl.Request {
-	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.MatchingFields{IndexListenerWaitingForPorts: serviceRefusedValue})
+	return RequestsFor(ctx, c, &v1alpha1.ListenerList{}, client.MatchingFields{IndexListenerWaitingForPorts: flagged})
 }
 
 // ControlledByListener is the name of the Listener controlling o, or "".
